@@ -1,0 +1,124 @@
+//! The agent card: built once from the configuration, served at
+//! `/.well-known/agent-card.json` with its caching headers (ETag, Last-Modified).
+
+use serde_json::json;
+use sha2::{Digest, Sha256};
+
+use super::types::{AgentCapabilities, AgentCard, AgentExtension, AgentInterface, AgentSkill};
+use crate::config::Config;
+use crate::ext;
+
+pub const PROTOCOL_VERSION: &str = "1.0";
+
+/// The card and what its caching headers need, computed once.
+#[derive(Debug, Clone)]
+pub struct PublishedCard {
+    pub card: AgentCard,
+    pub json: Vec<u8>,
+    pub etag: String,
+    pub last_modified: String,
+}
+
+fn interface_url(public_url: &str) -> String {
+    format!("{}/", public_url.trim_end_matches('/'))
+}
+
+pub fn build(config: &Config) -> AgentCard {
+    let url = interface_url(&config.public_url);
+    let interface = |binding: &str| AgentInterface {
+        url: url.clone(),
+        protocol_binding: binding.into(),
+        protocol_version: PROTOCOL_VERSION.into(),
+        tenant: String::new(),
+    };
+    let mut extensions = vec![
+        AgentExtension {
+            uri: ext::TASK_EXTENSION.into(),
+            description: "tiny-harness task extension: name, goal, acceptance criteria, \
+                participants, plan and sub-tasks in Task.metadata; event envelopes as data parts"
+                .into(),
+            ..Default::default()
+        },
+        AgentExtension {
+            uri: ext::CHANNEL_EXTENSION.into(),
+            description: "tiny-harness channels: messages, help requests and replies as data parts"
+                .into(),
+            ..Default::default()
+        },
+        AgentExtension {
+            uri: ext::COMMANDS_EXTENSION.into(),
+            description: "tiny-harness commands: /name args messages run on the harness".into(),
+            params: json!({"commands": []}).as_object().cloned(),
+            ..Default::default()
+        },
+    ];
+    for e in &mut extensions {
+        e.required = config.required_extensions.contains(&e.uri);
+    }
+    AgentCard {
+        name: "tiny-harness".into(),
+        description: "A serverless A2A agent harness: tasks with participants, help requests \
+            and sub-tasks, and harness commands"
+            .into(),
+        supported_interfaces: vec![interface("JSONRPC"), interface("HTTP+JSON")],
+        version: env!("CARGO_PKG_VERSION").into(),
+        capabilities: AgentCapabilities {
+            streaming: Some(true),
+            push_notifications: Some(false),
+            extensions,
+            extended_agent_card: None,
+        },
+        default_input_modes: vec![
+            "text/plain".into(),
+            ext::TASK_MEDIA_TYPE.into(),
+            ext::CHANNEL_MEDIA_TYPE.into(),
+            ext::EVENT_MEDIA_TYPE.into(),
+        ],
+        default_output_modes: vec![
+            "text/plain".into(),
+            ext::TASK_MEDIA_TYPE.into(),
+            ext::CHANNEL_MEDIA_TYPE.into(),
+        ],
+        skills: vec![AgentSkill {
+            id: "tasks".into(),
+            name: "Tasks".into(),
+            description:
+                "Works on a task until it is done, asking participants when it needs input".into(),
+            tags: vec!["tasks".into(), "participants".into()],
+            ..Default::default()
+        }],
+        ..Default::default()
+    }
+}
+
+impl PublishedCard {
+    pub fn new(card: AgentCard) -> Self {
+        let json = serde_json::to_vec(&card).unwrap_or_default();
+        let digest = Sha256::digest(&json);
+        let etag = format!(
+            "\"{}\"",
+            digest
+                .iter()
+                .take(16)
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>()
+        );
+        let last_modified = chrono::Utc::now()
+            .format("%a, %d %b %Y %H:%M:%S GMT")
+            .to_string();
+        PublishedCard {
+            card,
+            json,
+            etag,
+            last_modified,
+        }
+    }
+
+    /// Whether an `If-None-Match` value names this card's ETag.
+    pub fn matches(&self, if_none_match: &str) -> bool {
+        if_none_match
+            .split(',')
+            .map(|t| t.trim().trim_start_matches("W/"))
+            .any(|t| t == "*" || t == self.etag)
+    }
+}

@@ -1,0 +1,41 @@
+//! Server-sent events framing (spec §1.3): one `data:` line per event; on JSON-RPC each
+//! event is a full response envelope with the request id, on HTTP+JSON a bare
+//! StreamResponse. A mid-stream error is an `event: error` and ends the stream.
+
+use axum::response::sse::Event;
+use serde_json::{json, Value};
+
+use super::error::A2aError;
+use super::jsonrpc;
+use super::types::StreamResponse;
+
+/// Which binding's framing to use.
+#[derive(Debug, Clone)]
+pub enum Framing {
+    JsonRpc { id: Value },
+    Rest,
+}
+
+impl Framing {
+    pub fn data(&self, event: &StreamResponse) -> String {
+        let result = serde_json::to_value(event).unwrap_or(Value::Null);
+        match self {
+            Framing::JsonRpc { id } => jsonrpc::success(id, result).to_string(),
+            Framing::Rest => result.to_string(),
+        }
+    }
+
+    pub fn error(&self, error: &A2aError) -> String {
+        match self {
+            Framing::JsonRpc { id } => jsonrpc::failure(id, error).to_string(),
+            Framing::Rest => json!(error.to_rest()).to_string(),
+        }
+    }
+
+    pub fn frame(&self, item: Result<StreamResponse, A2aError>) -> Event {
+        match item {
+            Ok(event) => Event::default().data(self.data(&event)),
+            Err(error) => Event::default().event("error").data(self.error(&error)),
+        }
+    }
+}

@@ -1,0 +1,62 @@
+//! Server configuration: every setting, its default, and the environment variable that
+//! sets it (the same names in Lambda and locally; the local server also takes flags).
+
+use std::time::Duration;
+
+/// Response Content-Type of the HTTP+JSON binding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RestContentType {
+    /// `application/json`: what the TCK checks for.
+    #[default]
+    Json,
+    /// `application/a2a+json`: what spec v1.0.1 prefers.
+    A2aJson,
+}
+
+impl RestContentType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RestContentType::Json => "application/json",
+            RestContentType::A2aJson => "application/a2a+json",
+        }
+    }
+}
+
+impl std::str::FromStr for RestContentType {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "json" | "application/json" => Ok(RestContentType::Json),
+            "a2a+json" | "a2a" | "application/a2a+json" => Ok(RestContentType::A2aJson),
+            other => Err(format!("unknown content type {other:?} (json or a2a+json)")),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Base URL clients reach the server at; both interfaces of the card point here.
+    pub public_url: String,
+    pub rest_content_type: RestContentType,
+    /// Extension URIs the card marks `required` (none by default).
+    pub required_extensions: Vec<String>,
+    /// Largest request body accepted; larger gets 413 before it is parsed.
+    pub max_body_bytes: usize,
+    /// Requests per minute per peer address; more gets 429. 0 disables the limit.
+    pub rate_limit_per_minute: u32,
+    /// `Cache-Control: max-age` of the agent card.
+    pub card_max_age: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            public_url: "http://127.0.0.1:8080".into(),
+            rest_content_type: RestContentType::Json,
+            required_extensions: Vec::new(),
+            max_body_bytes: 1024 * 1024,
+            rate_limit_per_minute: 120,
+            card_max_age: Duration::from_secs(300),
+        }
+    }
+}

@@ -1,0 +1,91 @@
+//! The engine: task state changes (`transition`), the agent's handle on a task (`run`),
+//! following a task's event log (`follow`), and driving a task with the agent, one run
+//! per task at a time in this process.
+
+pub mod follow;
+pub mod run;
+pub mod transition;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use tokio::task::JoinHandle;
+
+use crate::a2a::{Message, Part, TaskState};
+use crate::agent::Agent;
+use crate::store::Store;
+pub use run::{RunError, TaskRun};
+
+pub struct Engine {
+    store: Arc<dyn Store>,
+    agent: Arc<dyn Agent>,
+    /// Serialises runs of one task inside this process.
+    running: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+}
+
+impl Engine {
+    pub fn new(store: Arc<dyn Store>, agent: Arc<dyn Agent>) -> Arc<Self> {
+        Arc::new(Engine {
+            store,
+            agent,
+            running: Mutex::new(HashMap::new()),
+        })
+    }
+
+    pub fn agent(&self) -> &dyn Agent {
+        self.agent.as_ref()
+    }
+
+    /// Drives the task with `input` in a task of its own, so a client that goes away does
+    /// not stop the work; the handle resolves when the agent stops (done or waiting).
+    pub fn start(self: &Arc<Self>, task_id: String, input: Message) -> JoinHandle<()> {
+        let engine = self.clone();
+        tokio::spawn(async move { engine.drive(&task_id, &input).await })
+    }
+
+    #[tracing::instrument(skip(self, input), fields(message_id = %input.message_id))]
+    async fn drive(&self, task_id: &str, input: &Message) {
+        let lock = {
+            let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+            running.entry(task_id.to_owned()).or_default().clone()
+        };
+        {
+            let _guard = lock.lock().await;
+            if let Err(e) = self.drive_locked(task_id, input).await {
+                tracing::warn!(error = %e, "task run ended with an error");
+            }
+        }
+        let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        if running
+            .get(task_id)
+            .is_some_and(|l| Arc::strong_count(l) <= 2)
+        {
+            running.remove(task_id);
+        }
+    }
+
+    async fn drive_locked(&self, task_id: &str, input: &Message) -> Result<(), RunError> {
+        let record = self.store.load_task(task_id).await?.ok_or(RunError::Gone)?;
+        if record.state().is_terminal() {
+            return Ok(());
+        }
+        let mut run = TaskRun::new(self.store.clone(), record);
+        match self.agent.run(&mut run, input).await {
+            Ok(()) | Err(RunError::Ended(_)) => Ok(()),
+            Err(e) => {
+                let msg = run.agent_message(&format!("The agent failed: {e}"));
+                let _ = run.set_status(TaskState::Failed, Some(msg)).await;
+                Err(e)
+            }
+        }
+    }
+}
+
+/// Text of a message's text parts, joined.
+pub fn message_text(m: &Message) -> String {
+    m.parts
+        .iter()
+        .filter_map(|p: &Part| p.text.as_deref())
+        .collect::<Vec<_>>()
+        .join("")
+}

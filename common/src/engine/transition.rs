@@ -1,0 +1,129 @@
+//! How a task record changes: pure functions that apply one change and return the event
+//! that announces it, so the change and its event are committed together.
+
+use serde_json::Value;
+
+use crate::a2a::{
+    Artifact, Message, Part, Role, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState,
+    TaskStatus, TaskStatusUpdateEvent, Timestamp,
+};
+use crate::store::TaskRecord;
+
+pub fn new_id() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+/// A new task in SUBMITTED for `message`, which gets the task's ids; returns the record
+/// and its creation event (the Task itself, seq 0).
+pub fn new_task(tenant: &str, message: &mut Message) -> (TaskRecord, StreamResponse) {
+    let id = new_id();
+    if message.context_id.is_empty() {
+        message.context_id = new_id();
+    }
+    message.task_id = id.clone();
+    let task = Task {
+        id,
+        context_id: message.context_id.clone(),
+        status: Some(TaskStatus {
+            state: TaskState::Submitted,
+            message: None,
+            timestamp: Some(Timestamp::now()),
+        }),
+        artifacts: None,
+        history: vec![message.clone()],
+        metadata: None,
+    };
+    let event = StreamResponse::task(task.clone());
+    (
+        TaskRecord {
+            tenant: tenant.to_owned(),
+            task,
+            ..Default::default()
+        },
+        event,
+    )
+}
+
+/// Adds a client message to the history of an existing task.
+pub fn accept_message(rec: &mut TaskRecord, message: &mut Message) {
+    message.task_id = rec.task.id.clone();
+    message.context_id = rec.task.context_id.clone();
+    rec.task.history.push(message.clone());
+}
+
+/// A message from the agent on this task.
+pub fn agent_message(task: &Task, parts: Vec<Part>) -> Message {
+    Message {
+        message_id: new_id(),
+        context_id: task.context_id.clone(),
+        task_id: task.id.clone(),
+        role: Role::Agent,
+        parts,
+        ..Default::default()
+    }
+}
+
+/// Moves the task to `state`. The message of the status it replaces joins the history,
+/// so the history holds every message once and the current one is in the status.
+pub fn set_status(
+    rec: &mut TaskRecord,
+    state: TaskState,
+    message: Option<Message>,
+    metadata: Option<serde_json::Map<String, Value>>,
+) -> StreamResponse {
+    if let Some(old) = rec.task.status.take().and_then(|s| s.message) {
+        rec.task.history.push(old);
+    }
+    let status = TaskStatus {
+        state,
+        message,
+        timestamp: Some(Timestamp::now()),
+    };
+    rec.task.status = Some(status.clone());
+    StreamResponse::status(TaskStatusUpdateEvent {
+        task_id: rec.task.id.clone(),
+        context_id: rec.task.context_id.clone(),
+        status: Some(status),
+        metadata,
+    })
+}
+
+/// Adds an artifact, or with `append` extends the parts of the one with the same id.
+pub fn add_artifact(
+    rec: &mut TaskRecord,
+    artifact: Artifact,
+    append: bool,
+    last_chunk: bool,
+) -> StreamResponse {
+    let artifacts = rec.task.artifacts.get_or_insert_with(Vec::new);
+    match artifacts
+        .iter_mut()
+        .find(|a| a.artifact_id == artifact.artifact_id)
+    {
+        Some(existing) if append => existing.parts.extend(artifact.parts.iter().cloned()),
+        Some(existing) => *existing = artifact.clone(),
+        None => artifacts.push(artifact.clone()),
+    }
+    StreamResponse::artifact(TaskArtifactUpdateEvent {
+        task_id: rec.task.id.clone(),
+        context_id: rec.task.context_id.clone(),
+        artifact: Some(artifact),
+        append,
+        last_chunk,
+        metadata: None,
+    })
+}
+
+/// The task as a client sees it: the last `history_length` messages (all when None,
+/// none when 0) and artifacts only when asked for.
+pub fn view(task: &Task, history_length: Option<usize>, include_artifacts: bool) -> Task {
+    let mut t = task.clone();
+    if let Some(n) = history_length {
+        let skip = t.history.len().saturating_sub(n);
+        t.history.drain(..skip);
+    }
+    if !include_artifacts || t.artifacts.as_ref().is_some_and(Vec::is_empty) {
+        t.artifacts = None;
+    }
+    t
+}

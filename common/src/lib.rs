@@ -1,0 +1,11 @@
+//! The harness: everything the Lambda functions and the local server do. Functions only
+//! wire configuration to what lives here.
+
+pub mod a2a;
+pub mod agent;
+pub mod config;
+pub mod engine;
+pub mod ext;
+pub mod ops;
+pub mod server;
+pub mod store;

@@ -1,0 +1,26 @@
+//! CancelTask: a task that has not ended becomes CANCELED; the answer is the updated task.
+//! A run still working on it sees the change at its next commit and stops.
+
+use super::Harness;
+use crate::a2a::{A2aError, CancelTaskRequest, Task, TaskState};
+use crate::engine::transition::{set_status, view};
+use crate::store::StoreError;
+
+#[tracing::instrument(skip_all, fields(task_id = %req.id))]
+pub async fn cancel_task(h: &Harness, req: CancelTaskRequest) -> Result<Task, A2aError> {
+    crate::a2a::validate::required_id(&req.id, "id")?;
+    loop {
+        let rec = h.visible_task(&req.tenant, &req.id).await?;
+        if rec.state().is_terminal() {
+            return Err(A2aError::TaskNotCancelable { task_id: req.id });
+        }
+        let mut next = rec.clone();
+        let event = set_status(&mut next, TaskState::Canceled, None, req.metadata.clone());
+        match h.store.commit(&next, rec.version, &[event], None).await {
+            Ok(stored) => return Ok(view(&stored.task, None, true)),
+            // The task moved on meanwhile: decide again on its fresh state.
+            Err(StoreError::Conflict { .. }) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+}

@@ -1,0 +1,136 @@
+//! One module per A2A operation, each the whole behaviour of that operation: validate
+//! the request, run it against the store and engine, shape the answer. The bindings
+//! only decode, call and encode.
+
+pub mod cancel_task;
+pub mod get_extended_agent_card;
+pub mod get_task;
+pub mod list_tasks;
+pub mod push_config;
+pub mod send_message;
+pub mod subscribe_to_task;
+
+use std::sync::Arc;
+
+use crate::a2a::card::PublishedCard;
+use crate::a2a::A2aError;
+use crate::config::Config;
+use crate::engine::Engine;
+use crate::store::{Store, StoreError, TaskRecord};
+
+/// What every operation runs against; built once per process (per cold start).
+pub struct Harness {
+    pub store: Arc<dyn Store>,
+    pub engine: Arc<Engine>,
+    pub config: Config,
+    pub card: PublishedCard,
+}
+
+impl Harness {
+    pub fn new(
+        store: Arc<dyn Store>,
+        agent: Arc<dyn crate::agent::Agent>,
+        config: Config,
+    ) -> Arc<Self> {
+        let engine = Engine::new(store.clone(), agent);
+        let card = PublishedCard::new(crate::a2a::card::build(&config));
+        Arc::new(Harness {
+            store,
+            engine,
+            config,
+            card,
+        })
+    }
+
+    /// The task if it exists for this tenant; anything else is "not found".
+    pub async fn visible_task(&self, tenant: &str, id: &str) -> Result<TaskRecord, A2aError> {
+        match self.store.load_task(id).await? {
+            Some(rec) if rec.tenant == tenant => Ok(rec),
+            _ => Err(A2aError::task_not_found(id)),
+        }
+    }
+}
+
+impl From<StoreError> for A2aError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::Conflict { task_id, .. } => A2aError::Internal(format!(
+                "task {task_id} is being changed by another request; try again"
+            )),
+            other => A2aError::Internal(other.to_string()),
+        }
+    }
+}
+
+/// One A2A operation with its decoded request: what both bindings produce.
+#[derive(Debug, Clone)]
+pub enum Call {
+    SendMessage(crate::a2a::SendMessageRequest),
+    SendStreamingMessage(crate::a2a::SendMessageRequest),
+    GetTask(crate::a2a::GetTaskRequest),
+    ListTasks(crate::a2a::ListTasksRequest),
+    CancelTask(crate::a2a::CancelTaskRequest),
+    SubscribeToTask(crate::a2a::SubscribeToTaskRequest),
+    CreatePushConfig(crate::a2a::TaskPushNotificationConfig),
+    GetPushConfig(crate::a2a::GetTaskPushNotificationConfigRequest),
+    ListPushConfigs(crate::a2a::ListTaskPushNotificationConfigsRequest),
+    DeletePushConfig(crate::a2a::DeleteTaskPushNotificationConfigRequest),
+    GetExtendedAgentCard(crate::a2a::GetExtendedAgentCardRequest),
+}
+
+impl Call {
+    /// The proto rpc name, which is also the JSON-RPC method.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Call::SendMessage(_) => "SendMessage",
+            Call::SendStreamingMessage(_) => "SendStreamingMessage",
+            Call::GetTask(_) => "GetTask",
+            Call::ListTasks(_) => "ListTasks",
+            Call::CancelTask(_) => "CancelTask",
+            Call::SubscribeToTask(_) => "SubscribeToTask",
+            Call::CreatePushConfig(_) => "CreateTaskPushNotificationConfig",
+            Call::GetPushConfig(_) => "GetTaskPushNotificationConfig",
+            Call::ListPushConfigs(_) => "ListTaskPushNotificationConfigs",
+            Call::DeletePushConfig(_) => "DeleteTaskPushNotificationConfig",
+            Call::GetExtendedAgentCard(_) => "GetExtendedAgentCard",
+        }
+    }
+}
+
+/// What an operation answers: one JSON value, or a stream of events.
+pub enum Answer {
+    Json(serde_json::Value),
+    Stream(crate::engine::follow::EventStream),
+}
+
+fn json<T: serde::Serialize>(v: T) -> Result<Answer, A2aError> {
+    serde_json::to_value(v)
+        .map(Answer::Json)
+        .map_err(|e| A2aError::Internal(format!("cannot encode the answer: {e}")))
+}
+
+/// Runs one operation.
+pub async fn execute(h: &Harness, call: Call) -> Result<Answer, A2aError> {
+    match call {
+        Call::SendMessage(r) => json(send_message::send_message(h, r).await?),
+        Call::SendStreamingMessage(r) => Ok(Answer::Stream(
+            send_message::send_streaming_message(h, r).await?,
+        )),
+        Call::GetTask(r) => json(get_task::get_task(h, r).await?),
+        Call::ListTasks(r) => json(list_tasks::list_tasks(h, r).await?),
+        Call::CancelTask(r) => json(cancel_task::cancel_task(h, r).await?),
+        Call::SubscribeToTask(r) => Ok(Answer::Stream(
+            subscribe_to_task::subscribe_to_task(h, r).await?,
+        )),
+        Call::CreatePushConfig(r) => json(push_config::create(r).await?),
+        Call::GetPushConfig(r) => json(push_config::get(r).await?),
+        Call::ListPushConfigs(r) => json(push_config::list(r).await?),
+        Call::DeletePushConfig(r) => {
+            push_config::delete(r).await?;
+            json(serde_json::json!({}))
+        }
+        Call::GetExtendedAgentCard(r) => {
+            json(get_extended_agent_card::get_extended_agent_card(h, r).await?)
+        }
+    }
+}

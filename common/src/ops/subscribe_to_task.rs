@@ -1,0 +1,34 @@
+//! SubscribeToTask: the current Task, then the task's event log from the start, then live
+//! events until the task is terminal or interrupted.
+
+use super::Harness;
+use crate::a2a::{validate, A2aError, StreamResponse, SubscribeToTaskRequest};
+use crate::engine::follow::{follow, EventStream, Follow};
+use crate::engine::transition::view;
+
+#[tracing::instrument(skip_all, fields(task_id = %req.id))]
+pub async fn subscribe_to_task(
+    h: &Harness,
+    req: SubscribeToTaskRequest,
+) -> Result<EventStream, A2aError> {
+    validate::required_id(&req.id, "id")?;
+    let rec = h.visible_task(&req.tenant, &req.id).await?;
+    if rec.state().is_terminal() {
+        return Err(A2aError::UnsupportedOperation(format!(
+            "Task {} is in terminal state {}; there is nothing to subscribe to",
+            rec.task.id,
+            rec.state().as_str()
+        )));
+    }
+    Ok(follow(
+        h.store.clone(),
+        Follow {
+            task_id: rec.task.id.clone(),
+            first: Some(StreamResponse::task(view(&rec.task, None, true))),
+            // Seq 0 is the creation snapshot, superseded by the current Task sent first.
+            after: Some(0),
+            replay_until: Some(rec.last_seq),
+            ended_at_replay: rec.state().is_interrupted(),
+        },
+    ))
+}

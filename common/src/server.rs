@@ -1,0 +1,299 @@
+//! The HTTP front: one axum Router serving the agent card, the JSON-RPC endpoint and the
+//! HTTP+JSON routes, with the request limits (body size, per-peer rate). The same Router
+//! is what a Lambda function hands to `lambda_http`.
+
+use std::net::{IpAddr, SocketAddr};
+use std::num::NonZeroU32;
+use std::sync::Arc;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::sse::{KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use futures::StreamExt;
+use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
+use serde_json::Value;
+
+use crate::a2a::headers::{self, EXTENSIONS_HEADER};
+use crate::a2a::sse::Framing;
+use crate::a2a::{jsonrpc, rest, A2aError};
+use crate::ops::{execute, Answer, Harness};
+
+const AGENT_CARD_PATH: &str = "/.well-known/agent-card.json";
+
+/// The router for every route. Rate limiting needs the peer address, so it applies when
+/// served with `into_make_service_with_connect_info::<SocketAddr>()`.
+pub fn router(h: Arc<Harness>) -> Router {
+    let limiter = NonZeroU32::new(h.config.rate_limit_per_minute)
+        .map(|n| Arc::new(RateLimiter::keyed(Quota::per_minute(n))));
+    Router::new()
+        .route(AGENT_CARD_PATH, get(agent_card))
+        .fallback(a2a)
+        .layer(middleware::from_fn_with_state(limiter, rate_limit))
+        .with_state(h)
+}
+
+async fn rate_limit(
+    State(limiter): State<Option<Arc<DefaultKeyedRateLimiter<IpAddr>>>>,
+    req: Request,
+    next: Next,
+) -> Response {
+    let peer = req
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.ip());
+    if let (Some(limiter), Some(peer)) = (limiter, peer) {
+        if limiter.check_key(&peer).is_err() {
+            return (
+                StatusCode::TOO_MANY_REQUESTS,
+                [
+                    (header::RETRY_AFTER, "60"),
+                    (header::CONTENT_TYPE, "text/plain"),
+                ],
+                "rate limit exceeded\n",
+            )
+                .into_response();
+        }
+    }
+    next.run(req).await
+}
+
+async fn agent_card(State(h): State<Arc<Harness>>, headers: HeaderMap) -> Response {
+    let card = &h.card;
+    let cache = format!("public, max-age={}", h.config.card_max_age.as_secs());
+    let not_modified = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| card.matches(v));
+    let common = [
+        (header::CACHE_CONTROL, cache),
+        (header::ETAG, card.etag.clone()),
+        (header::LAST_MODIFIED, card.last_modified.clone()),
+    ];
+    if not_modified {
+        return (StatusCode::NOT_MODIFIED, common).into_response();
+    }
+    (
+        common,
+        [(header::CONTENT_TYPE, "application/json")],
+        card.json.clone(),
+    )
+        .into_response()
+}
+
+/// The path relative to the interface URL (the public URL may carry a base path).
+fn relative_path<'a>(h: &Harness, path: &'a str) -> &'a str {
+    let base = base_path(&h.config.public_url);
+    if base.is_empty() {
+        return path;
+    }
+    match path.strip_prefix(base) {
+        Some(rest) if rest.is_empty() || rest.starts_with('/') => rest,
+        _ => path,
+    }
+}
+
+fn base_path(url: &str) -> &str {
+    let after_scheme = url.split_once("://").map(|(_, r)| r).unwrap_or(url);
+    after_scheme
+        .find('/')
+        .map(|i| after_scheme[i..].trim_end_matches('/'))
+        .unwrap_or("")
+}
+
+async fn a2a(State(h): State<Arc<Harness>>, req: Request) -> Response {
+    let path = relative_path(&h, req.uri().path()).to_owned();
+    if req.method() == Method::POST && (path.is_empty() || path == "/") {
+        return json_rpc(&h, req).await;
+    }
+    match rest::route(req.method(), &path) {
+        Some((tenant, route)) => rest_call(&h, req, tenant, route).await,
+        None => rest_error(
+            &h,
+            &A2aError::MethodNotFound(format!("{} {}", req.method(), path)),
+        ),
+    }
+}
+
+/// Errors that end a request before any A2A processing.
+enum Refusal {
+    TooLarge(usize),
+    Unreadable(String),
+}
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        match self {
+            Refusal::TooLarge(limit) => (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                [(header::CONTENT_TYPE, "text/plain")],
+                format!("request too large (the limit is {limit} bytes)\n"),
+            )
+                .into_response(),
+            Refusal::Unreadable(e) => (
+                StatusCode::BAD_REQUEST,
+                [(header::CONTENT_TYPE, "text/plain")],
+                format!("cannot read the request body: {e}\n"),
+            )
+                .into_response(),
+        }
+    }
+}
+
+/// Reads the body, refusing one over the limit before reading it when the length is
+/// declared and as soon as it passes the limit otherwise.
+async fn read_body(h: &Harness, headers: &HeaderMap, body: Body) -> Result<Bytes, Refusal> {
+    let limit = h.config.max_body_bytes;
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return Err(Refusal::TooLarge(limit));
+    }
+    axum::body::to_bytes(body, limit).await.map_err(|e| {
+        let too_large = std::error::Error::source(&e)
+            .is_some_and(|s| s.is::<http_body_util_limit::LengthLimitError>());
+        if too_large {
+            Refusal::TooLarge(limit)
+        } else {
+            Refusal::Unreadable(e.to_string())
+        }
+    })
+}
+
+mod http_body_util_limit {
+    pub use http_body_util::LengthLimitError;
+}
+
+fn content_type(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(header::CONTENT_TYPE)
+        .map(|v| v.to_str().unwrap_or("invalid"))
+}
+
+/// The checks every A2A operation passes first: version, then required extensions.
+/// Returns the extensions to echo as activated.
+fn service_parameters(
+    h: &Harness,
+    headers: &HeaderMap,
+    query: Option<&str>,
+) -> Result<Vec<String>, A2aError> {
+    headers::check_version(headers::requested_version(headers, query).as_deref())?;
+    headers::activate(&h.card.card, &headers::requested_extensions(headers))
+}
+
+fn with_extensions(mut resp: Response, activated: &[String]) -> Response {
+    if !activated.is_empty() {
+        if let Ok(v) = HeaderValue::from_str(&activated.join(", ")) {
+            resp.headers_mut().insert(EXTENSIONS_HEADER, v);
+        }
+    }
+    resp
+}
+
+fn json_response(status: StatusCode, content_type: &'static str, body: &Value) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, content_type)],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+fn sse(stream: crate::engine::follow::EventStream, framing: Framing) -> Response {
+    let events = stream.map(move |item| Ok::<_, std::convert::Infallible>(framing.frame(item)));
+    let mut resp = Sse::new(events)
+        .keep_alive(KeepAlive::default())
+        .into_response();
+    let headers = resp.headers_mut();
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    resp
+}
+
+async fn json_rpc(h: &Harness, req: Request) -> Response {
+    let (parts, body) = req.into_parts();
+    let rpc_error = |id: &Value, e: &A2aError| {
+        json_response(StatusCode::OK, "application/json", &jsonrpc::failure(id, e))
+    };
+    if let Some(ct) = content_type(&parts.headers) {
+        if !headers::is_json_content_type(ct) {
+            let e = A2aError::ContentTypeNotSupported(format!(
+                "request Content-Type {ct} (use application/json)"
+            ));
+            return rpc_error(&Value::Null, &e);
+        }
+    }
+    let body = match read_body(h, &parts.headers, body).await {
+        Ok(b) => b,
+        Err(refusal) => return refusal.into_response(),
+    };
+    let envelope = match jsonrpc::parse_envelope(&body) {
+        Ok(env) => env,
+        Err((id, e)) => return rpc_error(&id, &e),
+    };
+    let id = envelope.id.clone();
+    let activated = match service_parameters(h, &parts.headers, parts.uri.query()) {
+        Ok(a) => a,
+        Err(e) => return rpc_error(&id, &e),
+    };
+    let call = match jsonrpc::parse_call(&envelope.method, envelope.params) {
+        Ok(c) => c,
+        Err(e) => return rpc_error(&id, &e),
+    };
+    let resp = match execute(h, call).await {
+        Ok(Answer::Json(result)) => json_response(
+            StatusCode::OK,
+            "application/json",
+            &jsonrpc::success(&id, result),
+        ),
+        Ok(Answer::Stream(stream)) => sse(stream, Framing::JsonRpc { id }),
+        Err(e) => rpc_error(&id, &e),
+    };
+    with_extensions(resp, &activated)
+}
+
+fn rest_error(h: &Harness, e: &A2aError) -> Response {
+    let status = StatusCode::from_u16(e.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    json_response(status, h.config.rest_content_type.as_str(), &e.to_rest())
+}
+
+async fn rest_call(h: &Harness, req: Request, tenant: String, route: rest::Route) -> Response {
+    let (parts, body) = req.into_parts();
+    if let Some(ct) = content_type(&parts.headers) {
+        if route.takes_body() && !headers::is_json_content_type(ct) {
+            let e = A2aError::ContentTypeNotSupported(format!(
+                "request Content-Type {ct} (use application/json)"
+            ));
+            let mut resp = rest_error(h, &e);
+            *resp.status_mut() = StatusCode::UNSUPPORTED_MEDIA_TYPE;
+            return resp;
+        }
+    }
+    let body = match read_body(h, &parts.headers, body).await {
+        Ok(b) => b,
+        Err(refusal) => return refusal.into_response(),
+    };
+    let query = parts.uri.query();
+    let activated = match service_parameters(h, &parts.headers, query) {
+        Ok(a) => a,
+        Err(e) => return rest_error(h, &e),
+    };
+    let call = match rest::parse_call(route, tenant, query, &body) {
+        Ok(c) => c,
+        Err(e) => return rest_error(h, &e),
+    };
+    let resp = match execute(h, call).await {
+        Ok(Answer::Json(v)) => {
+            json_response(StatusCode::OK, h.config.rest_content_type.as_str(), &v)
+        }
+        Ok(Answer::Stream(stream)) => sse(stream, Framing::Rest),
+        Err(e) => rest_error(h, &e),
+    };
+    with_extensions(resp, &activated)
+}

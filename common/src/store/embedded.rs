@@ -1,0 +1,614 @@
+//! The embedded store: one SQLite database file in the state directory. SQLite gives what
+//! the Store contract needs on one machine: transactions for "state and events together",
+//! file locking so several processes (one per function under `cargo lambda watch`) can
+//! share the directory, and a write-ahead log that survives kill -9.
+//!
+//! Writes go through one writer thread that gathers whatever commits are waiting into a
+//! single transaction (each in its own savepoint, so one failed condition does not undo
+//! the others) and acknowledges them after one fsync: group commit. Reads use a small pool
+//! of connections on the blocking thread pool.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
+use tokio::sync::{broadcast, oneshot};
+
+use super::{
+    AuditRecord, Cursor, InboundMessage, LoggedEvent, Store, StoreError, TaskPage, TaskQuery,
+    TaskRecord,
+};
+use crate::a2a::{StreamResponse, TaskPushNotificationConfig, Timestamp};
+
+const DB_FILE: &str = "harness.sqlite3";
+const READERS: usize = 4;
+/// Most commits gathered into one transaction.
+const MAX_BATCH: usize = 256;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS tasks (
+    id TEXT PRIMARY KEY,
+    tenant TEXT NOT NULL,
+    context_id TEXT NOT NULL,
+    state INTEGER NOT NULL,
+    status_ms INTEGER NOT NULL,
+    version INTEGER NOT NULL,
+    last_seq INTEGER NOT NULL,
+    record TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS tasks_by_status ON tasks (tenant, status_ms DESC, id DESC);
+CREATE TABLE IF NOT EXISTS events (
+    task_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    event TEXT NOT NULL,
+    PRIMARY KEY (task_id, seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS messages (
+    tenant TEXT NOT NULL,
+    message_id TEXT NOT NULL,
+    task_id TEXT NOT NULL,
+    received_ms INTEGER NOT NULL,
+    message TEXT NOT NULL,
+    PRIMARY KEY (tenant, message_id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS push_configs (
+    task_id TEXT NOT NULL,
+    id TEXT NOT NULL,
+    config TEXT NOT NULL,
+    PRIMARY KEY (task_id, id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS audit (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    at_ms INTEGER NOT NULL,
+    record TEXT NOT NULL
+);
+";
+
+type Completion = Box<dyn FnOnce(Result<(), StoreError>) + Send>;
+/// Runs its work on the connection it is given (None: the transaction could not start, so
+/// the work is skipped) and returns what acknowledges it once the outcome is known.
+type Job = Box<dyn FnOnce(Option<&Connection>) -> Completion + Send>;
+
+pub struct EmbeddedStore {
+    jobs: mpsc::Sender<Job>,
+    readers: Arc<Vec<Mutex<Connection>>>,
+    next_reader: AtomicUsize,
+    changes: broadcast::Sender<String>,
+}
+
+fn backend(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Unavailable(e.to_string())
+}
+
+fn corrupt(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Corrupt(e.to_string())
+}
+
+fn open(path: &Path, flags: OpenFlags) -> Result<Connection, StoreError> {
+    let conn = Connection::open_with_flags(path, flags).map_err(backend)?;
+    conn.busy_timeout(Duration::from_secs(10))
+        .map_err(backend)?;
+    // FULL: a commit is fsynced before it is acknowledged, and batching makes that cheap.
+    conn.execute_batch(
+        "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=OFF;",
+    )
+    .map_err(backend)?;
+    Ok(conn)
+}
+
+impl EmbeddedStore {
+    /// Opens (creating if needed) the store in `dir`.
+    pub fn open(dir: &Path) -> Result<Self, StoreError> {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            StoreError::Unavailable(format!(
+                "cannot create state directory {}: {e}",
+                dir.display()
+            ))
+        })?;
+        let path = dir.join(DB_FILE);
+        let writer = open(
+            &path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_CREATE
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        writer.execute_batch(SCHEMA).map_err(backend)?;
+        let readers = (0..READERS)
+            .map(|_| {
+                open(
+                    &path,
+                    OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+                )
+                .map(Mutex::new)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let (jobs, rx) = mpsc::channel::<Job>();
+        std::thread::Builder::new()
+            .name("store-writer".into())
+            .spawn(move || writer_loop(writer, rx))
+            .map_err(backend)?;
+        let (changes, _) = broadcast::channel(1024);
+        Ok(EmbeddedStore {
+            jobs,
+            readers: Arc::new(readers),
+            next_reader: AtomicUsize::new(0),
+            changes,
+        })
+    }
+
+    /// Runs `f` inside the next group transaction; resolves once that transaction is durable.
+    async fn write<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<R, StoreError> + Send + 'static,
+    ) -> Result<R, StoreError> {
+        let (tx, rx) = oneshot::channel();
+        let job: Job = Box::new(move |conn: Option<&Connection>| {
+            let outcome = match conn {
+                Some(conn) => in_savepoint(conn, f),
+                None => Err(backend("the write was not attempted")),
+            };
+            Box::new(move |committed: Result<(), StoreError>| {
+                let _ = tx.send(committed.and(outcome));
+            })
+        });
+        self.jobs
+            .send(job)
+            .map_err(|_| backend("the store writer has stopped"))?;
+        rx.await
+            .map_err(|_| backend("the store writer has stopped"))?
+    }
+
+    async fn read<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<R, StoreError> + Send + 'static,
+    ) -> Result<R, StoreError> {
+        let readers = self.readers.clone();
+        let i = self.next_reader.fetch_add(1, Ordering::Relaxed) % readers.len();
+        tokio::task::spawn_blocking(move || {
+            let conn = readers[i]
+                .lock()
+                .map_err(|_| backend("a reader panicked"))?;
+            f(&conn)
+        })
+        .await
+        .map_err(backend)?
+    }
+}
+
+fn in_savepoint<R>(
+    conn: &Connection,
+    f: impl FnOnce(&Connection) -> Result<R, StoreError>,
+) -> Result<R, StoreError> {
+    conn.execute_batch("SAVEPOINT job").map_err(backend)?;
+    let out = f(conn);
+    let end = if out.is_ok() {
+        "RELEASE job"
+    } else {
+        "ROLLBACK TO job; RELEASE job"
+    };
+    conn.execute_batch(end).map_err(backend)?;
+    out
+}
+
+fn writer_loop(conn: Connection, rx: mpsc::Receiver<Job>) {
+    while let Ok(first) = rx.recv() {
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(job) => batch.push(job),
+                Err(_) => break,
+            }
+        }
+        if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
+            let err = backend(e);
+            for job in batch {
+                job(None)(Err(err.clone()));
+            }
+            continue;
+        }
+        let completions: Vec<Completion> = batch.into_iter().map(|job| job(Some(&conn))).collect();
+        let committed = conn.execute_batch("COMMIT").map_err(backend);
+        if committed.is_err() {
+            let _ = conn.execute_batch("ROLLBACK");
+        }
+        for done in completions {
+            done(committed.clone());
+        }
+    }
+}
+
+fn to_json<T: serde::Serialize>(v: &T) -> Result<String, StoreError> {
+    serde_json::to_string(v).map_err(corrupt)
+}
+
+fn from_json<T: serde::de::DeserializeOwned>(s: &str) -> Result<T, StoreError> {
+    serde_json::from_str(s).map_err(corrupt)
+}
+
+fn now_ms() -> i64 {
+    Timestamp::now().millis()
+}
+
+fn insert_message(conn: &Connection, m: &InboundMessage, task_id: &str) -> Result<(), StoreError> {
+    let existing: Option<String> = conn
+        .query_row(
+            "SELECT task_id FROM messages WHERE tenant = ?1 AND message_id = ?2",
+            params![m.tenant, m.message.message_id],
+            |r| r.get(0),
+        )
+        .optional()
+        .map_err(backend)?;
+    if let Some(task_id) = existing {
+        return Err(StoreError::DuplicateMessage {
+            message_id: m.message.message_id.clone(),
+            task_id,
+        });
+    }
+    conn.execute(
+        "INSERT INTO messages (tenant, message_id, task_id, received_ms, message) VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![m.tenant, m.message.message_id, task_id, now_ms(), to_json(&m.message)?],
+    )
+    .map_err(backend)?;
+    Ok(())
+}
+
+fn append_events(
+    conn: &Connection,
+    task_id: &str,
+    first_seq: u64,
+    events: &[StreamResponse],
+) -> Result<(), StoreError> {
+    let mut stmt = conn
+        .prepare_cached("INSERT INTO events (task_id, seq, event) VALUES (?1, ?2, ?3)")
+        .map_err(backend)?;
+    for (i, e) in events.iter().enumerate() {
+        stmt.execute(params![task_id, (first_seq + i as u64) as i64, to_json(e)?])
+            .map_err(backend)?;
+    }
+    Ok(())
+}
+
+fn row_record(row: &rusqlite::Row<'_>) -> rusqlite::Result<(String, i64, i64)> {
+    Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+}
+
+fn decode_record((json, version, last_seq): (String, i64, i64)) -> Result<TaskRecord, StoreError> {
+    let mut rec: TaskRecord = from_json(&json)?;
+    rec.version = version as u64;
+    rec.last_seq = last_seq as u64;
+    Ok(rec)
+}
+
+fn write_task(conn: &Connection, rec: &TaskRecord, insert: bool) -> Result<usize, StoreError> {
+    let sql = if insert {
+        "INSERT OR IGNORE INTO tasks (id, tenant, context_id, state, status_ms, version, last_seq, record)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
+    } else {
+        "UPDATE tasks SET tenant = ?2, context_id = ?3, state = ?4, status_ms = ?5, version = ?6,
+         last_seq = ?7, record = ?8 WHERE id = ?1 AND version = ?9"
+    };
+    let mut stmt = conn.prepare_cached(sql).map_err(backend)?;
+    let json = to_json(rec)?;
+    let base = params![
+        rec.task.id,
+        rec.tenant,
+        rec.task.context_id,
+        rec.state().number(),
+        rec.status_millis(),
+        rec.version as i64,
+        rec.last_seq as i64,
+        json,
+    ];
+    let n = if insert {
+        stmt.execute(base)
+    } else {
+        let expected = rec.version as i64 - 1;
+        stmt.execute(params![
+            rec.task.id,
+            rec.tenant,
+            rec.task.context_id,
+            rec.state().number(),
+            rec.status_millis(),
+            rec.version as i64,
+            rec.last_seq as i64,
+            json,
+            expected
+        ])
+    };
+    n.map_err(backend)
+}
+
+#[async_trait]
+impl Store for EmbeddedStore {
+    async fn create_task(
+        &self,
+        record: &TaskRecord,
+        events: &[StreamResponse],
+        message: Option<&InboundMessage>,
+    ) -> Result<TaskRecord, StoreError> {
+        let mut rec = record.clone();
+        rec.version = 1;
+        rec.last_seq = events.len().saturating_sub(1) as u64;
+        let events = events.to_vec();
+        let message = message.cloned();
+        let stored = rec.clone();
+        self.write(move |conn| {
+            if let Some(m) = &message {
+                insert_message(conn, m, &rec.task.id)?;
+            }
+            if write_task(conn, &rec, true)? == 0 {
+                return Err(StoreError::Conflict {
+                    task_id: rec.task.id.clone(),
+                    expected: 0,
+                });
+            }
+            append_events(conn, &rec.task.id, 0, &events)
+        })
+        .await?;
+        let _ = self.changes.send(stored.task.id.clone());
+        Ok(stored)
+    }
+
+    async fn commit(
+        &self,
+        record: &TaskRecord,
+        expected_version: u64,
+        events: &[StreamResponse],
+        message: Option<&InboundMessage>,
+    ) -> Result<TaskRecord, StoreError> {
+        let mut rec = record.clone();
+        rec.version = expected_version + 1;
+        let first_seq = rec.last_seq + 1;
+        rec.last_seq += events.len() as u64;
+        let events = events.to_vec();
+        let message = message.cloned();
+        let stored = rec.clone();
+        self.write(move |conn| {
+            // The stored last_seq must be the one this commit read, or events would gap.
+            let current: Option<(i64, i64)> = conn
+                .query_row(
+                    "SELECT version, last_seq FROM tasks WHERE id = ?1",
+                    params![rec.task.id],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .optional()
+                .map_err(backend)?;
+            let conflict = || StoreError::Conflict {
+                task_id: rec.task.id.clone(),
+                expected: expected_version,
+            };
+            match current {
+                Some((v, seq)) if v as u64 == expected_version && seq as u64 + 1 == first_seq => {}
+                _ => return Err(conflict()),
+            }
+            if let Some(m) = &message {
+                insert_message(conn, m, &rec.task.id)?;
+            }
+            if write_task(conn, &rec, false)? == 0 {
+                return Err(conflict());
+            }
+            append_events(conn, &rec.task.id, first_seq, &events)
+        })
+        .await?;
+        let _ = self.changes.send(stored.task.id.clone());
+        Ok(stored)
+    }
+
+    async fn put_message(&self, message: &InboundMessage) -> Result<(), StoreError> {
+        let m = message.clone();
+        self.write(move |conn| insert_message(conn, &m, "")).await
+    }
+
+    async fn message_task(
+        &self,
+        tenant: &str,
+        message_id: &str,
+    ) -> Result<Option<String>, StoreError> {
+        let (tenant, message_id) = (tenant.to_owned(), message_id.to_owned());
+        self.read(move |conn| {
+            conn.query_row(
+                "SELECT task_id FROM messages WHERE tenant = ?1 AND message_id = ?2",
+                params![tenant, message_id],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(backend)
+        })
+        .await
+    }
+
+    async fn load_task(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        let id = task_id.to_owned();
+        self.read(move |conn| {
+            conn.prepare_cached("SELECT record, version, last_seq FROM tasks WHERE id = ?1")
+                .map_err(backend)?
+                .query_row(params![id], row_record)
+                .optional()
+                .map_err(backend)?
+                .map(decode_record)
+                .transpose()
+        })
+        .await
+    }
+
+    async fn read_events(
+        &self,
+        task_id: &str,
+        after: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<LoggedEvent>, StoreError> {
+        let id = task_id.to_owned();
+        let from = after.map(|a| a as i64 + 1).unwrap_or(0);
+        self.read(move |conn| {
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT seq, event FROM events WHERE task_id = ?1 AND seq >= ?2 ORDER BY seq LIMIT ?3",
+                )
+                .map_err(backend)?;
+            let rows = stmt
+                .query_map(params![id, from, limit as i64], |r| {
+                    Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+                })
+                .map_err(backend)?;
+            rows.map(|row| {
+                let (seq, json) = row.map_err(backend)?;
+                Ok(LoggedEvent { seq: seq as u64, event: from_json(&json)? })
+            })
+            .collect()
+        })
+        .await
+    }
+
+    async fn list_tasks(&self, q: &TaskQuery) -> Result<TaskPage, StoreError> {
+        let q = q.clone();
+        self.read(move |conn| {
+            let mut filter = String::from("tenant = ?1");
+            let mut args: Vec<rusqlite::types::Value> = vec![q.tenant.clone().into()];
+            if let Some(ctx) = &q.context_id {
+                args.push(ctx.clone().into());
+                filter += &format!(" AND context_id = ?{}", args.len());
+            }
+            if let Some(state) = q.state {
+                args.push(i64::from(state.number()).into());
+                filter += &format!(" AND state = ?{}", args.len());
+            }
+            if let Some(after) = q.status_after {
+                args.push(after.millis().into());
+                filter += &format!(" AND status_ms >= ?{}", args.len());
+            }
+            let total: i64 = conn
+                .query_row(
+                    &format!("SELECT COUNT(*) FROM tasks WHERE {filter}"),
+                    rusqlite::params_from_iter(args.iter()),
+                    |r| r.get(0),
+                )
+                .map_err(backend)?;
+            let mut page_filter = filter.clone();
+            if let Some(c) = &q.cursor {
+                args.push(c.status_millis.into());
+                let ms = args.len();
+                args.push(c.task_id.clone().into());
+                let id = args.len();
+                page_filter +=
+                    &format!(" AND (status_ms < ?{ms} OR (status_ms = ?{ms} AND id < ?{id}))");
+            }
+            args.push((q.page_size as i64 + 1).into());
+            let sql = format!(
+                "SELECT record, version, last_seq FROM tasks WHERE {page_filter}
+                 ORDER BY status_ms DESC, id DESC LIMIT ?{}",
+                args.len()
+            );
+            let mut stmt = conn.prepare(&sql).map_err(backend)?;
+            let mut tasks = stmt
+                .query_map(rusqlite::params_from_iter(args.iter()), row_record)
+                .map_err(backend)?
+                .map(|r| r.map_err(backend).and_then(decode_record))
+                .collect::<Result<Vec<_>, _>>()?;
+            let next = if tasks.len() > q.page_size {
+                tasks.truncate(q.page_size);
+                tasks.last().map(|t| Cursor {
+                    status_millis: t.status_millis(),
+                    task_id: t.task.id.clone(),
+                })
+            } else {
+                None
+            };
+            Ok(TaskPage {
+                tasks,
+                next,
+                total: total as u64,
+            })
+        })
+        .await
+    }
+
+    async fn put_push_config(&self, config: &TaskPushNotificationConfig) -> Result<(), StoreError> {
+        let c = config.clone();
+        self.write(move |conn| {
+            conn.execute(
+                "INSERT OR REPLACE INTO push_configs (task_id, id, config) VALUES (?1, ?2, ?3)",
+                params![c.task_id, c.id, to_json(&c)?],
+            )
+            .map_err(backend)?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn get_push_config(
+        &self,
+        task_id: &str,
+        id: &str,
+    ) -> Result<Option<TaskPushNotificationConfig>, StoreError> {
+        let (task_id, id) = (task_id.to_owned(), id.to_owned());
+        self.read(move |conn| {
+            conn.query_row(
+                "SELECT config FROM push_configs WHERE task_id = ?1 AND id = ?2",
+                params![task_id, id],
+                |r| r.get::<_, String>(0),
+            )
+            .optional()
+            .map_err(backend)?
+            .map(|s| from_json(&s))
+            .transpose()
+        })
+        .await
+    }
+
+    async fn list_push_configs(
+        &self,
+        task_id: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<TaskPushNotificationConfig>, StoreError> {
+        let (task_id, after) = (task_id.to_owned(), after.unwrap_or("").to_owned());
+        self.read(move |conn| {
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT config FROM push_configs WHERE task_id = ?1 AND id > ?2 ORDER BY id LIMIT ?3",
+                )
+                .map_err(backend)?;
+            let rows = stmt
+                .query_map(params![task_id, after, limit as i64], |r| r.get::<_, String>(0))
+                .map_err(backend)?;
+            rows.map(|r| from_json(&r.map_err(backend)?)).collect()
+        })
+        .await
+    }
+
+    async fn delete_push_config(&self, task_id: &str, id: &str) -> Result<(), StoreError> {
+        let (task_id, id) = (task_id.to_owned(), id.to_owned());
+        self.write(move |conn| {
+            conn.execute(
+                "DELETE FROM push_configs WHERE task_id = ?1 AND id = ?2",
+                params![task_id, id],
+            )
+            .map_err(backend)?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn audit(&self, record: &AuditRecord) -> Result<(), StoreError> {
+        let r = record.clone();
+        self.write(move |conn| {
+            conn.execute(
+                "INSERT INTO audit (at_ms, record) VALUES (?1, ?2)",
+                params![
+                    r.at.map(|t| t.millis()).unwrap_or_else(now_ms),
+                    to_json(&r)?
+                ],
+            )
+            .map_err(backend)?;
+            Ok(())
+        })
+        .await
+    }
+
+    fn changes(&self) -> broadcast::Receiver<String> {
+        self.changes.subscribe()
+    }
+}

@@ -1,0 +1,186 @@
+//! The Store: where tasks, their event logs, inbound messages, push configs and the audit
+//! trail live. One trait at the level of the domain, with the conditional semantics every
+//! implementation must give (the same DynamoDB gives): a task changes only at the version
+//! that was read, a state change and its events are written together, events take the
+//! next gap-free sequence numbers, and a message is stored only if its id is new.
+
+mod embedded;
+
+pub use embedded::EmbeddedStore;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::a2a::{Message, StreamResponse, Task, TaskPushNotificationConfig, TaskState, Timestamp};
+
+/// Everything the harness keeps about a task.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TaskRecord {
+    /// The tenant (REST path prefix / request `tenant`) the task belongs to.
+    pub tenant: String,
+    /// The A2A task: status, artifacts, full history.
+    pub task: Task,
+    /// Bumped by every commit; a commit names the version it read.
+    pub version: u64,
+    /// Sequence number of the last event in the task's log (the creation event is 0).
+    pub last_seq: u64,
+    /// State private to the agent that runs the task.
+    pub agent_state: Map<String, Value>,
+}
+
+impl TaskRecord {
+    pub fn id(&self) -> &str {
+        &self.task.id
+    }
+
+    pub fn state(&self) -> TaskState {
+        self.task.state()
+    }
+
+    /// The status timestamp ListTasks orders by, in milliseconds.
+    pub fn status_millis(&self) -> i64 {
+        self.task
+            .status
+            .as_ref()
+            .and_then(|s| s.timestamp)
+            .map(|t| t.millis())
+            .unwrap_or(0)
+    }
+}
+
+/// One entry of a task's event log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoggedEvent {
+    pub seq: u64,
+    pub event: StreamResponse,
+}
+
+/// An inbound message, stored by `(tenant, messageId)` before it is acknowledged.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InboundMessage {
+    pub tenant: String,
+    pub message: Message,
+}
+
+/// What a ListTasks query asks for; the cursor comes from a previous page.
+#[derive(Debug, Clone, Default)]
+pub struct TaskQuery {
+    pub tenant: String,
+    pub context_id: Option<String>,
+    pub state: Option<TaskState>,
+    pub status_after: Option<Timestamp>,
+    pub page_size: usize,
+    pub cursor: Option<Cursor>,
+}
+
+/// Position after the last task of a page: newest status first, ties by id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cursor {
+    pub status_millis: i64,
+    pub task_id: String,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct TaskPage {
+    pub tasks: Vec<TaskRecord>,
+    pub next: Option<Cursor>,
+    pub total: u64,
+}
+
+/// One intake decision, accepted or refused, kept for audit.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct AuditRecord {
+    pub at: Option<Timestamp>,
+    pub tenant: String,
+    pub operation: String,
+    pub task_id: String,
+    pub message_id: String,
+    pub accepted: bool,
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum StoreError {
+    /// The task changed since it was read (or, on create, already exists).
+    #[error("task {task_id} changed concurrently (expected version {expected})")]
+    Conflict { task_id: String, expected: u64 },
+    /// The message id was stored before; it belongs to `task_id` (empty for a direct reply).
+    #[error("message {message_id} was already received")]
+    DuplicateMessage { message_id: String, task_id: String },
+    #[error("store unavailable: {0}")]
+    Unavailable(String),
+    #[error("stored data is corrupt: {0}")]
+    Corrupt(String),
+}
+
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// Creates a task with its first events, and stores the message that started it.
+    /// Fails with `Conflict` if the id exists, `DuplicateMessage` if the message does.
+    async fn create_task(
+        &self,
+        record: &TaskRecord,
+        events: &[StreamResponse],
+        message: Option<&InboundMessage>,
+    ) -> Result<TaskRecord, StoreError>;
+
+    /// Replaces a task at `expected_version`, appending `events` after its last one and
+    /// storing `message` if given; all or nothing. Returns the record as stored.
+    async fn commit(
+        &self,
+        record: &TaskRecord,
+        expected_version: u64,
+        events: &[StreamResponse],
+        message: Option<&InboundMessage>,
+    ) -> Result<TaskRecord, StoreError>;
+
+    /// Stores a message that created no task (a direct reply), if its id is new.
+    async fn put_message(&self, message: &InboundMessage) -> Result<(), StoreError>;
+
+    /// The task a stored message went to: `Some("")` for a direct reply, `None` if unseen.
+    async fn message_task(
+        &self,
+        tenant: &str,
+        message_id: &str,
+    ) -> Result<Option<String>, StoreError>;
+
+    async fn load_task(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError>;
+
+    /// Events with `seq > after`, in order, at most `limit`.
+    async fn read_events(
+        &self,
+        task_id: &str,
+        after: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<LoggedEvent>, StoreError>;
+
+    async fn list_tasks(&self, query: &TaskQuery) -> Result<TaskPage, StoreError>;
+
+    /// Creates or replaces the config `(task_id, id)`.
+    async fn put_push_config(&self, config: &TaskPushNotificationConfig) -> Result<(), StoreError>;
+
+    async fn get_push_config(
+        &self,
+        task_id: &str,
+        id: &str,
+    ) -> Result<Option<TaskPushNotificationConfig>, StoreError>;
+
+    /// Configs of a task ordered by id, starting after `after`.
+    async fn list_push_configs(
+        &self,
+        task_id: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<TaskPushNotificationConfig>, StoreError>;
+
+    /// Deletes a config; deleting one that does not exist is not an error.
+    async fn delete_push_config(&self, task_id: &str, id: &str) -> Result<(), StoreError>;
+
+    async fn audit(&self, record: &AuditRecord) -> Result<(), StoreError>;
+
+    /// A signal for every committed change: the id of the task that changed. Writers in
+    /// other processes are not signalled; readers also re-check on a timer.
+    fn changes(&self) -> tokio::sync::broadcast::Receiver<String>;
+}

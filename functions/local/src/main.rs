@@ -1,0 +1,80 @@
+//! `harness-local`: every A2A operation on one listener over the embedded store.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::Parser;
+use common::agent::AgentKind;
+use common::config::{Config, RestContentType};
+use common::ops::Harness;
+use common::store::EmbeddedStore;
+
+/// Runs the whole harness locally, with its state in a directory.
+#[derive(Debug, Parser)]
+#[command(name = "harness-local", version)]
+struct Args {
+    /// Address to listen on.
+    #[arg(long, env = "HARNESS_LISTEN", default_value = "127.0.0.1:8080")]
+    listen: SocketAddr,
+    /// Directory holding the embedded store.
+    #[arg(long, env = "HARNESS_STATE_DIR", default_value = ".harness")]
+    state_dir: PathBuf,
+    /// URL clients reach the server at (default: http://<listen>).
+    #[arg(long, env = "HARNESS_PUBLIC_URL")]
+    public_url: Option<String>,
+    /// The agent that runs tasks.
+    #[arg(long, env = "HARNESS_AGENT", default_value = "conformance")]
+    agent: AgentKind,
+    /// Largest request body in bytes.
+    #[arg(long, env = "HARNESS_MAX_BODY_BYTES", default_value_t = 1024 * 1024)]
+    max_body_bytes: usize,
+    /// Requests per minute per peer address (0: unlimited).
+    #[arg(long, env = "HARNESS_RATE_LIMIT_PER_MINUTE", default_value_t = 120)]
+    rate_limit_per_minute: u32,
+    /// Response Content-Type of the HTTP+JSON binding: json or a2a+json.
+    #[arg(long, env = "HARNESS_REST_CONTENT_TYPE", default_value = "json")]
+    rest_content_type: RestContentType,
+    /// Extension URIs the card marks required (comma-separated).
+    #[arg(long, env = "HARNESS_REQUIRED_EXTENSIONS", value_delimiter = ',')]
+    required_extensions: Vec<String>,
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let args = Args::parse();
+    let listener = tokio::net::TcpListener::bind(args.listen).await?;
+    let bound = listener.local_addr()?;
+    let config = Config {
+        public_url: args.public_url.unwrap_or_else(|| format!("http://{bound}")),
+        rest_content_type: args.rest_content_type,
+        required_extensions: args.required_extensions,
+        max_body_bytes: args.max_body_bytes,
+        rate_limit_per_minute: args.rate_limit_per_minute,
+        ..Config::default()
+    };
+    let store = Arc::new(EmbeddedStore::open(&args.state_dir)?);
+    let harness = Harness::new(store, common::agent::build(args.agent), config);
+    println!(
+        "harness-local serving {} (agent card: {}/.well-known/agent-card.json, state: {})",
+        harness.config.public_url,
+        harness.config.public_url.trim_end_matches('/'),
+        args.state_dir.display()
+    );
+    let app = common::server::router(harness);
+    axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
+    .await?;
+    Ok(())
+}
