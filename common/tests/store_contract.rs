@@ -1,0 +1,210 @@
+//! The Store contract: what every store must do, written once against `Arc<dyn Store>`
+//! and run here against the embedded store.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use common::a2a::{Message, Part, Role, StreamResponse, TaskState};
+use common::engine::transition::{new_task, set_status};
+use common::store::{EmbeddedStore, InboundMessage, Store, StoreError, TaskQuery, TaskRecord};
+
+struct TempDir(std::path::PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("harness-store-{name}-{}", uuid_like()));
+        TempDir(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn uuid_like() -> String {
+    common::engine::transition::new_id()
+}
+
+fn message(id: &str) -> Message {
+    Message {
+        message_id: id.into(),
+        role: Role::User,
+        parts: vec![Part::text("hello")],
+        ..Default::default()
+    }
+}
+
+async fn create(store: &dyn Store, tenant: &str, message_id: &str) -> TaskRecord {
+    let mut m = message(message_id);
+    let (rec, event) = new_task(tenant, &mut m);
+    let inbound = InboundMessage { tenant: tenant.into(), message: m };
+    store.create_task(&rec, &[event], Some(&inbound)).await.expect("create")
+}
+
+fn embedded(dir: &TempDir) -> Arc<dyn Store> {
+    Arc::new(EmbeddedStore::open(&dir.0).expect("open store"))
+}
+
+async fn concurrent_commits_on_one_task_lose_nothing(store: Arc<dyn Store>) {
+    let rec = create(store.as_ref(), "", "m-concurrent").await;
+    let writers = 8;
+    let per_writer = 10;
+    let mut handles = Vec::new();
+    for _ in 0..writers {
+        let store = store.clone();
+        let id = rec.task.id.clone();
+        handles.push(tokio::spawn(async move {
+            let mut wins = 0;
+            while wins < per_writer {
+                let current = store.load_task(&id).await.expect("load").expect("exists");
+                let mut next = current.clone();
+                let event = set_status(&mut next, TaskState::Working, None, None);
+                match store.commit(&next, current.version, &[event], None).await {
+                    Ok(_) => wins += 1,
+                    Err(StoreError::Conflict { .. }) => {}
+                    Err(e) => panic!("unexpected error {e}"),
+                }
+            }
+        }));
+    }
+    for h in handles {
+        h.await.expect("writer");
+    }
+    let total = (writers * per_writer) as u64;
+    let last = store.load_task(&rec.task.id).await.expect("load").expect("exists");
+    assert_eq!(last.version, 1 + total, "every winning commit bumped the version once");
+    assert_eq!(last.last_seq, total);
+    let events = store.read_events(&rec.task.id, None, 10_000).await.expect("events");
+    let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, (0..=total).collect::<Vec<_>>(), "gap-free and in order");
+}
+
+async fn a_commit_at_a_stale_version_is_refused(store: Arc<dyn Store>) {
+    let rec = create(store.as_ref(), "", "m-stale").await;
+    let mut next = rec.clone();
+    let ev = set_status(&mut next, TaskState::Working, None, None);
+    store.commit(&next, rec.version, &[ev.clone()], None).await.expect("first commit");
+    let again = store.commit(&next, rec.version, &[ev], None).await;
+    assert!(matches!(again, Err(StoreError::Conflict { .. })), "{again:?}");
+    let events = store.read_events(&rec.task.id, None, 100).await.expect("events");
+    assert_eq!(events.len(), 2, "the refused commit appended nothing");
+}
+
+async fn a_repeated_message_id_is_stored_once(store: Arc<dyn Store>) {
+    let first = create(store.as_ref(), "t", "m-dup").await;
+    let mut m = message("m-dup");
+    let (rec, event) = new_task("t", &mut m);
+    let inbound = InboundMessage { tenant: "t".into(), message: m };
+    let again = store.create_task(&rec, &[event], Some(&inbound)).await;
+    assert_eq!(
+        again,
+        Err(StoreError::DuplicateMessage { message_id: "m-dup".into(), task_id: first.task.id.clone() })
+    );
+    assert!(store.load_task(&rec.task.id).await.expect("load").is_none(), "no second task");
+    assert_eq!(store.message_task("t", "m-dup").await.expect("lookup"), Some(first.task.id));
+    assert_eq!(store.message_task("other", "m-dup").await.expect("lookup"), None, "ids are per tenant");
+}
+
+async fn list_pages_cover_every_task_once_newest_first(store: Arc<dyn Store>) {
+    let mut ids = HashSet::new();
+    for i in 0..7 {
+        ids.insert(create(store.as_ref(), "pages", &format!("m-page-{i}")).await.task.id);
+        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+    }
+    let mut seen = Vec::new();
+    let mut query = TaskQuery { tenant: "pages".into(), page_size: 3, ..Default::default() };
+    loop {
+        let page = store.list_tasks(&query).await.expect("list");
+        assert_eq!(page.total, 7);
+        seen.extend(page.tasks.iter().map(|t| (t.status_millis(), t.task.id.clone())));
+        match page.next {
+            Some(c) => query.cursor = Some(c),
+            None => break,
+        }
+    }
+    assert_eq!(seen.len(), 7);
+    assert_eq!(seen.iter().map(|s| s.1.clone()).collect::<HashSet<_>>(), ids);
+    assert!(seen.windows(2).all(|w| w[0] >= w[1]), "newest status first");
+}
+
+async fn push_configs_are_kept_per_task_and_deletes_are_idempotent(store: Arc<dyn Store>) {
+    let mut config = common::a2a::TaskPushNotificationConfig {
+        task_id: "t1".into(),
+        id: "c1".into(),
+        url: "http://localhost/hook".into(),
+        ..Default::default()
+    };
+    store.put_push_config(&config).await.expect("put");
+    config.id = "c2".into();
+    store.put_push_config(&config).await.expect("put");
+    let listed = store.list_push_configs("t1", None, 10).await.expect("list");
+    assert_eq!(listed.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(), ["c1", "c2"]);
+    assert_eq!(store.list_push_configs("t1", Some("c1"), 10).await.expect("list").len(), 1);
+    store.delete_push_config("t1", "c1").await.expect("delete");
+    store.delete_push_config("t1", "c1").await.expect("second delete is fine");
+    assert!(store.get_push_config("t1", "c1").await.expect("get").is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn embedded_concurrent_commits_on_one_task_lose_nothing() {
+    let dir = TempDir::new("concurrent");
+    concurrent_commits_on_one_task_lose_nothing(embedded(&dir)).await;
+}
+
+#[tokio::test]
+async fn embedded_a_commit_at_a_stale_version_is_refused() {
+    let dir = TempDir::new("stale");
+    a_commit_at_a_stale_version_is_refused(embedded(&dir)).await;
+}
+
+#[tokio::test]
+async fn embedded_a_repeated_message_id_is_stored_once() {
+    let dir = TempDir::new("dup");
+    a_repeated_message_id_is_stored_once(embedded(&dir)).await;
+}
+
+#[tokio::test]
+async fn embedded_list_pages_cover_every_task_once_newest_first() {
+    let dir = TempDir::new("pages");
+    list_pages_cover_every_task_once_newest_first(embedded(&dir)).await;
+}
+
+#[tokio::test]
+async fn embedded_push_configs_are_kept_per_task_and_deletes_are_idempotent() {
+    let dir = TempDir::new("push");
+    push_configs_are_kept_per_task_and_deletes_are_idempotent(embedded(&dir)).await;
+}
+
+/// Two stores on one directory stand for two processes (`cargo lambda watch` runs one
+/// per function): their conditional writes still exclude each other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_stores_on_one_directory_share_conditional_writes() {
+    let dir = TempDir::new("shared");
+    let a = embedded(&dir);
+    let b = embedded(&dir);
+    let rec = create(a.as_ref(), "", "m-shared").await;
+    let seen = b.load_task(&rec.task.id).await.expect("load").expect("visible to the other");
+    let mut next = seen.clone();
+    let ev = set_status(&mut next, TaskState::Working, None, None);
+    b.commit(&next, seen.version, &[ev.clone()], None).await.expect("b commits");
+    let stale = a.commit(&next, seen.version, &[ev], None).await;
+    assert!(matches!(stale, Err(StoreError::Conflict { .. })), "{stale:?}");
+    let events = a.read_events(&rec.task.id, None, 10).await.expect("events");
+    assert_eq!(events.iter().map(|e| e.seq).collect::<Vec<_>>(), [0, 1]);
+    assert!(matches!(events[0].event, StreamResponse { task: Some(_), .. }));
+}
+
+#[tokio::test]
+async fn state_survives_reopening_the_directory() {
+    let dir = TempDir::new("reopen");
+    let id = {
+        let store = embedded(&dir);
+        create(store.as_ref(), "", "m-reopen").await.task.id
+    };
+    let store = embedded(&dir);
+    let rec = store.load_task(&id).await.expect("load").expect("still there");
+    assert_eq!(rec.state(), TaskState::Submitted);
+    assert_eq!(store.read_events(&id, None, 10).await.expect("events").len(), 1);
+}
