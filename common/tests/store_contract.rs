@@ -39,8 +39,14 @@ fn message(id: &str) -> Message {
 async fn create(store: &dyn Store, tenant: &str, message_id: &str) -> TaskRecord {
     let mut m = message(message_id);
     let (rec, event) = new_task(tenant, &mut m);
-    let inbound = InboundMessage { tenant: tenant.into(), message: m };
-    store.create_task(&rec, &[event], Some(&inbound)).await.expect("create")
+    let inbound = InboundMessage {
+        tenant: tenant.into(),
+        message: m,
+    };
+    store
+        .create_task(&rec, &[event], Some(&inbound))
+        .await
+        .expect("create")
 }
 
 fn embedded(dir: &TempDir) -> Arc<dyn Store> {
@@ -73,22 +79,46 @@ async fn concurrent_commits_on_one_task_lose_nothing(store: Arc<dyn Store>) {
         h.await.expect("writer");
     }
     let total = (writers * per_writer) as u64;
-    let last = store.load_task(&rec.task.id).await.expect("load").expect("exists");
-    assert_eq!(last.version, 1 + total, "every winning commit bumped the version once");
+    let last = store
+        .load_task(&rec.task.id)
+        .await
+        .expect("load")
+        .expect("exists");
+    assert_eq!(
+        last.version,
+        1 + total,
+        "every winning commit bumped the version once"
+    );
     assert_eq!(last.last_seq, total);
-    let events = store.read_events(&rec.task.id, None, 10_000).await.expect("events");
+    let events = store
+        .read_events(&rec.task.id, None, 10_000)
+        .await
+        .expect("events");
     let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
-    assert_eq!(seqs, (0..=total).collect::<Vec<_>>(), "gap-free and in order");
+    assert_eq!(
+        seqs,
+        (0..=total).collect::<Vec<_>>(),
+        "gap-free and in order"
+    );
 }
 
 async fn a_commit_at_a_stale_version_is_refused(store: Arc<dyn Store>) {
     let rec = create(store.as_ref(), "", "m-stale").await;
     let mut next = rec.clone();
     let ev = set_status(&mut next, TaskState::Working, None, None);
-    store.commit(&next, rec.version, &[ev.clone()], None).await.expect("first commit");
+    store
+        .commit(&next, rec.version, &[ev.clone()], None)
+        .await
+        .expect("first commit");
     let again = store.commit(&next, rec.version, &[ev], None).await;
-    assert!(matches!(again, Err(StoreError::Conflict { .. })), "{again:?}");
-    let events = store.read_events(&rec.task.id, None, 100).await.expect("events");
+    assert!(
+        matches!(again, Err(StoreError::Conflict { .. })),
+        "{again:?}"
+    );
+    let events = store
+        .read_events(&rec.task.id, None, 100)
+        .await
+        .expect("events");
     assert_eq!(events.len(), 2, "the refused commit appended nothing");
 }
 
@@ -96,36 +126,68 @@ async fn a_repeated_message_id_is_stored_once(store: Arc<dyn Store>) {
     let first = create(store.as_ref(), "t", "m-dup").await;
     let mut m = message("m-dup");
     let (rec, event) = new_task("t", &mut m);
-    let inbound = InboundMessage { tenant: "t".into(), message: m };
+    let inbound = InboundMessage {
+        tenant: "t".into(),
+        message: m,
+    };
     let again = store.create_task(&rec, &[event], Some(&inbound)).await;
     assert_eq!(
         again,
-        Err(StoreError::DuplicateMessage { message_id: "m-dup".into(), task_id: first.task.id.clone() })
+        Err(StoreError::DuplicateMessage {
+            message_id: "m-dup".into(),
+            task_id: first.task.id.clone()
+        })
     );
-    assert!(store.load_task(&rec.task.id).await.expect("load").is_none(), "no second task");
-    assert_eq!(store.message_task("t", "m-dup").await.expect("lookup"), Some(first.task.id));
-    assert_eq!(store.message_task("other", "m-dup").await.expect("lookup"), None, "ids are per tenant");
+    assert!(
+        store.load_task(&rec.task.id).await.expect("load").is_none(),
+        "no second task"
+    );
+    assert_eq!(
+        store.message_task("t", "m-dup").await.expect("lookup"),
+        Some(first.task.id)
+    );
+    assert_eq!(
+        store.message_task("other", "m-dup").await.expect("lookup"),
+        None,
+        "ids are per tenant"
+    );
 }
 
 async fn list_pages_cover_every_task_once_newest_first(store: Arc<dyn Store>) {
     let mut ids = HashSet::new();
     for i in 0..7 {
-        ids.insert(create(store.as_ref(), "pages", &format!("m-page-{i}")).await.task.id);
+        ids.insert(
+            create(store.as_ref(), "pages", &format!("m-page-{i}"))
+                .await
+                .task
+                .id,
+        );
         tokio::time::sleep(std::time::Duration::from_millis(2)).await;
     }
     let mut seen = Vec::new();
-    let mut query = TaskQuery { tenant: "pages".into(), page_size: 3, ..Default::default() };
+    let mut query = TaskQuery {
+        tenant: "pages".into(),
+        page_size: 3,
+        ..Default::default()
+    };
     loop {
         let page = store.list_tasks(&query).await.expect("list");
         assert_eq!(page.total, 7);
-        seen.extend(page.tasks.iter().map(|t| (t.status_millis(), t.task.id.clone())));
+        seen.extend(
+            page.tasks
+                .iter()
+                .map(|t| (t.status_millis(), t.task.id.clone())),
+        );
         match page.next {
             Some(c) => query.cursor = Some(c),
             None => break,
         }
     }
     assert_eq!(seen.len(), 7);
-    assert_eq!(seen.iter().map(|s| s.1.clone()).collect::<HashSet<_>>(), ids);
+    assert_eq!(
+        seen.iter().map(|s| s.1.clone()).collect::<HashSet<_>>(),
+        ids
+    );
     assert!(seen.windows(2).all(|w| w[0] >= w[1]), "newest status first");
 }
 
@@ -140,11 +202,28 @@ async fn push_configs_are_kept_per_task_and_deletes_are_idempotent(store: Arc<dy
     config.id = "c2".into();
     store.put_push_config(&config).await.expect("put");
     let listed = store.list_push_configs("t1", None, 10).await.expect("list");
-    assert_eq!(listed.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(), ["c1", "c2"]);
-    assert_eq!(store.list_push_configs("t1", Some("c1"), 10).await.expect("list").len(), 1);
+    assert_eq!(
+        listed.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(),
+        ["c1", "c2"]
+    );
+    assert_eq!(
+        store
+            .list_push_configs("t1", Some("c1"), 10)
+            .await
+            .expect("list")
+            .len(),
+        1
+    );
     store.delete_push_config("t1", "c1").await.expect("delete");
-    store.delete_push_config("t1", "c1").await.expect("second delete is fine");
-    assert!(store.get_push_config("t1", "c1").await.expect("get").is_none());
+    store
+        .delete_push_config("t1", "c1")
+        .await
+        .expect("second delete is fine");
+    assert!(store
+        .get_push_config("t1", "c1")
+        .await
+        .expect("get")
+        .is_none());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -185,15 +264,27 @@ async fn two_stores_on_one_directory_share_conditional_writes() {
     let a = embedded(&dir);
     let b = embedded(&dir);
     let rec = create(a.as_ref(), "", "m-shared").await;
-    let seen = b.load_task(&rec.task.id).await.expect("load").expect("visible to the other");
+    let seen = b
+        .load_task(&rec.task.id)
+        .await
+        .expect("load")
+        .expect("visible to the other");
     let mut next = seen.clone();
     let ev = set_status(&mut next, TaskState::Working, None, None);
-    b.commit(&next, seen.version, &[ev.clone()], None).await.expect("b commits");
+    b.commit(&next, seen.version, &[ev.clone()], None)
+        .await
+        .expect("b commits");
     let stale = a.commit(&next, seen.version, &[ev], None).await;
-    assert!(matches!(stale, Err(StoreError::Conflict { .. })), "{stale:?}");
+    assert!(
+        matches!(stale, Err(StoreError::Conflict { .. })),
+        "{stale:?}"
+    );
     let events = a.read_events(&rec.task.id, None, 10).await.expect("events");
     assert_eq!(events.iter().map(|e| e.seq).collect::<Vec<_>>(), [0, 1]);
-    assert!(matches!(events[0].event, StreamResponse { task: Some(_), .. }));
+    assert!(matches!(
+        events[0].event,
+        StreamResponse { task: Some(_), .. }
+    ));
 }
 
 #[tokio::test]
@@ -204,7 +295,18 @@ async fn state_survives_reopening_the_directory() {
         create(store.as_ref(), "", "m-reopen").await.task.id
     };
     let store = embedded(&dir);
-    let rec = store.load_task(&id).await.expect("load").expect("still there");
+    let rec = store
+        .load_task(&id)
+        .await
+        .expect("load")
+        .expect("still there");
     assert_eq!(rec.state(), TaskState::Submitted);
-    assert_eq!(store.read_events(&id, None, 10).await.expect("events").len(), 1);
+    assert_eq!(
+        store
+            .read_events(&id, None, 10)
+            .await
+            .expect("events")
+            .len(),
+        1
+    );
 }

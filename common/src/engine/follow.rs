@@ -67,6 +67,9 @@ async fn produce(store: Arc<dyn Store>, f: Follow, tx: &Tx) -> Result<(), ()> {
             }
         };
         if events.is_empty() {
+            if tx.is_closed() {
+                return Err(());
+            }
             wait_for(&mut changes, &f.task_id).await;
             continue;
         }

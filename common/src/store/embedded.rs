@@ -292,33 +292,26 @@ fn write_task(conn: &Connection, rec: &TaskRecord, insert: bool) -> Result<usize
     };
     let mut stmt = conn.prepare_cached(sql).map_err(backend)?;
     let json = to_json(rec)?;
-    let base = params![
-        rec.task.id,
-        rec.tenant,
-        rec.task.context_id,
-        rec.state().number(),
-        rec.status_millis(),
+    let (state, status_ms) = (rec.state().number(), rec.status_millis());
+    let (version, last_seq, expected) = (
         rec.version as i64,
         rec.last_seq as i64,
-        json,
+        rec.version as i64 - 1,
+    );
+    let mut values: Vec<&dyn rusqlite::ToSql> = vec![
+        &rec.task.id,
+        &rec.tenant,
+        &rec.task.context_id,
+        &state,
+        &status_ms,
+        &version,
+        &last_seq,
+        &json,
     ];
-    let n = if insert {
-        stmt.execute(base)
-    } else {
-        let expected = rec.version as i64 - 1;
-        stmt.execute(params![
-            rec.task.id,
-            rec.tenant,
-            rec.task.context_id,
-            rec.state().number(),
-            rec.status_millis(),
-            rec.version as i64,
-            rec.last_seq as i64,
-            json,
-            expected
-        ])
-    };
-    n.map_err(backend)
+    if !insert {
+        values.push(&expected);
+    }
+    stmt.execute(values.as_slice()).map_err(backend)
 }
 
 #[async_trait]
