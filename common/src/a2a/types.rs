@@ -73,14 +73,19 @@ pub struct Task {
         skip_serializing_if = "String::is_empty"
     )]
     pub id: String,
-    #[serde(alias = "context_id", deserialize_with = "null_default")]
+    #[serde(
+        alias = "context_id",
+        deserialize_with = "null_default",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub context_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<TaskStatus>,
     #[serde(
         deserialize_with = "null_default",
-        skip_serializing_if = "Option::is_none"
+        skip_serializing_if = "Vec::is_empty"
     )]
-    pub artifacts: Option<Vec<Artifact>>,
+    pub artifacts: Vec<Artifact>,
     #[serde(
         deserialize_with = "null_default",
         skip_serializing_if = "Vec::is_empty"
@@ -266,6 +271,7 @@ pub struct TaskStatusUpdateEvent {
         skip_serializing_if = "String::is_empty"
     )]
     pub context_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<TaskStatus>,
     #[serde(skip_serializing_if = "map_is_empty")]
     pub metadata: Metadata,
@@ -287,6 +293,7 @@ pub struct TaskArtifactUpdateEvent {
         skip_serializing_if = "String::is_empty"
     )]
     pub context_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub artifact: Option<Artifact>,
     #[serde(deserialize_with = "null_default", skip_serializing_if = "is_false")]
     pub append: bool,
@@ -410,6 +417,7 @@ pub struct SendMessageRequest {
         skip_serializing_if = "String::is_empty"
     )]
     pub tenant: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<Message>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub configuration: Option<SendMessageConfiguration>,
@@ -458,8 +466,11 @@ pub struct ListTasksRequest {
         skip_serializing_if = "String::is_empty"
     )]
     pub context_id: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub status: Option<TaskState>,
+    #[serde(
+        deserialize_with = "null_default",
+        skip_serializing_if = "state_is_unspecified"
+    )]
+    pub status: TaskState,
     #[serde(alias = "page_size", skip_serializing_if = "Option::is_none")]
     pub page_size: Option<i32>,
     #[serde(
@@ -885,6 +896,7 @@ pub struct OAuth2SecurityScheme {
         skip_serializing_if = "String::is_empty"
     )]
     pub description: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub flows: Option<OAuthFlows>,
     #[serde(
         alias = "oauth2_metadata_url",
@@ -964,6 +976,10 @@ pub struct OAuthFlow {
     pub refresh_url: String,
     #[serde(deserialize_with = "null_default")]
     pub scopes: std::collections::BTreeMap<String, String>,
-    #[serde(alias = "pkce_required", skip_serializing_if = "Option::is_none")]
-    pub pkce_required: Option<bool>,
+    #[serde(
+        alias = "pkce_required",
+        deserialize_with = "null_default",
+        skip_serializing_if = "is_false"
+    )]
+    pub pkce_required: bool,
 }

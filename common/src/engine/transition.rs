@@ -29,7 +29,7 @@ pub fn new_task(tenant: &str, message: &mut Message) -> (TaskRecord, StreamRespo
             message: None,
             timestamp: Some(Timestamp::now()),
         }),
-        artifacts: None,
+        artifacts: Vec::new(),
         history: vec![message.clone()],
         metadata: None,
     };
@@ -95,14 +95,15 @@ pub fn add_artifact(
     append: bool,
     last_chunk: bool,
 ) -> StreamResponse {
-    let artifacts = rec.task.artifacts.get_or_insert_with(Vec::new);
-    match artifacts
+    match rec
+        .task
+        .artifacts
         .iter_mut()
         .find(|a| a.artifact_id == artifact.artifact_id)
     {
         Some(existing) if append => existing.parts.extend(artifact.parts.iter().cloned()),
         Some(existing) => *existing = artifact.clone(),
-        None => artifacts.push(artifact.clone()),
+        None => rec.task.artifacts.push(artifact.clone()),
     }
     StreamResponse::artifact(TaskArtifactUpdateEvent {
         task_id: rec.task.id.clone(),
@@ -122,8 +123,8 @@ pub fn view(task: &Task, history_length: Option<usize>, include_artifacts: bool)
         let skip = t.history.len().saturating_sub(n);
         t.history.drain(..skip);
     }
-    if !include_artifacts || t.artifacts.as_ref().is_some_and(Vec::is_empty) {
-        t.artifacts = None;
+    if !include_artifacts {
+        t.artifacts.clear();
     }
     t
 }

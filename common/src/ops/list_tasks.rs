@@ -35,7 +35,7 @@ pub async fn list_tasks(h: &Harness, req: ListTasksRequest) -> Result<ListTasksR
     let query = TaskQuery {
         tenant: req.tenant.clone(),
         context_id: (!req.context_id.is_empty()).then(|| req.context_id.clone()),
-        state: req.status.filter(|s| *s != TaskState::Unspecified),
+        state: (req.status != TaskState::Unspecified).then_some(req.status),
         status_after: req.status_timestamp_after,
         page_size,
         cursor: if req.page_token.is_empty() {
