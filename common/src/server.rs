@@ -24,6 +24,7 @@ use crate::a2a::{jsonrpc, rest, A2aError};
 use crate::ops::{execute, Answer, Harness};
 
 const AGENT_CARD_PATH: &str = "/.well-known/agent-card.json";
+const MAX_TRACKED_PEERS: usize = 10_000;
 
 /// The router for every route. Rate limiting needs the peer address, so it applies when
 /// served with `into_make_service_with_connect_info::<SocketAddr>()`.
@@ -47,6 +48,10 @@ async fn rate_limit(
         .get::<ConnectInfo<SocketAddr>>()
         .map(|c| c.0.ip());
     if let (Some(limiter), Some(peer)) = (limiter, peer) {
+        // Forget peers whose buckets are full again, so the table stays small.
+        if limiter.len() > MAX_TRACKED_PEERS {
+            limiter.retain_recent();
+        }
         if limiter.check_key(&peer).is_err() {
             return (
                 StatusCode::TOO_MANY_REQUESTS,

@@ -258,6 +258,69 @@ def strict_parse(payload, message_cls):
         )
 
 
+ERROR_INFO_TYPE = 'type.googleapis.com/google.rpc.ErrorInfo'
+# reason -> (JSON-RPC code, HTTP status per spec v1.0.1, google.rpc.Code name); §1.4
+A2A_ERRORS = {
+    'TASK_NOT_FOUND': (-32001, 404, 'NOT_FOUND'),
+    'TASK_NOT_CANCELABLE': (-32002, 400, 'FAILED_PRECONDITION'),
+    'PUSH_NOTIFICATION_NOT_SUPPORTED': (-32003, 400, 'FAILED_PRECONDITION'),
+    'UNSUPPORTED_OPERATION': (-32004, 400, 'FAILED_PRECONDITION'),
+}
+
+
+def assert_wire_error(record, binding: str, reason: str) -> None:
+    """The error body on the wire has the shape of §1.4 / §2 with an ErrorInfo."""
+    code, http_status, status_name = A2A_ERRORS[reason]
+    body = record.body
+    assert isinstance(body, dict), f'error body is not a JSON object: {body!r}'
+    if binding == 'JSONRPC':
+        assert record.status == 200, f'JSON-RPC errors travel with HTTP 200, got {record.status}'
+        assert set(body) == {'jsonrpc', 'id', 'error'}, body
+        assert body['id'] == record.request_json['id']
+        err = body['error']
+        assert set(err) <= {'code', 'message', 'data'}, f'extra keys in error: {err}'
+        assert err['code'] == code, err
+        assert isinstance(err.get('message'), str) and err['message']
+        details = err.get('data')
+    else:
+        assert record.status == http_status, (
+            f'HTTP {record.status}, expected {http_status} for {reason}: {body}'
+        )
+        assert 'application/json' in record.content_type or (
+            'application/a2a+json' in record.content_type
+        ), record.content_type
+        assert set(body) == {'error'}, body
+        err = body['error']
+        assert err.get('code') == http_status, err
+        assert err.get('status') == status_name, err
+        assert isinstance(err.get('message'), str) and err['message']
+        details = err.get('details')
+    assert isinstance(details, list), f'error details must be an array: {err}'
+    infos = [d for d in details if isinstance(d, dict) and d.get('@type') == ERROR_INFO_TYPE]
+    assert infos, f'no google.rpc.ErrorInfo in error details: {details}'
+    assert infos[0].get('reason') == reason, infos[0]
+    assert infos[0].get('domain') == 'a2a-protocol.org', infos[0]
+
+
+def assert_invalid_params(exc: BaseException, record, binding: str) -> None:
+    """-32602 on JSON-RPC; HTTP 400 INVALID_ARGUMENT on REST (§1.4, §2).
+
+    The SDK maps a REST 400 to InvalidParamsError only when an ErrorInfo with
+    reason INVALID_PARAMS is attached, which the spec does not require.
+    """
+    body = record.body
+    if binding == 'JSONRPC':
+        assert isinstance(exc, InvalidParamsError), repr(exc)
+        assert record.status == 200
+        assert body['error']['code'] == -32602, body
+    else:
+        assert isinstance(exc, InvalidParamsError) or (
+            isinstance(exc, A2AClientError) and 'HTTP Error 400' in str(exc)
+        ), repr(exc)
+        assert record.status == 400, (record.status, body)
+        assert body['error']['status'] == 'INVALID_ARGUMENT', body
+
+
 async def complete_task(client: Client, **msg_kw) -> Task:
     task = await send_for_task(
         client, send_request(user_message('tck-complete-task', **msg_kw))
@@ -341,6 +404,7 @@ async def test_blocking_send_of_message_response_returns_direct_message_without_
     m = ev.message
     assert m.role == Role.ROLE_AGENT
     assert m.message_id
+    assert m.context_id, 'server messages carry the contextId (§3.2)'
     assert text_of(m.parts) == 'Direct message response'
 
     payload = wire_payload(wire.last(), binding)
@@ -377,6 +441,51 @@ async def test_blocking_send_of_artifact_data_returns_data_artifact(client: Clie
     assert len(parts) == 1
     assert parts[0].WhichOneof('content') == 'data'
     assert json_format.MessageToDict(parts[0].data) == {'key': 'value', 'count': 42}
+
+
+async def test_blocking_send_of_artifact_file_returns_raw_file_artifact(
+    client: Client,
+):
+    task = await send_for_task(
+        client, send_request(user_message('tck-artifact-file'))
+    )
+    assert task.status.state == TaskState.TASK_STATE_COMPLETED
+    assert len(task.artifacts) == 1
+    parts = task.artifacts[0].parts
+    assert len(parts) == 1
+    assert parts[0].WhichOneof('content') == 'raw'
+    assert parts[0].raw == b'tck'
+    assert parts[0].filename == 'output.txt'
+    assert parts[0].media_type == 'text/plain'
+
+
+async def test_blocking_send_of_artifact_file_url_returns_url_artifact(
+    client: Client,
+):
+    task = await send_for_task(
+        client, send_request(user_message('tck-artifact-file-url'))
+    )
+    assert task.status.state == TaskState.TASK_STATE_COMPLETED
+    assert len(task.artifacts) == 1
+    parts = task.artifacts[0].parts
+    assert len(parts) == 1
+    assert parts[0].WhichOneof('content') == 'url'
+    assert parts[0].url == 'https://example.com/output.txt'
+    assert parts[0].filename == 'output.txt'
+    assert parts[0].media_type == 'text/plain'
+
+
+async def test_concurrent_blocking_sends_each_get_their_own_completed_task(
+    client: Client,
+):
+    msgs = [user_message('tck-complete-task') for _ in range(6)]
+    tasks = await asyncio.gather(
+        *(send_for_task(client, send_request(m)) for m in msgs)
+    )
+    assert len({t.id for t in tasks}) == len(msgs)
+    for m, t in zip(msgs, tasks):
+        assert t.status.state == TaskState.TASK_STATE_COMPLETED
+        assert m.message_id in [h.message_id for h in t.history]
 
 
 async def test_blocking_send_waits_until_a_slow_task_is_completed(client: Client):
@@ -432,24 +541,30 @@ async def test_send_history_length_zero_omits_history_from_returned_task(
     assert len(task.history) == 0
 
 
-async def test_send_to_unknown_task_id_raises_task_not_found(client: Client):
+async def test_send_to_unknown_task_id_raises_task_not_found(
+    client: Client, wire, binding: str
+):
     with pytest.raises(TaskNotFoundError):
         await send_blocking(
             client,
             send_request(user_message('tck-complete-task', task_id=f'no-such-{uuid4().hex}')),
         )
+    assert_wire_error(wire.last(), binding, 'TASK_NOT_FOUND')
 
 
-async def test_send_to_a_completed_task_raises_unsupported_operation(client: Client):
+async def test_send_to_a_completed_task_raises_unsupported_operation(
+    client: Client, wire, binding: str
+):
     task = await complete_task(client)
     with pytest.raises(UnsupportedOperationError):
         await send_blocking(
             client, send_request(user_message('tck-complete-task', task_id=task.id))
         )
+    assert_wire_error(wire.last(), binding, 'UNSUPPORTED_OPERATION')
 
 
 async def test_send_with_context_id_not_matching_the_task_raises_invalid_params(
-    client: Client, binding: str
+    client: Client, wire, binding: str
 ):
     task = await send_for_task(client, send_request(user_message('tck-input-required')))
     assert task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
@@ -464,14 +579,7 @@ async def test_send_with_context_id_not_matching_the_task_raises_invalid_params(
                 )
             ),
         )
-    # JSON-RPC: -32602. REST: 400 INVALID_ARGUMENT; the SDK maps it to
-    # InvalidParamsError only if an ErrorInfo(reason=INVALID_PARAMS) is sent.
-    if binding == 'JSONRPC':
-        assert isinstance(ei.value, InvalidParamsError), repr(ei.value)
-    else:
-        assert isinstance(ei.value, InvalidParamsError) or (
-            isinstance(ei.value, A2AClientError) and 'HTTP Error 400' in str(ei.value)
-        ), repr(ei.value)
+    assert_invalid_params(ei.value, wire.last(), binding)
     # The task itself is untouched.
     got = await client.get_task(GetTaskRequest(id=task.id))
     assert got.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
@@ -563,6 +671,21 @@ async def test_stream_of_complete_task_starts_with_task_and_closes_completed(
     task = await streaming_client.get_task(GetTaskRequest(id=first.id))
     assert task.status.state == TaskState.TASK_STATE_COMPLETED
     assert 'Hello from TCK' in agent_texts(task), agent_texts(task)
+
+
+async def test_stream_ignores_return_immediately_and_follows_slow_task_to_completion(
+    streaming_client: Client,
+):
+    # §3.3: returnImmediately has no effect on streaming.
+    events = await collect(
+        streaming_client.send_message(
+            send_request(
+                user_message('test-resubscribe-message-id'), return_immediately=True
+            )
+        )
+    )
+    _, final = assert_task_stream(events, TERMINAL)
+    assert final == TaskState.TASK_STATE_COMPLETED
 
 
 async def test_stream_of_message_response_is_a_single_message(
@@ -700,9 +823,21 @@ async def test_get_task_history_length_limits_to_most_recent_messages(
     assert zero.status.state == TaskState.TASK_STATE_COMPLETED
 
 
-async def test_get_task_of_unknown_id_raises_task_not_found(client: Client):
+async def test_get_task_of_unknown_id_raises_task_not_found(
+    client: Client, wire, binding: str
+):
     with pytest.raises(TaskNotFoundError):
         await client.get_task(GetTaskRequest(id=f'no-such-task-{uuid4().hex}'))
+    assert_wire_error(wire.last(), binding, 'TASK_NOT_FOUND')
+
+
+async def test_get_task_with_negative_history_length_raises_invalid_params(
+    client: Client, wire, binding: str
+):
+    task = await complete_task(client)
+    with pytest.raises(A2AError) as ei:
+        await client.get_task(GetTaskRequest(id=task.id, history_length=-1))
+    assert_invalid_params(ei.value, wire.last(), binding)
 
 
 # --------------------------------------------------------------------------
@@ -789,6 +924,28 @@ async def test_list_tasks_filters_by_status(client: Client):
     assert resp.next_page_token == ''
 
 
+async def test_list_tasks_history_length_limits_history_of_each_task(
+    client: Client,
+):
+    ctx = f'ctx-hist-{uuid4().hex}'
+    await complete_task(client, context_id=ctx)
+    await complete_task(client, context_id=ctx)
+    full = await client.list_tasks(ListTasksRequest(context_id=ctx))
+    assert len(full.tasks) == 2
+    none = await client.list_tasks(ListTasksRequest(context_id=ctx, history_length=0))
+    assert [t.id for t in none.tasks] == [t.id for t in full.tasks]
+    assert all(len(t.history) == 0 for t in none.tasks)
+
+
+@pytest.mark.parametrize('page_size', [101, -1])
+async def test_list_tasks_with_page_size_out_of_range_raises_invalid_params(
+    client: Client, wire, binding: str, page_size: int
+):
+    with pytest.raises(A2AError) as ei:
+        await client.list_tasks(ListTasksRequest(page_size=page_size))
+    assert_invalid_params(ei.value, wire.last(), binding)
+
+
 async def test_list_tasks_of_unused_context_is_empty_with_all_keys(
     client: Client, wire, binding: str
 ):
@@ -829,17 +986,23 @@ async def test_canceled_task_stays_canceled_after_the_agent_would_have_finished(
     assert got.status.state == TaskState.TASK_STATE_CANCELED
 
 
-async def test_cancel_completed_task_raises_task_not_cancelable(client: Client):
+async def test_cancel_completed_task_raises_task_not_cancelable(
+    client: Client, wire, binding: str
+):
     task = await complete_task(client)
     with pytest.raises(TaskNotCancelableError):
         await client.cancel_task(CancelTaskRequest(id=task.id))
+    assert_wire_error(wire.last(), binding, 'TASK_NOT_CANCELABLE')
     got = await client.get_task(GetTaskRequest(id=task.id))
     assert got.status.state == TaskState.TASK_STATE_COMPLETED
 
 
-async def test_cancel_unknown_task_raises_task_not_found(client: Client):
+async def test_cancel_unknown_task_raises_task_not_found(
+    client: Client, wire, binding: str
+):
     with pytest.raises(TaskNotFoundError):
         await client.cancel_task(CancelTaskRequest(id=f'no-such-task-{uuid4().hex}'))
+    assert_wire_error(wire.last(), binding, 'TASK_NOT_FOUND')
 
 
 # --------------------------------------------------------------------------
@@ -894,15 +1057,17 @@ async def test_cancel_is_delivered_to_a_subscriber_and_closes_its_stream(
 
 
 async def test_subscribe_to_completed_task_raises_unsupported_operation(
-    client: Client, streaming_client: Client,
+    client: Client, streaming_client: Client, wire, binding: str
 ):
     task = await complete_task(client)
     with pytest.raises(UnsupportedOperationError):
         await collect(streaming_client.subscribe(SubscribeToTaskRequest(id=task.id)))
+    # An error before the first event is a plain error response, not SSE (§1.3).
+    assert_wire_error(wire.last(), binding, 'UNSUPPORTED_OPERATION')
 
 
 async def test_subscribe_to_unknown_task_raises_task_not_found(
-    streaming_client: Client,
+    streaming_client: Client, wire, binding: str
 ):
     with pytest.raises(TaskNotFoundError):
         await collect(
@@ -910,6 +1075,8 @@ async def test_subscribe_to_unknown_task_raises_task_not_found(
                 SubscribeToTaskRequest(id=f'no-such-task-{uuid4().hex}')
             )
         )
+    # An error before the first event is a plain error response, not SSE (§1.3).
+    assert_wire_error(wire.last(), binding, 'TASK_NOT_FOUND')
 
 
 # --------------------------------------------------------------------------
@@ -1009,7 +1176,7 @@ async def test_push_config_on_unknown_task_raises_task_not_found(
 
 
 async def test_push_config_is_refused_when_card_has_no_push_capability(
-    client: Client, base_url: str
+    client: Client, base_url: str, wire, binding: str
 ):
     if await _push_supported(base_url):
         pytest.skip('card declares capabilities.pushNotifications')
@@ -1018,3 +1185,4 @@ async def test_push_config_is_refused_when_card_has_no_push_capability(
         await client.create_task_push_notification_config(
             TaskPushNotificationConfig(task_id=task.id, url=WEBHOOK_URL)
         )
+    assert_wire_error(wire.last(), binding, 'PUSH_NOTIFICATION_NOT_SUPPORTED')
