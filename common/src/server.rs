@@ -265,7 +265,14 @@ async fn json_rpc(h: &Harness, req: Request) -> Response {
 
 fn rest_error(h: &Harness, e: &A2aError) -> Response {
     let status = StatusCode::from_u16(e.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    json_response(status, h.config.rest_content_type.as_str(), &e.to_rest())
+    rest_error_as(h, e, status)
+}
+
+/// The error body with `status` as both the HTTP status and `error.code`.
+fn rest_error_as(h: &Harness, e: &A2aError, status: StatusCode) -> Response {
+    let mut body = e.to_rest();
+    body["error"]["code"] = status.as_u16().into();
+    json_response(status, h.config.rest_content_type.as_str(), &body)
 }
 
 async fn rest_call(h: &Harness, req: Request, tenant: String, route: rest::Route) -> Response {
@@ -275,9 +282,8 @@ async fn rest_call(h: &Harness, req: Request, tenant: String, route: rest::Route
             let e = A2aError::ContentTypeNotSupported(format!(
                 "request Content-Type {ct} (use application/json)"
             ));
-            let mut resp = rest_error(h, &e);
-            *resp.status_mut() = StatusCode::UNSUPPORTED_MEDIA_TYPE;
-            return resp;
+            // Plain HTTP says 415 for a body type the route cannot read (spec §0).
+            return rest_error_as(h, &e, StatusCode::UNSUPPORTED_MEDIA_TYPE);
         }
     }
     let body = match read_body(h, &parts.headers, body).await {

@@ -1,1 +1,719 @@
+//! End-to-end test harness for `harness-local`: a [`Server`] fixture that starts the
+//! binary on a free port over a private state directory (removed at drop), and helpers to
+//! speak both A2A bindings to it — JSON-RPC calls, REST calls, SSE streams — plus the
+//! assertions on the spec's error shapes that every test file shares.
 
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use futures::StreamExt;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
+use reqwest::{Method, Response};
+use serde_json::{json, Value};
+
+/// How long an SSE stream may stay open before a test gives up on it.
+pub const STREAM_TIMEOUT: Duration = Duration::from_secs(20);
+/// How long the server may take to print its first line.
+const START_TIMEOUT: Duration = Duration::from_secs(15);
+
+pub const ERROR_INFO_TYPE: &str = "type.googleapis.com/google.rpc.ErrorInfo";
+pub const ERROR_DOMAIN: &str = "a2a-protocol.org";
+/// An extension URI the card advertises (usable with `--required-extensions`).
+pub const TASK_EXTENSION: &str = "https://madarauchiha-314.github.io/tiny-harness/a2a/ext/task/v1";
+pub const CHANNEL_EXTENSION: &str =
+    "https://madarauchiha-314.github.io/tiny-harness/a2a/ext/channel/v1";
+
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// A unique string for ids and directory names: `<prefix>-<pid>-<counter>-<nanos>`.
+pub fn unique(prefix: &str) -> String {
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!("{prefix}-{}-{n}-{nanos}", std::process::id())
+}
+
+/// The `harness-local` binary: `$HARNESS_BIN`, else `$CARGO_TARGET_DIR/debug/harness-local`
+/// (CARGO_TARGET_DIR defaulting to `$HOME/.cache/harness/target`), else next to the test
+/// executable's `deps` directory.
+pub fn server_binary() -> PathBuf {
+    if let Some(bin) = std::env::var_os("HARNESS_BIN") {
+        return PathBuf::from(bin);
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache/harness/target")));
+    if let Some(t) = target {
+        let bin = t.join("debug").join("harness-local");
+        if bin.exists() {
+            return bin;
+        }
+    }
+    let exe = std::env::current_exe().expect("current_exe");
+    // target/debug/deps/<test> → target/debug/harness-local
+    let debug = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("test executable has no target/debug/deps parent");
+    let bin = debug.join("harness-local");
+    assert!(
+        bin.exists(),
+        "harness-local not found at {}; run `cargo build -p harness-local` or set HARNESS_BIN",
+        bin.display()
+    );
+    bin
+}
+
+/// One running `harness-local`. Drop kills it (SIGKILL) and removes its state directory.
+pub struct Server {
+    child: Option<Child>,
+    /// Kept open so the server never writes to a closed pipe.
+    _stdout: Option<BufReader<ChildStdout>>,
+    /// `http://127.0.0.1:PORT` (no trailing slash).
+    pub url: String,
+    pub state_dir: PathBuf,
+    args: Vec<String>,
+    pub http: reqwest::Client,
+}
+
+impl Server {
+    /// A server with no rate limit and default settings.
+    pub async fn start() -> Server {
+        Server::start_with(&[]).await
+    }
+
+    /// A server with extra command-line arguments (`--max-body-bytes 2048`, …).
+    /// `--rate-limit-per-minute 0` is added unless `extra` sets a rate limit itself.
+    pub async fn start_with(extra: &[&str]) -> Server {
+        let state_dir = std::env::temp_dir().join(unique("harness-e2e"));
+        std::fs::create_dir_all(&state_dir).expect("create state dir");
+        let mut args: Vec<String> = Vec::new();
+        if !extra
+            .iter()
+            .any(|a| a.starts_with("--rate-limit-per-minute"))
+        {
+            args.extend(["--rate-limit-per-minute".to_owned(), "0".to_owned()]);
+        }
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let mut server = Server {
+            child: None,
+            _stdout: None,
+            url: String::new(),
+            state_dir,
+            args,
+            http: reqwest::Client::builder()
+                .pool_max_idle_per_host(0)
+                .build()
+                .expect("reqwest client"),
+        };
+        server.spawn().await;
+        server
+    }
+
+    async fn spawn(&mut self) {
+        let mut cmd = Command::new(server_binary());
+        cmd.arg("--listen")
+            .arg("127.0.0.1:0")
+            .arg("--state-dir")
+            .arg(&self.state_dir)
+            .args(&self.args)
+            .env_remove("HARNESS_PUBLIC_URL")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(if std::env::var_os("HARNESS_E2E_LOG").is_some() {
+                Stdio::inherit()
+            } else {
+                Stdio::null()
+            });
+        let mut child = cmd.spawn().expect("spawn harness-local");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let read = tokio::task::spawn_blocking(move || {
+            let mut reader = BufReader::new(stdout);
+            let mut line = String::new();
+            let n = reader.read_line(&mut line).unwrap_or(0);
+            (n, line, reader)
+        });
+        let (n, line, reader) = match tokio::time::timeout(START_TIMEOUT, read).await {
+            Ok(Ok(r)) => r,
+            _ => {
+                let _ = child.kill();
+                panic!("harness-local printed no first line within {START_TIMEOUT:?}");
+            }
+        };
+        if n == 0 {
+            let status = child.wait().ok();
+            panic!(
+                "harness-local exited before serving (status {status:?}); args {:?}",
+                self.args
+            );
+        }
+        // `harness-local serving http://127.0.0.1:PORT (agent card: …)`
+        let url = line
+            .split_whitespace()
+            .skip_while(|w| *w != "serving")
+            .nth(1)
+            .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
+            .trim_end_matches('/')
+            .to_owned();
+        assert!(url.starts_with("http://127.0.0.1:"), "first line {line:?}");
+        self.url = url;
+        self.child = Some(child);
+        self._stdout = Some(reader);
+    }
+
+    /// Kills the process with SIGKILL (no graceful shutdown) and waits for it.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        self._stdout = None;
+    }
+
+    /// SIGKILLs the server and starts it again on the same state directory (new port).
+    pub async fn restart(&mut self) {
+        self.kill();
+        self.http = reqwest::Client::builder()
+            .pool_max_idle_per_host(0)
+            .build()
+            .expect("reqwest client");
+        self.spawn().await;
+    }
+
+    /// Whether the process is still running.
+    pub fn is_running(&mut self) -> bool {
+        match self.child.as_mut() {
+            Some(c) => matches!(c.try_wait(), Ok(None)),
+            None => false,
+        }
+    }
+
+    pub fn endpoint(&self, path: &str) -> String {
+        format!("{}{}", self.url, path)
+    }
+
+    // ---------------------------------------------------------------- JSON-RPC
+
+    /// A JSON-RPC request posted to `/` with the 1.0 headers; returns the whole envelope.
+    pub async fn rpc(&self, method: &str, params: Value) -> Value {
+        let body =
+            json!({"jsonrpc": "2.0", "id": unique("req"), "method": method, "params": params});
+        let resp = self.rpc_raw(&default_headers(), body.to_string()).await;
+        let status = resp.status().as_u16();
+        let text = resp.text().await.expect("rpc body");
+        assert_eq!(
+            status, 200,
+            "JSON-RPC {method} answered HTTP {status}: {text}"
+        );
+        serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("JSON-RPC {method} answer is not JSON ({e}): {text}"))
+    }
+
+    /// The `result` of a call that must succeed.
+    pub async fn rpc_ok(&self, method: &str, params: Value) -> Value {
+        let resp = self.rpc(method, params.clone()).await;
+        assert!(
+            resp.get("error").is_none(),
+            "{method} {params} failed: {resp}"
+        );
+        resp.get("result")
+            .cloned()
+            .unwrap_or_else(|| panic!("{method} answered without result: {resp}"))
+    }
+
+    /// The `error` of a call that must fail with `code` (and the ErrorInfo `reason`).
+    pub async fn rpc_err(&self, method: &str, params: Value, code: i64, reason: &str) -> Value {
+        let resp = self.rpc(method, params.clone()).await;
+        assert_rpc_error(&resp, code, reason);
+        resp["error"].clone()
+    }
+
+    /// Posts `body` as-is to `/` with `headers`.
+    pub async fn rpc_raw(&self, headers: &HeaderMap, body: impl Into<reqwest::Body>) -> Response {
+        self.http
+            .post(self.endpoint("/"))
+            .headers(headers.clone())
+            .body(body)
+            .send()
+            .await
+            .expect("POST /")
+    }
+
+    /// A raw JSON body posted with the default headers, parsed.
+    pub async fn rpc_body(&self, body: &str) -> Value {
+        let resp = self.rpc_raw(&default_headers(), body.to_owned()).await;
+        assert_eq!(resp.status().as_u16(), 200);
+        resp.json().await.expect("JSON-RPC answer is JSON")
+    }
+
+    /// A streaming JSON-RPC call; returns the request id and the events until close.
+    pub async fn rpc_stream(&self, method: &str, params: Value) -> (Value, Vec<SseEvent>) {
+        let (id, mut reader) = self.rpc_stream_open(method, params).await;
+        let deadline = Instant::now() + STREAM_TIMEOUT;
+        let mut events = Vec::new();
+        while let Some(e) = reader.next_before(deadline).await {
+            events.push(e);
+        }
+        (id, events)
+    }
+
+    /// Starts a streaming JSON-RPC call (panics unless it answers with an event stream).
+    pub async fn rpc_stream_open(&self, method: &str, params: Value) -> (Value, SseReader) {
+        let id = json!(unique("stream"));
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let resp = self.rpc_raw(&default_headers(), body.to_string()).await;
+        (id, SseReader::new(expect_stream(resp, method).await))
+    }
+
+    // -------------------------------------------------------------------- REST
+
+    /// Any REST request with the 1.0 headers (and `application/json` when a body is given).
+    pub async fn rest(&self, method: Method, path: &str, body: Option<Value>) -> Response {
+        let mut req = self
+            .http
+            .request(method, self.endpoint(path))
+            .header("A2A-Version", "1.0");
+        if let Some(b) = body {
+            req = req
+                .header(CONTENT_TYPE, "application/json")
+                .body(b.to_string());
+        }
+        req.send().await.expect("REST request")
+    }
+
+    pub async fn rest_raw(
+        &self,
+        method: Method,
+        path: &str,
+        headers: &HeaderMap,
+        body: impl Into<reqwest::Body>,
+    ) -> Response {
+        self.http
+            .request(method, self.endpoint(path))
+            .headers(headers.clone())
+            .body(body)
+            .send()
+            .await
+            .expect("REST request")
+    }
+
+    /// GET with the 1.0 header; returns the status and the JSON body.
+    pub async fn rest_get(&self, path: &str) -> (u16, Value) {
+        json_of(self.rest(Method::GET, path, None).await).await
+    }
+
+    /// POST a JSON body with the 1.0 header; returns the status and the JSON body.
+    pub async fn rest_post(&self, path: &str, body: Value) -> (u16, Value) {
+        json_of(self.rest(Method::POST, path, Some(body)).await).await
+    }
+
+    pub async fn rest_delete(&self, path: &str) -> (u16, Value) {
+        json_of(self.rest(Method::DELETE, path, None).await).await
+    }
+
+    /// A REST streaming call (`/message:stream`, `/tasks/{id}:subscribe`): the events
+    /// until close; panics unless the answer is an event stream.
+    pub async fn rest_stream(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> Vec<SseEvent> {
+        let resp = self.rest(method.clone(), path, body).await;
+        read_sse(expect_stream(resp, &format!("{method} {path}")).await).await
+    }
+
+    /// Starts a REST streaming call.
+    pub async fn rest_stream_open(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> SseReader {
+        let resp = self.rest(method.clone(), path, body).await;
+        SseReader::new(expect_stream(resp, &format!("{method} {path}")).await)
+    }
+
+    // ------------------------------------------------------------ conveniences
+
+    /// Sends a message over JSON-RPC (blocking) and returns the Task of the answer.
+    pub async fn send_task(&self, message_id: &str) -> Value {
+        let result = self
+            .rpc_ok(
+                "SendMessage",
+                json!({"message": user_message(message_id, "hello")}),
+            )
+            .await;
+        result
+            .get("task")
+            .cloned()
+            .unwrap_or_else(|| panic!("SendMessage {message_id} returned no task: {result}"))
+    }
+
+    /// A new task in INPUT_REQUIRED; returns it.
+    pub async fn input_required_task(&self) -> Value {
+        let task = self.send_task(&unique("tck-input-required")).await;
+        assert_eq!(state(&task), "TASK_STATE_INPUT_REQUIRED", "{task}");
+        task
+    }
+
+    /// A new COMPLETED task; returns it.
+    pub async fn completed_task(&self) -> Value {
+        let task = self.send_task(&unique("tck-complete-task")).await;
+        assert_eq!(state(&task), "TASK_STATE_COMPLETED", "{task}");
+        task
+    }
+
+    pub async fn get_task(&self, id: &str) -> Value {
+        self.rpc_ok("GetTask", json!({"id": id})).await
+    }
+
+    /// Polls GetTask until the task is in `want`.
+    pub async fn wait_for_state(&self, id: &str, want: &str, within: Duration) -> Value {
+        let deadline = Instant::now() + within;
+        loop {
+            let task = self.get_task(id).await;
+            if state(&task) == want {
+                return task;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "task {id} not in {want} within {within:?}: {task}"
+            );
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill();
+        let _ = std::fs::remove_dir_all(&self.state_dir);
+    }
+}
+
+/// `A2A-Version: 1.0` and `Content-Type: application/json`.
+pub fn default_headers() -> HeaderMap {
+    headers(&[("A2A-Version", "1.0"), ("Content-Type", "application/json")])
+}
+
+pub fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
+    let mut h = HeaderMap::new();
+    for (k, v) in pairs {
+        h.append(
+            HeaderName::from_bytes(k.as_bytes()).expect("header name"),
+            HeaderValue::from_str(v).expect("header value"),
+        );
+    }
+    h
+}
+
+pub fn content_type(resp: &Response) -> String {
+    resp.headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned()
+}
+
+/// The status and JSON body of a response (panics if the body is not JSON).
+pub async fn json_of(resp: Response) -> (u16, Value) {
+    let status = resp.status().as_u16();
+    let text = resp.text().await.expect("body");
+    let v = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("HTTP {status} body is not JSON ({e}): {text:?}"));
+    (status, v)
+}
+
+/// A user message with one text part.
+pub fn user_message(message_id: &str, text: &str) -> Value {
+    json!({"messageId": message_id, "role": "ROLE_USER", "parts": [{"text": text}]})
+}
+
+/// A user message continuing task `task_id`.
+pub fn reply_message(message_id: &str, task_id: &str, text: &str) -> Value {
+    json!({"messageId": message_id, "taskId": task_id, "role": "ROLE_USER", "parts": [{"text": text}]})
+}
+
+/// `task.status.state` as a string ("" when absent).
+pub fn state(task: &Value) -> &str {
+    task["status"]["state"].as_str().unwrap_or("")
+}
+
+/// The text of the first part of the task's status message.
+pub fn status_text(task: &Value) -> &str {
+    task["status"]["message"]["parts"][0]["text"]
+        .as_str()
+        .unwrap_or("")
+}
+
+// ------------------------------------------------------------------------ errors
+
+fn check_error_info(details: &Value, reason: &str, context: &Value) {
+    let arr = details
+        .as_array()
+        .unwrap_or_else(|| panic!("error details are not an array: {context}"));
+    let info = arr
+        .first()
+        .unwrap_or_else(|| panic!("error details are empty: {context}"));
+    assert_eq!(
+        info["@type"], ERROR_INFO_TYPE,
+        "first detail is not an ErrorInfo: {context}"
+    );
+    assert_eq!(info["domain"], ERROR_DOMAIN, "ErrorInfo domain: {context}");
+    assert_eq!(info["reason"], reason, "ErrorInfo reason: {context}");
+    for d in arr {
+        assert!(d.get("@type").is_some(), "detail without @type: {context}");
+    }
+}
+
+/// A JSON-RPC error envelope with `code`: `jsonrpc` "2.0", no `result`, and an `error` of
+/// exactly `code`, `message` and `data`, whose first element is an ErrorInfo with `reason`.
+pub fn assert_rpc_error(resp: &Value, code: i64, reason: &str) {
+    assert_eq!(resp["jsonrpc"], "2.0", "{resp}");
+    assert!(
+        resp.get("result").is_none(),
+        "error response has a result: {resp}"
+    );
+    assert!(resp.get("id").is_some(), "error response has no id: {resp}");
+    let err = resp
+        .get("error")
+        .and_then(Value::as_object)
+        .unwrap_or_else(|| panic!("expected a JSON-RPC error {code}, got {resp}"));
+    assert_eq!(
+        err.get("code").and_then(Value::as_i64),
+        Some(code),
+        "{resp}"
+    );
+    let mut keys: Vec<&str> = err.keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    assert_eq!(keys, ["code", "data", "message"], "error keys: {resp}");
+    assert!(
+        err["message"].as_str().is_some_and(|m| !m.is_empty()),
+        "error message: {resp}"
+    );
+    check_error_info(&err["data"], reason, resp);
+}
+
+/// A REST error: HTTP `http`, body `{"error":{code:http,status,message,details:[ErrorInfo…]}}`.
+pub fn assert_rest_error(status: u16, body: &Value, http: u16, grpc: &str, reason: &str) {
+    assert_eq!(status, http, "HTTP status; body {body}");
+    let err = body
+        .get("error")
+        .and_then(Value::as_object)
+        .unwrap_or_else(|| panic!("REST error body without error object: {body}"));
+    assert_eq!(
+        err.get("code").and_then(Value::as_u64),
+        Some(http as u64),
+        "error.code: {body}"
+    );
+    assert_eq!(
+        err.get("status").and_then(Value::as_str),
+        Some(grpc),
+        "error.status: {body}"
+    );
+    assert!(
+        err.get("message")
+            .and_then(Value::as_str)
+            .is_some_and(|m| !m.is_empty()),
+        "error.message: {body}"
+    );
+    check_error_info(&err["details"], reason, body);
+}
+
+// --------------------------------------------------------------------------- SSE
+
+/// One server-sent event: its `event:` name (None for the default), and its `data:`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SseEvent {
+    pub event: Option<String>,
+    pub data: Value,
+}
+
+impl SseEvent {
+    /// The StreamResponse of the event: the JSON-RPC `result` when enveloped, else `data`.
+    pub fn stream_response(&self) -> &Value {
+        self.data.get("result").unwrap_or(&self.data)
+    }
+
+    /// Which member of the StreamResponse oneof is set (panics unless exactly one).
+    pub fn kind(&self) -> &str {
+        let sr = self
+            .stream_response()
+            .as_object()
+            .unwrap_or_else(|| panic!("event is not an object: {:?}", self.data));
+        assert_eq!(
+            sr.len(),
+            1,
+            "StreamResponse must have exactly one key: {:?}",
+            self.data
+        );
+        sr.keys().next().map(String::as_str).unwrap_or("")
+    }
+
+    /// The payload of the set member (`task`, `message`, `statusUpdate`, `artifactUpdate`).
+    pub fn payload(&self) -> &Value {
+        let kind = self.kind().to_owned();
+        &self.stream_response()[kind.as_str()]
+    }
+
+    /// The task state this event carries, if any.
+    pub fn state(&self) -> Option<&str> {
+        match self.kind() {
+            "task" | "statusUpdate" => self.payload()["status"]["state"].as_str(),
+            _ => None,
+        }
+    }
+}
+
+/// Checks that `resp` is a 200 event stream; panics with the body otherwise.
+pub async fn expect_stream(resp: Response, what: &str) -> Response {
+    let status = resp.status().as_u16();
+    let ct = content_type(&resp);
+    if status != 200 || !ct.starts_with("text/event-stream") {
+        let text = resp.text().await.unwrap_or_default();
+        panic!("{what} did not stream (HTTP {status}, {ct}): {text}");
+    }
+    resp
+}
+
+/// Reads an event stream until the server closes it (panics after [`STREAM_TIMEOUT`]).
+pub async fn read_sse(resp: Response) -> Vec<SseEvent> {
+    let mut reader = SseReader::new(resp);
+    let mut events = Vec::new();
+    let deadline = Instant::now() + STREAM_TIMEOUT;
+    while let Some(e) = reader.next_before(deadline).await {
+        events.push(e);
+    }
+    events
+}
+
+/// Reads events one at a time from a streaming response.
+pub struct SseReader {
+    stream: std::pin::Pin<Box<dyn futures::Stream<Item = reqwest::Result<Vec<u8>>> + Send>>,
+    buf: Vec<u8>,
+    event: Option<String>,
+    data: Vec<String>,
+    done: bool,
+}
+
+impl SseReader {
+    pub fn new(resp: Response) -> SseReader {
+        SseReader {
+            stream: Box::pin(resp.bytes_stream().map(|r| r.map(|b| b.to_vec()))),
+            buf: Vec::new(),
+            event: None,
+            data: Vec::new(),
+            done: false,
+        }
+    }
+
+    fn take_event(&mut self) -> Option<SseEvent> {
+        if self.data.is_empty() {
+            self.event = None;
+            return None;
+        }
+        let text = self.data.join("\n");
+        self.data.clear();
+        let value = serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("SSE data is not JSON ({e}): {text:?}"));
+        Some(SseEvent {
+            event: self.event.take(),
+            data: value,
+        })
+    }
+
+    /// The next event, or None when the server closed the stream.
+    pub async fn next(&mut self) -> Option<SseEvent> {
+        loop {
+            while let Some(pos) = self.buf.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = self.buf.drain(..=pos).collect();
+                let line = String::from_utf8_lossy(&line);
+                let line = line.trim_end_matches(['\n', '\r']);
+                if line.is_empty() {
+                    if let Some(e) = self.take_event() {
+                        return Some(e);
+                    }
+                } else if line.starts_with(':') {
+                    // comment / keep-alive
+                } else if let Some(v) = line.strip_prefix("data:") {
+                    self.data.push(v.strip_prefix(' ').unwrap_or(v).to_owned());
+                } else if let Some(v) = line.strip_prefix("event:") {
+                    self.event = Some(v.trim().to_owned());
+                }
+            }
+            if self.done {
+                return self.take_event();
+            }
+            match self.stream.next().await {
+                Some(Ok(bytes)) => self.buf.extend_from_slice(&bytes),
+                Some(Err(e)) => panic!("SSE stream broke: {e}"),
+                None => {
+                    self.done = true;
+                    if !self.buf.is_empty() {
+                        self.buf.push(b'\n');
+                    }
+                }
+            }
+        }
+    }
+
+    /// Like [`SseReader::next`], panicking if nothing happens before `deadline`.
+    pub async fn next_before(&mut self, deadline: Instant) -> Option<SseEvent> {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(left, self.next()).await {
+            Ok(e) => e,
+            Err(_) => panic!("SSE stream gave no event and did not close in time"),
+        }
+    }
+}
+
+/// The StreamResponse kinds of a stream, in order.
+pub fn kinds(events: &[SseEvent]) -> Vec<String> {
+    events.iter().map(|e| e.kind().to_owned()).collect()
+}
+
+/// The states of the task/statusUpdate events of a stream, in order.
+pub fn states(events: &[SseEvent]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|e| e.state().map(str::to_owned))
+        .collect()
+}
+
+/// The JSON-RPC params of a SendMessage.
+pub fn send_params(message: Value) -> Value {
+    json!({ "message": message })
+}
+
+/// A sortable key for an RFC 3339 UTC timestamp (`…T…[.fffffffff]Z`): fraction padded to 9.
+pub fn timestamp_key(ts: &str) -> String {
+    let ts = ts.trim_end_matches('Z');
+    let (base, frac) = ts.split_once('.').unwrap_or((ts, ""));
+    format!("{base}.{frac:0<9}")
+}
+
+/// Walks every page of ListTasks over JSON-RPC with `params` (plus pageToken); returns
+/// the pages' responses.
+pub async fn list_all_pages_rpc(server: &Server, params: Value) -> Vec<Value> {
+    let mut pages = Vec::new();
+    let mut token = String::new();
+    loop {
+        let mut p = params.clone();
+        if !token.is_empty() {
+            p["pageToken"] = json!(token);
+        }
+        let page = server.rpc_ok("ListTasks", p).await;
+        token = page["nextPageToken"].as_str().unwrap_or("").to_owned();
+        pages.push(page);
+        assert!(pages.len() < 50, "ListTasks pagination does not end");
+        if token.is_empty() {
+            return pages;
+        }
+    }
+}

@@ -109,8 +109,18 @@ fn json<T: serde::Serialize>(v: T) -> Result<Answer, A2aError> {
         .map_err(|e| A2aError::Internal(format!("cannot encode the answer: {e}")))
 }
 
-/// Runs one operation.
+/// Runs one operation, in a span named for it.
 pub async fn execute(h: &Harness, call: Call) -> Result<Answer, A2aError> {
+    use tracing::Instrument;
+    let span = tracing::info_span!("a2a", op = call.name());
+    let result = run(h, call).instrument(span.clone()).await;
+    if let Err(e) = &result {
+        span.in_scope(|| tracing::info!(code = e.json_rpc_code(), error = %e, "refused"));
+    }
+    result
+}
+
+async fn run(h: &Harness, call: Call) -> Result<Answer, A2aError> {
     match call {
         Call::SendMessage(r) => json(send_message::send_message(h, r).await?),
         Call::SendStreamingMessage(r) => Ok(Answer::Stream(

@@ -1,0 +1,184 @@
+//! Durability: tasks, their event logs and the seen messageIds survive a SIGKILL of the
+//! server and a restart on the same state directory.
+
+use harness_e2e::*;
+use reqwest::Method;
+use serde_json::json;
+
+#[tokio::test]
+async fn an_input_required_task_survives_sigkill_and_completes_after_restart() {
+    let mut s = Server::start().await;
+    let task = s.input_required_task().await;
+    let id = task["id"].as_str().unwrap().to_owned();
+    let done = s.completed_task().await;
+    let stored_before = s.get_task(&id).await;
+
+    s.restart().await;
+
+    // GetTask returns the task as it was.
+    let after = s.get_task(&id).await;
+    assert_eq!(after, stored_before, "task unchanged by the restart");
+    assert_eq!(state(&after), "TASK_STATE_INPUT_REQUIRED");
+    assert_eq!(s.get_task(done["id"].as_str().unwrap()).await, done);
+
+    // SubscribeToTask replays: the Task, then the logged status update(s), ending at
+    // INPUT_REQUIRED, and closes.
+    let (_, events) = s.rpc_stream("SubscribeToTask", json!({"id": id})).await;
+    assert_eq!(events[0].kind(), "task", "{events:?}");
+    assert_eq!(events[0].payload(), &after);
+    assert!(
+        events.len() >= 2,
+        "the logged status update is replayed: {events:?}"
+    );
+    for e in &events[1..] {
+        assert_eq!(e.kind(), "statusUpdate", "{events:?}");
+        assert_eq!(e.payload()["taskId"], id.as_str());
+    }
+    assert_eq!(
+        events.last().and_then(SseEvent::state),
+        Some("TASK_STATE_INPUT_REQUIRED")
+    );
+    let rest = s
+        .rest_stream(Method::GET, &format!("/tasks/{id}:subscribe"), None)
+        .await;
+    let a: Vec<_> = events.iter().map(SseEvent::stream_response).collect();
+    let b: Vec<_> = rest.iter().map(SseEvent::stream_response).collect();
+    assert_eq!(a, b, "both bindings replay the same log");
+
+    // A reply completes it.
+    let result = s
+        .rpc_ok(
+            "SendMessage",
+            send_params(reply_message(&unique("tck-complete-task"), &id, "more")),
+        )
+        .await;
+    assert_eq!(result["task"]["id"], id.as_str());
+    assert_eq!(state(&result["task"]), "TASK_STATE_COMPLETED");
+    assert_eq!(status_text(&result["task"]), "Hello from TCK");
+    let list = s.rpc_ok("ListTasks", json!({})).await;
+    assert_eq!(list["totalSize"], 2, "{list}");
+}
+
+#[tokio::test]
+async fn a_streamed_task_log_replays_in_order_after_restart() {
+    let mut s = Server::start().await;
+    let (_, first) = s
+        .rpc_stream(
+            "SendStreamingMessage",
+            send_params(user_message(&unique("tck-input-required"), "x")),
+        )
+        .await;
+    let id = first[0].payload()["id"].as_str().unwrap().to_owned();
+    s.restart().await;
+    s.restart().await; // twice, for good measure
+    let (_, replay) = s.rpc_stream("SubscribeToTask", json!({"id": id})).await;
+    // The replay after the Task equals the live updates seen the first time.
+    let live: Vec<_> = first[1..].iter().map(SseEvent::stream_response).collect();
+    let replayed: Vec<_> = replay[1..].iter().map(SseEvent::stream_response).collect();
+    assert_eq!(
+        live, replayed,
+        "the log replays the same updates in the same order"
+    );
+    // A streamed reply finishes it.
+    let (_, more) = s
+        .rpc_stream(
+            "SendStreamingMessage",
+            send_params(reply_message(&unique("tck-complete-task"), &id, "x")),
+        )
+        .await;
+    assert_eq!(more[0].kind(), "task");
+    assert_eq!(
+        more.last().and_then(SseEvent::state),
+        Some("TASK_STATE_COMPLETED")
+    );
+}
+
+#[tokio::test]
+async fn message_ids_seen_before_a_restart_are_still_deduplicated() {
+    let mut s = Server::start().await;
+    let mid = unique("tck-complete-task");
+    let first = s
+        .rpc_ok("SendMessage", send_params(user_message(&mid, "x")))
+        .await;
+    s.restart().await;
+    let again = s
+        .rpc_ok("SendMessage", send_params(user_message(&mid, "x")))
+        .await;
+    assert_eq!(first["task"]["id"], again["task"]["id"]);
+    assert_eq!(s.rpc_ok("ListTasks", json!({})).await["totalSize"], 1);
+}
+
+#[tokio::test]
+async fn terminal_tasks_stay_terminal_after_restart() {
+    let mut s = Server::start().await;
+    let done = s.completed_task().await;
+    let waiting = s.input_required_task().await;
+    s.rpc_ok("CancelTask", json!({"id": waiting["id"]})).await;
+    s.restart().await;
+    for t in [&done, &waiting] {
+        let id = t["id"].as_str().unwrap();
+        s.rpc_err(
+            "CancelTask",
+            json!({"id": id}),
+            -32002,
+            "TASK_NOT_CANCELABLE",
+        )
+        .await;
+        s.rpc_err(
+            "SubscribeToTask",
+            json!({"id": id}),
+            -32004,
+            "UNSUPPORTED_OPERATION",
+        )
+        .await;
+    }
+    assert_eq!(
+        state(&s.get_task(waiting["id"].as_str().unwrap()).await),
+        "TASK_STATE_CANCELED"
+    );
+}
+
+#[tokio::test]
+async fn pagination_and_tenants_survive_restart() {
+    let mut s = Server::start().await;
+    for _ in 0..3 {
+        s.completed_task().await;
+    }
+    let (st, acme) = s
+        .rest_post(
+            "/acme/message:send",
+            send_params(user_message(&unique("tck-complete-task"), "x")),
+        )
+        .await;
+    assert_eq!(st, 200);
+    s.restart().await;
+    let pages = list_all_pages_rpc(&s, json!({"pageSize": 2})).await;
+    let n: usize = pages
+        .iter()
+        .map(|p| p["tasks"].as_array().unwrap().len())
+        .sum();
+    assert_eq!(n, 3);
+    let (st, got) = s
+        .rest_get(&format!(
+            "/acme/tasks/{}",
+            acme["task"]["id"].as_str().unwrap()
+        ))
+        .await;
+    assert_eq!(st, 200, "{got}");
+}
+
+#[tokio::test]
+async fn dropping_the_fixture_kills_the_server_and_removes_its_state() {
+    let s = Server::start().await;
+    s.completed_task().await;
+    let dir = s.state_dir.clone();
+    let url = s.url.clone();
+    assert!(dir.exists());
+    drop(s);
+    assert!(!dir.exists(), "state dir {} removed", dir.display());
+    let refused = reqwest::Client::new()
+        .get(format!("{url}/.well-known/agent-card.json"))
+        .send()
+        .await;
+    assert!(refused.is_err(), "the server is gone");
+}
