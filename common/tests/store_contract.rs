@@ -107,7 +107,7 @@ async fn a_commit_at_a_stale_version_is_refused(store: Arc<dyn Store>) {
     let mut next = rec.clone();
     let ev = set_status(&mut next, TaskState::Working, None, None);
     store
-        .commit(&next, rec.version, &[ev.clone()], None)
+        .commit(&next, rec.version, std::slice::from_ref(&ev), None)
         .await
         .expect("first commit");
     let again = store.commit(&next, rec.version, &[ev], None).await;
@@ -271,7 +271,7 @@ async fn two_stores_on_one_directory_share_conditional_writes() {
         .expect("visible to the other");
     let mut next = seen.clone();
     let ev = set_status(&mut next, TaskState::Working, None, None);
-    b.commit(&next, seen.version, &[ev.clone()], None)
+    b.commit(&next, seen.version, std::slice::from_ref(&ev), None)
         .await
         .expect("b commits");
     let stale = a.commit(&next, seen.version, &[ev], None).await;

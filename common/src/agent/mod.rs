@@ -39,6 +39,6 @@ impl std::str::FromStr for AgentKind {
 
 pub fn build(kind: AgentKind) -> std::sync::Arc<dyn Agent> {
     match kind {
-        AgentKind::Conformance => std::sync::Arc::new(conformance::ConformanceAgent::default()),
+        AgentKind::Conformance => std::sync::Arc::new(conformance::ConformanceAgent),
     }
 }
