@@ -46,6 +46,10 @@ pub struct Config {
     pub rate_limit_per_minute: u32,
     /// `Cache-Control: max-age` of the agent card.
     pub card_max_age: Duration,
+    /// Whether webhooks may be loopback or private addresses (off: SSRF protection).
+    pub push_allow_private_urls: bool,
+    /// Timeout of one webhook request.
+    pub push_timeout: Duration,
 }
 
 impl Default for Config {
@@ -57,6 +61,8 @@ impl Default for Config {
             max_body_bytes: 1024 * 1024,
             rate_limit_per_minute: 120,
             card_max_age: Duration::from_secs(300),
+            push_allow_private_urls: false,
+            push_timeout: Duration::from_secs(10),
         }
     }
 }

@@ -7,5 +7,6 @@ pub mod config;
 pub mod engine;
 pub mod ext;
 pub mod ops;
+pub mod push;
 pub mod server;
 pub mod store;

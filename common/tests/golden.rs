@@ -1092,6 +1092,10 @@ fn every_error() -> Vec<A2aError> {
         },
         A2aError::PushNotificationNotSupported,
         A2aError::UnsupportedOperation("This operation is not supported".into()),
+        A2aError::PushConfigNotFound {
+            task_id: "t-1".into(),
+            id: "c-1".into(),
+        },
         A2aError::ContentTypeNotSupported("image/gif".into()),
         A2aError::InvalidAgentResponse("bad".into()),
         A2aError::ExtendedAgentCardNotConfigured,
@@ -1110,7 +1114,9 @@ fn every_error() -> Vec<A2aError> {
 /// (JSON-RPC code, HTTP status, `google.rpc.Code` name, ErrorInfo reason).
 fn spec_row(e: &A2aError) -> (i32, u16, &'static str, &'static str) {
     match e {
-        A2aError::TaskNotFound { .. } => (-32001, 404, "NOT_FOUND", "TASK_NOT_FOUND"),
+        A2aError::TaskNotFound { .. } | A2aError::PushConfigNotFound { .. } => {
+            (-32001, 404, "NOT_FOUND", "TASK_NOT_FOUND")
+        }
         A2aError::TaskNotCancelable { .. } => {
             (-32002, 400, "FAILED_PRECONDITION", "TASK_NOT_CANCELABLE")
         }

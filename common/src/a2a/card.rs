@@ -64,7 +64,7 @@ pub fn build(config: &Config) -> AgentCard {
         version: env!("CARGO_PKG_VERSION").into(),
         capabilities: AgentCapabilities {
             streaming: Some(true),
-            push_notifications: Some(false),
+            push_notifications: Some(true),
             extensions,
             extended_agent_card: None,
         },

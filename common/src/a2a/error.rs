@@ -9,6 +9,10 @@ pub const ERROR_DOMAIN: &str = "a2a-protocol.org";
 pub enum A2aError {
     #[error("Task not found")]
     TaskNotFound { task_id: String },
+    /// The A2A error set has no error of its own for a missing push config; like the
+    /// SDKs, it is reported as not found with the task-not-found code.
+    #[error("Push notification config {id} not found for task {task_id}")]
+    PushConfigNotFound { task_id: String, id: String },
     #[error("Task cannot be canceled")]
     TaskNotCancelable { task_id: String },
     #[error("Push Notification is not supported")]
@@ -64,7 +68,7 @@ impl A2aError {
 
     pub fn json_rpc_code(&self) -> i32 {
         match self {
-            A2aError::TaskNotFound { .. } => -32001,
+            A2aError::TaskNotFound { .. } | A2aError::PushConfigNotFound { .. } => -32001,
             A2aError::TaskNotCancelable { .. } => -32002,
             A2aError::PushNotificationNotSupported => -32003,
             A2aError::UnsupportedOperation(_) => -32004,
@@ -84,7 +88,9 @@ impl A2aError {
     /// The HTTP status of the HTTP+JSON binding (spec v1.0.1 column).
     pub fn http_status(&self) -> u16 {
         match self {
-            A2aError::TaskNotFound { .. } | A2aError::MethodNotFound(_) => 404,
+            A2aError::TaskNotFound { .. }
+            | A2aError::PushConfigNotFound { .. }
+            | A2aError::MethodNotFound(_) => 404,
             A2aError::InvalidAgentResponse(_) | A2aError::Internal(_) => 500,
             _ => 400,
         }
@@ -93,7 +99,9 @@ impl A2aError {
     /// The `google.rpc.Code` name printed as `error.status`.
     pub fn grpc_status(&self) -> &'static str {
         match self {
-            A2aError::TaskNotFound { .. } | A2aError::MethodNotFound(_) => "NOT_FOUND",
+            A2aError::TaskNotFound { .. }
+            | A2aError::PushConfigNotFound { .. }
+            | A2aError::MethodNotFound(_) => "NOT_FOUND",
             A2aError::ContentTypeNotSupported(_)
             | A2aError::Parse(_)
             | A2aError::InvalidRequest(_)
@@ -105,7 +113,7 @@ impl A2aError {
 
     pub fn reason(&self) -> &'static str {
         match self {
-            A2aError::TaskNotFound { .. } => "TASK_NOT_FOUND",
+            A2aError::TaskNotFound { .. } | A2aError::PushConfigNotFound { .. } => "TASK_NOT_FOUND",
             A2aError::TaskNotCancelable { .. } => "TASK_NOT_CANCELABLE",
             A2aError::PushNotificationNotSupported => "PUSH_NOTIFICATION_NOT_SUPPORTED",
             A2aError::UnsupportedOperation(_) => "UNSUPPORTED_OPERATION",
@@ -129,6 +137,10 @@ impl A2aError {
         match self {
             A2aError::TaskNotFound { task_id } | A2aError::TaskNotCancelable { task_id } => {
                 metadata.insert("taskId".into(), Value::String(task_id.clone()));
+            }
+            A2aError::PushConfigNotFound { task_id, id } => {
+                metadata.insert("taskId".into(), Value::String(task_id.clone()));
+                metadata.insert("configId".into(), Value::String(id.clone()));
             }
             A2aError::ExtensionSupportRequired(uri) => {
                 metadata.insert("extensions".into(), Value::String(uri.clone()));

@@ -13,27 +13,34 @@ use tokio::task::JoinHandle;
 
 use crate::a2a::{Message, Part, TaskState};
 use crate::agent::Agent;
+use crate::push::Pusher;
 use crate::store::Store;
 pub use run::{RunError, TaskRun};
 
 pub struct Engine {
     store: Arc<dyn Store>,
     agent: Arc<dyn Agent>,
+    pusher: Arc<Pusher>,
     /// Serialises runs of one task inside this process.
     running: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 impl Engine {
-    pub fn new(store: Arc<dyn Store>, agent: Arc<dyn Agent>) -> Arc<Self> {
+    pub fn new(store: Arc<dyn Store>, agent: Arc<dyn Agent>, pusher: Arc<Pusher>) -> Arc<Self> {
         Arc::new(Engine {
             store,
             agent,
+            pusher,
             running: Mutex::new(HashMap::new()),
         })
     }
 
     pub fn agent(&self) -> &dyn Agent {
         self.agent.as_ref()
+    }
+
+    pub fn pusher(&self) -> &Arc<Pusher> {
+        &self.pusher
     }
 
     /// Drives the task with `input` in a task of its own, so a client that goes away does
@@ -69,7 +76,7 @@ impl Engine {
         if record.state().is_terminal() {
             return Ok(());
         }
-        let mut run = TaskRun::new(self.store.clone(), record);
+        let mut run = TaskRun::new(self.store.clone(), self.pusher.clone(), record);
         match self.agent.run(&mut run, input).await {
             Ok(()) | Err(RunError::Ended(_)) => Ok(()),
             Err(e) => {

@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 
 use super::transition;
 use crate::a2a::{Artifact, Message, StreamResponse, Task, TaskState};
+use crate::push::Pusher;
 use crate::store::{Store, StoreError, TaskRecord};
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -23,12 +24,17 @@ pub enum RunError {
 
 pub struct TaskRun {
     store: Arc<dyn Store>,
+    pusher: Arc<Pusher>,
     record: TaskRecord,
 }
 
 impl TaskRun {
-    pub fn new(store: Arc<dyn Store>, record: TaskRecord) -> Self {
-        TaskRun { store, record }
+    pub fn new(store: Arc<dyn Store>, pusher: Arc<Pusher>, record: TaskRecord) -> Self {
+        TaskRun {
+            store,
+            pusher,
+            record,
+        }
     }
 
     pub fn task(&self) -> &Task {
@@ -91,6 +97,10 @@ impl TaskRun {
             match self.store.commit(&next, base.version, &events, None).await {
                 Ok(stored) => {
                     self.record = stored;
+                    // Awaited, so a webhook gets a task's events in order.
+                    if self.record.push {
+                        self.pusher.deliver(&self.record.task.id, &events).await;
+                    }
                     return Ok(());
                 }
                 Err(StoreError::Conflict { .. }) => {

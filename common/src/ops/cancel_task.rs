@@ -16,8 +16,18 @@ pub async fn cancel_task(h: &Harness, req: CancelTaskRequest) -> Result<Task, A2
         }
         let mut next = rec.clone();
         let event = set_status(&mut next, TaskState::Canceled, None, req.metadata.clone());
-        match h.store.commit(&next, rec.version, &[event], None).await {
-            Ok(stored) => return Ok(view(&stored.task, None, true)),
+        match h
+            .store
+            .commit(&next, rec.version, std::slice::from_ref(&event), None)
+            .await
+        {
+            Ok(stored) => {
+                if stored.push {
+                    let (pusher, id) = (h.engine.pusher().clone(), stored.task.id.clone());
+                    tokio::spawn(async move { pusher.deliver(&id, &[event]).await });
+                }
+                return Ok(view(&stored.task, None, true));
+            }
             // The task moved on meanwhile: decide again on its fresh state.
             Err(StoreError::Conflict { .. }) => continue,
             Err(e) => return Err(e.into()),

@@ -16,6 +16,7 @@ use crate::a2a::card::PublishedCard;
 use crate::a2a::A2aError;
 use crate::config::Config;
 use crate::engine::Engine;
+use crate::push::Pusher;
 use crate::store::{Store, StoreError, TaskRecord};
 
 /// What every operation runs against; built once per process (per cold start).
@@ -31,15 +32,20 @@ impl Harness {
         store: Arc<dyn Store>,
         agent: Arc<dyn crate::agent::Agent>,
         config: Config,
-    ) -> Arc<Self> {
-        let engine = Engine::new(store.clone(), agent);
+    ) -> Result<Arc<Self>, String> {
+        let pusher = Pusher::new(
+            store.clone(),
+            config.push_timeout,
+            config.push_allow_private_urls,
+        )?;
+        let engine = Engine::new(store.clone(), agent, Arc::new(pusher));
         let card = PublishedCard::new(crate::a2a::card::build(&config));
-        Arc::new(Harness {
+        Ok(Arc::new(Harness {
             store,
             engine,
             config,
             card,
-        })
+        }))
     }
 
     /// The task if it exists for this tenant; anything else is "not found".
@@ -132,11 +138,11 @@ async fn run(h: &Harness, call: Call) -> Result<Answer, A2aError> {
         Call::SubscribeToTask(r) => Ok(Answer::Stream(
             subscribe_to_task::subscribe_to_task(h, r).await?,
         )),
-        Call::CreatePushConfig(r) => json(push_config::create(r).await?),
-        Call::GetPushConfig(r) => json(push_config::get(r).await?),
-        Call::ListPushConfigs(r) => json(push_config::list(r).await?),
+        Call::CreatePushConfig(r) => json(push_config::create(h, r).await?),
+        Call::GetPushConfig(r) => json(push_config::get(h, r).await?),
+        Call::ListPushConfigs(r) => json(push_config::list(h, r).await?),
         Call::DeletePushConfig(r) => {
-            push_config::delete(r).await?;
+            push_config::delete(h, r).await?;
             json(serde_json::json!({}))
         }
         Call::GetExtendedAgentCard(r) => {

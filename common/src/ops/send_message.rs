@@ -2,7 +2,7 @@
 //! messageId, start or continue a task, store the message before answering), then either
 //! wait for the task to settle, return at once, or stream its events.
 
-use super::Harness;
+use super::{push_config, Harness};
 use crate::a2a::{
     validate, A2aError, Message, SendMessageRequest, SendMessageResponse, StreamResponse,
 };
@@ -112,18 +112,39 @@ async fn intake(h: &Harness, req: SendMessageRequest) -> Result<Accepted, A2aErr
         return_immediately: config.returns_immediately(),
     };
     let tenant = req.tenant;
+    // A webhook is checked before anything is stored, so a bad one leaves no task behind.
+    let push = config.task_push_notification_config.clone();
+    if let Some(push) = &push {
+        h.engine.pusher().check(push)?;
+    }
 
     if let Some(task_id) = h.store.message_task(&tenant, &message.message_id).await? {
         return Ok(accepted(duplicate(h, &tenant, &task_id, &message).await?));
     }
 
     let outcome = if message.task_id.is_empty() {
-        start_task(h, &tenant, message.clone()).await
+        start_task(h, &tenant, message.clone(), push.is_some()).await
     } else {
         continue_task(h, &tenant, message.clone()).await
     };
     match outcome {
-        Ok(intake) => Ok(accepted(intake)),
+        Ok(Stored::Direct(reply)) => Ok(accepted(Intake::Direct(reply))),
+        Ok(Stored::Task {
+            record,
+            message,
+            created,
+        }) => {
+            let record = *record;
+            if let Some(push) = push {
+                push_config::attach(h, record.clone(), push).await?;
+            }
+            let run = h.engine.start(record.task.id.clone(), message);
+            Ok(accepted(if created {
+                Intake::Created { record, run }
+            } else {
+                Intake::Continued { record, run }
+            }))
+        }
         // Two copies of one message raced; the other stored it first.
         Err(IntakeError::Store(StoreError::DuplicateMessage { task_id, .. })) => {
             Ok(accepted(duplicate(h, &tenant, &task_id, &message).await?))
@@ -131,6 +152,17 @@ async fn intake(h: &Harness, req: SendMessageRequest) -> Result<Accepted, A2aErr
         Err(IntakeError::Store(e)) => Err(e.into()),
         Err(IntakeError::A2a(e)) => Err(e),
     }
+}
+
+/// What was stored for a message that is not a duplicate.
+enum Stored {
+    Direct(Message),
+    /// The message as stored (with its task's ids) and the task after it.
+    Task {
+        record: Box<TaskRecord>,
+        message: Message,
+        created: bool,
+    },
 }
 
 enum IntakeError {
@@ -154,7 +186,8 @@ async fn start_task(
     h: &Harness,
     tenant: &str,
     mut message: Message,
-) -> Result<Intake, IntakeError> {
+    push: bool,
+) -> Result<Stored, IntakeError> {
     if message.context_id.is_empty() {
         message.context_id = new_id();
     }
@@ -165,9 +198,10 @@ async fn start_task(
                 message,
             })
             .await?;
-        return Ok(Intake::Direct(reply));
+        return Ok(Stored::Direct(reply));
     }
-    let (record, created) = new_task(tenant, &mut message);
+    let (mut record, created) = new_task(tenant, &mut message);
+    record.push = push;
     let inbound = InboundMessage {
         tenant: tenant.into(),
         message: message.clone(),
@@ -176,15 +210,18 @@ async fn start_task(
         .store
         .create_task(&record, &[created], Some(&inbound))
         .await?;
-    let run = h.engine.start(record.task.id.clone(), message);
-    Ok(Intake::Created { record, run })
+    Ok(Stored::Task {
+        record: Box::new(record),
+        message,
+        created: true,
+    })
 }
 
 async fn continue_task(
     h: &Harness,
     tenant: &str,
     mut message: Message,
-) -> Result<Intake, IntakeError> {
+) -> Result<Stored, IntakeError> {
     loop {
         let current = h.visible_task(tenant, &message.task_id).await?;
         if !message.context_id.is_empty() && message.context_id != current.task.context_id {
@@ -217,8 +254,11 @@ async fn continue_task(
             .await
         {
             Ok(record) => {
-                let run = h.engine.start(record.task.id.clone(), message);
-                return Ok(Intake::Continued { record, run });
+                return Ok(Stored::Task {
+                    record: Box::new(record),
+                    message,
+                    created: false,
+                })
             }
             Err(StoreError::Conflict { .. }) => continue,
             Err(e) => return Err(e.into()),

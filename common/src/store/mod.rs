@@ -28,6 +28,9 @@ pub struct TaskRecord {
     pub last_seq: u64,
     /// State private to the agent that runs the task.
     pub agent_state: Map<String, Value>,
+    /// Whether push configs were ever created for the task, so tasks without any cost
+    /// no lookup per event.
+    pub push: bool,
 }
 
 impl TaskRecord {

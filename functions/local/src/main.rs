@@ -38,6 +38,9 @@ struct Args {
     /// Extension URIs the card marks required (comma-separated).
     #[arg(long, env = "HARNESS_REQUIRED_EXTENSIONS", value_delimiter = ',')]
     required_extensions: Vec<String>,
+    /// Allow push webhooks on loopback and private addresses (off: SSRF protection).
+    #[arg(long, env = "HARNESS_PUSH_ALLOW_PRIVATE_URLS")]
+    push_allow_private_urls: bool,
 }
 
 #[tokio::main]
@@ -57,10 +60,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         required_extensions: args.required_extensions,
         max_body_bytes: args.max_body_bytes,
         rate_limit_per_minute: args.rate_limit_per_minute,
+        push_allow_private_urls: args.push_allow_private_urls,
         ..Config::default()
     };
     let store = Arc::new(EmbeddedStore::open(&args.state_dir)?);
-    let harness = Harness::new(store, common::agent::build(args.agent), config);
+    let harness = Harness::new(store, common::agent::build(args.agent), config)?;
     println!(
         "harness-local serving {} (agent card: {}/.well-known/agent-card.json, state: {})",
         harness.config.public_url,
