@@ -19,14 +19,14 @@ const BATCH: usize = 128;
 /// Where a follower starts and when it stops.
 pub struct Follow {
     pub task_id: String,
-    /// Sent before anything from the log (the current Task).
-    pub first: Option<StreamResponse>,
-    /// Read events with seq greater than this (None: from the start).
-    pub after: Option<u64>,
-    /// Events up to this seq are replayed history and never end the stream; once they
-    /// are sent, the stream ends if `ended_at_replay` says the task is already settled.
-    pub replay_until: Option<u64>,
-    pub ended_at_replay: bool,
+    /// Sent before anything from the log: the Task as it is now.
+    pub first: StreamResponse,
+    /// Log events with a greater seq are sent.
+    pub after: u64,
+    /// Events up to this seq are history and never end the stream...
+    pub replay_until: u64,
+    /// ...but if the task was already terminal or interrupted then, the stream ends there.
+    pub settled: bool,
 }
 
 pub type EventStream =
@@ -45,21 +45,15 @@ type Tx = mpsc::Sender<Result<StreamResponse, A2aError>>;
 
 /// Err means the follower went away.
 async fn produce(store: Arc<dyn Store>, f: Follow, tx: &Tx) -> Result<(), ()> {
+    // Subscribed before the first read, so no commit falls between the two.
     let mut changes = store.changes();
-    if let Some(first) = f.first {
-        tx.send(Ok(first)).await.map_err(|_| ())?;
-    }
-    let mut cursor = f.after;
-    let is_replay = |seq: u64| f.replay_until.is_some_and(|r| seq <= r);
-    let nothing_to_replay = match (f.replay_until, cursor) {
-        (Some(r), Some(c)) => c >= r,
-        _ => false,
-    };
-    if nothing_to_replay && f.ended_at_replay {
+    tx.send(Ok(f.first)).await.map_err(|_| ())?;
+    if f.settled && f.after >= f.replay_until {
         return Ok(());
     }
+    let mut cursor = f.after;
     loop {
-        let events = match store.read_events(&f.task_id, cursor, BATCH).await {
+        let events = match store.read_events(&f.task_id, Some(cursor), BATCH).await {
             Ok(events) => events,
             Err(e) => {
                 let _ = tx.send(Err(A2aError::Internal(e.to_string()))).await;
@@ -74,12 +68,11 @@ async fn produce(store: Arc<dyn Store>, f: Follow, tx: &Tx) -> Result<(), ()> {
             continue;
         }
         for e in events {
-            cursor = Some(e.seq);
-            let replayed = is_replay(e.seq);
+            cursor = e.seq;
             let ends = e.event.state().is_some_and(|s| s.ends_stream());
             tx.send(Ok(e.event)).await.map_err(|_| ())?;
-            let end = if replayed {
-                f.ended_at_replay && f.replay_until == Some(e.seq)
+            let end = if e.seq <= f.replay_until {
+                f.settled && e.seq == f.replay_until
             } else {
                 ends
             };

@@ -14,13 +14,8 @@ use crate::store::{InboundMessage, StoreError, TaskRecord};
 enum Intake {
     /// The agent answered without a task.
     Direct(Message),
-    /// A new task was created; a run works on it.
-    Created {
-        record: TaskRecord,
-        run: tokio::task::JoinHandle<()>,
-    },
-    /// The message continued an existing task; a run works on it.
-    Continued {
+    /// The message started or continued a task, and a run works on it.
+    Running {
         record: TaskRecord,
         run: tokio::task::JoinHandle<()>,
     },
@@ -48,7 +43,7 @@ pub async fn send_message(
             })
         }
         Intake::Duplicate(record) => record,
-        Intake::Created { record, run } | Intake::Continued { record, run } => {
+        Intake::Running { record, run } => {
             if accepted.return_immediately {
                 record
             } else {
@@ -72,10 +67,10 @@ pub async fn send_streaming_message(
     let accepted = intake(h, req).await?;
     let follow_from = |record: &TaskRecord, settled: bool| Follow {
         task_id: record.task.id.clone(),
-        first: Some(StreamResponse::task(view(&record.task, None, true))),
-        after: Some(record.last_seq),
-        replay_until: settled.then_some(record.last_seq),
-        ended_at_replay: settled,
+        first: StreamResponse::task(view(&record.task, None, true)),
+        after: record.last_seq,
+        replay_until: record.last_seq,
+        settled,
     };
     let f = match accepted.intake {
         Intake::Direct(message) => {
@@ -83,14 +78,7 @@ pub async fn send_streaming_message(
                 Ok(StreamResponse::message(message))
             })))
         }
-        Intake::Created { record, .. } => Follow {
-            task_id: record.task.id.clone(),
-            first: None,
-            after: None,
-            replay_until: None,
-            ended_at_replay: false,
-        },
-        Intake::Continued { record, .. } => follow_from(&record, false),
+        Intake::Running { record, .. } => follow_from(&record, false),
         Intake::Duplicate(record) => {
             let settled = record.state().ends_stream();
             follow_from(&record, settled)
@@ -129,21 +117,13 @@ async fn intake(h: &Harness, req: SendMessageRequest) -> Result<Accepted, A2aErr
     };
     match outcome {
         Ok(Stored::Direct(reply)) => Ok(accepted(Intake::Direct(reply))),
-        Ok(Stored::Task {
-            record,
-            message,
-            created,
-        }) => {
+        Ok(Stored::Task { record, message }) => {
             let record = *record;
             if let Some(push) = push {
                 push_config::attach(h, record.clone(), push).await?;
             }
             let run = h.engine.start(record.task.id.clone(), message);
-            Ok(accepted(if created {
-                Intake::Created { record, run }
-            } else {
-                Intake::Continued { record, run }
-            }))
+            Ok(accepted(Intake::Running { record, run }))
         }
         // Two copies of one message raced; the other stored it first.
         Err(IntakeError::Store(StoreError::DuplicateMessage { task_id, .. })) => {
@@ -161,7 +141,6 @@ enum Stored {
     Task {
         record: Box<TaskRecord>,
         message: Message,
-        created: bool,
     },
 }
 
@@ -213,7 +192,6 @@ async fn start_task(
     Ok(Stored::Task {
         record: Box::new(record),
         message,
-        created: true,
     })
 }
 
@@ -257,7 +235,6 @@ async fn continue_task(
                 return Ok(Stored::Task {
                     record: Box::new(record),
                     message,
-                    created: false,
                 })
             }
             Err(StoreError::Conflict { .. }) => continue,

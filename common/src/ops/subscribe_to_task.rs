@@ -24,11 +24,11 @@ pub async fn subscribe_to_task(
         h.store.clone(),
         Follow {
             task_id: rec.task.id.clone(),
-            first: Some(StreamResponse::task(view(&rec.task, None, true))),
+            first: StreamResponse::task(view(&rec.task, None, true)),
             // Seq 0 is the creation snapshot, superseded by the current Task sent first.
-            after: Some(0),
-            replay_until: Some(rec.last_seq),
-            ended_at_replay: rec.state().is_interrupted(),
+            after: 0,
+            replay_until: rec.last_seq,
+            settled: rec.state().is_interrupted(),
         },
     ))
 }
