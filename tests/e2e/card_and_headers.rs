@@ -30,7 +30,7 @@ async fn agent_card_describes_both_interfaces_and_capabilities() {
         assert!(card.get(key).is_some(), "card lacks {key}: {card}");
     }
     assert_eq!(card["capabilities"]["streaming"], true);
-    assert_eq!(card["capabilities"]["pushNotifications"], false);
+    assert_eq!(card["capabilities"]["pushNotifications"], true);
     assert_ne!(card["capabilities"]["extendedAgentCard"], true);
     let interfaces = card["supportedInterfaces"].as_array().unwrap();
     let bindings: Vec<&str> = interfaces

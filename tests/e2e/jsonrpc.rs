@@ -1,6 +1,6 @@
-//! Every A2A operation over the JSON-RPC binding (POST `/`), on its success path; the
-//! operations that this server refuses by design (push configs, extended card) answer
-//! their spec error.
+//! Every A2A operation over the JSON-RPC binding (POST `/`), on its success path
+//! (push-config CRUD included); the extended card, which this server refuses by design,
+//! answers its spec error.
 
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
@@ -377,38 +377,138 @@ async fn cancel_task_stops_a_working_task_for_good() {
 }
 
 #[tokio::test]
-async fn push_notification_config_methods_answer_push_not_supported() {
+async fn push_notification_config_methods_create_get_list_and_delete_idempotently() {
+    // Config CRUD works on a task that is already completed; public URLs need no flag.
     let s = Server::start().await;
     let task = s.completed_task().await;
     let id = task["id"].as_str().unwrap();
-    let calls = [
-        (
-            "CreateTaskPushNotificationConfig",
-            json!({"taskId": id, "url": "https://example.com/hook", "token": "t"}),
-        ),
-        (
+
+    // A client-chosen id is kept; the stored config is returned with taskId and id.
+    let with_id = s
+        .rpc_ok(
             "CreateTaskPushNotificationConfig",
             json!({"taskId": id, "id": "cfg-1", "url": "https://example.com/hook",
-            "authentication": {"scheme": "Bearer", "credentials": "x"}}),
+            "token": "tok-1", "authentication": {"scheme": "Bearer", "credentials": "x"}}),
+        )
+        .await;
+    assert_eq!(
+        with_id,
+        json!({"taskId": id, "id": "cfg-1", "url": "https://example.com/hook",
+            "token": "tok-1", "authentication": {"scheme": "Bearer", "credentials": "x"}})
+    );
+    // Without an id, one is generated.
+    let generated = s
+        .rpc_ok(
+            "CreateTaskPushNotificationConfig",
+            json!({"taskId": id, "url": "http://example.com/other"}),
+        )
+        .await;
+    let gen_id = generated["id"].as_str().expect("generated id").to_owned();
+    assert!(!gen_id.is_empty() && gen_id != "cfg-1", "{generated}");
+    assert_eq!(generated["taskId"], id);
+    assert_eq!(generated["url"], "http://example.com/other");
+
+    let got = s
+        .rpc_ok(
+            "GetTaskPushNotificationConfig",
+            json!({"taskId": id, "id": "cfg-1"}),
+        )
+        .await;
+    assert_eq!(got, with_id);
+
+    let list = s
+        .rpc_ok("ListTaskPushNotificationConfigs", json!({"taskId": id}))
+        .await;
+    let ids: HashSet<&str> = list["configs"]
+        .as_array()
+        .expect("configs array")
+        .iter()
+        .filter_map(|c| c["id"].as_str())
+        .collect();
+    assert_eq!(ids, HashSet::from(["cfg-1", gen_id.as_str()]), "{list}");
+    assert_eq!(list["nextPageToken"], "", "{list}");
+
+    // Delete answers an empty result, and a second delete is not an error.
+    for _ in 0..2 {
+        let r = s
+            .rpc_ok(
+                "DeleteTaskPushNotificationConfig",
+                json!({"taskId": id, "id": "cfg-1"}),
+            )
+            .await;
+        assert!(r == json!({}) || r.is_null(), "delete answered {r}");
+    }
+    s.rpc_err(
+        "GetTaskPushNotificationConfig",
+        json!({"taskId": id, "id": "cfg-1"}),
+        -32001,
+        "TASK_NOT_FOUND",
+    )
+    .await;
+    let list = s
+        .rpc_ok("ListTaskPushNotificationConfigs", json!({"taskId": id}))
+        .await;
+    assert_eq!(list["configs"].as_array().unwrap().len(), 1, "{list}");
+    assert_eq!(list["configs"][0]["id"], gen_id.as_str(), "{list}");
+}
+
+#[tokio::test]
+async fn push_notification_config_methods_refuse_unknown_tasks_and_non_http_urls() {
+    let s = Server::start().await;
+    let task = s.input_required_task().await;
+    let id = task["id"].as_str().unwrap();
+    let missing = "no-such-task";
+    for (method, params) in [
+        (
+            "CreateTaskPushNotificationConfig",
+            json!({"taskId": missing, "url": "https://example.com/hook"}),
         ),
         (
             "GetTaskPushNotificationConfig",
-            json!({"taskId": id, "id": "cfg-1"}),
+            json!({"taskId": missing, "id": "cfg-1"}),
         ),
-        ("ListTaskPushNotificationConfigs", json!({"taskId": id})),
         (
             "ListTaskPushNotificationConfigs",
-            json!({"taskId": id, "pageSize": 10}),
+            json!({"taskId": missing}),
         ),
         (
             "DeleteTaskPushNotificationConfig",
-            json!({"taskId": id, "id": "cfg-1"}),
+            json!({"taskId": missing, "id": "cfg-1"}),
         ),
-    ];
-    for (method, params) in calls {
-        s.rpc_err(method, params, -32003, "PUSH_NOTIFICATION_NOT_SUPPORTED")
-            .await;
+        // a config id the task does not have
+        (
+            "GetTaskPushNotificationConfig",
+            json!({"taskId": id, "id": "never-created"}),
+        ),
+    ] {
+        s.rpc_err(method, params, -32001, "TASK_NOT_FOUND").await;
     }
+    for url in [
+        "ftp://example.com/hook",
+        "file:///etc/passwd",
+        "not a url",
+        "example.com/hook",
+    ] {
+        s.rpc_err(
+            "CreateTaskPushNotificationConfig",
+            json!({"taskId": id, "url": url}),
+            -32602,
+            "INVALID_PARAMS",
+        )
+        .await;
+    }
+    // A task in another tenant is not visible.
+    s.rpc_err(
+        "CreateTaskPushNotificationConfig",
+        json!({"tenant": "other", "taskId": id, "url": "https://example.com/hook"}),
+        -32001,
+        "TASK_NOT_FOUND",
+    )
+    .await;
+    let list = s
+        .rpc_ok("ListTaskPushNotificationConfigs", json!({"taskId": id}))
+        .await;
+    assert_eq!(list["configs"], json!([]), "nothing was stored: {list}");
 }
 
 #[tokio::test]

@@ -1,5 +1,6 @@
 //! Every A2A operation over the HTTP+JSON (REST) binding, with and without a `/{tenant}`
-//! prefix, on its success path; push configs and the extended card answer their errors.
+//! prefix, on its success path (push-config CRUD included); the extended card answers
+//! its error.
 
 use std::collections::HashSet;
 
@@ -272,49 +273,115 @@ async fn subscribe_by_get_and_post_replays_an_input_required_task() {
     }
 }
 
+/// Deletes a push config over REST; the answer is 200 with `{}` or 204 without a body.
+async fn rest_delete_config(s: &Server, path: &str) {
+    let resp = s.rest(Method::DELETE, path, None).await;
+    let status = resp.status().as_u16();
+    let text = resp.text().await.unwrap();
+    match status {
+        200 => assert_eq!(
+            serde_json::from_str::<Value>(&text).ok(),
+            Some(json!({})),
+            "DELETE {path}: {text}"
+        ),
+        204 => assert!(text.is_empty(), "DELETE {path}: {text}"),
+        _ => panic!("DELETE {path} answered {status}: {text}"),
+    }
+}
+
+/// Creates, gets, lists and deletes push configs on task `id` under `prefix` ("" or
+/// "/{tenant}"), checking every answer.
+async fn push_config_crud(s: &Server, prefix: &str, id: &str) {
+    let base = format!("{prefix}/tasks/{id}/pushNotificationConfigs");
+    // The path's task id wins over one in the body; a client id is kept.
+    let (st, created) = s
+        .rest_post(
+            &base,
+            json!({"taskId": "some-other-task", "id": "cfg-r", "url": "https://example.com/hook",
+            "token": "t", "authentication": {"scheme": "Bearer", "credentials": "c"}}),
+        )
+        .await;
+    assert!(st == 200 || st == 201, "create answered {st}: {created}");
+    assert_eq!(
+        created,
+        json!({"taskId": id, "id": "cfg-r", "url": "https://example.com/hook",
+            "token": "t", "authentication": {"scheme": "Bearer", "credentials": "c"}})
+    );
+    let (st, generated) = s
+        .rest_post(&base, json!({"url": "https://example.com/second"}))
+        .await;
+    assert!(st == 200 || st == 201, "create answered {st}: {generated}");
+    let gen_id = generated["id"].as_str().expect("generated id").to_owned();
+    assert!(!gen_id.is_empty() && gen_id != "cfg-r", "{generated}");
+    assert_eq!(generated["taskId"], id);
+
+    let (st, got) = s.rest_get(&format!("{base}/cfg-r")).await;
+    assert_eq!(st, 200, "{got}");
+    assert_eq!(got, created);
+
+    let (st, list) = s.rest_get(&base).await;
+    assert_eq!(st, 200, "{list}");
+    let ids: HashSet<&str> = list["configs"]
+        .as_array()
+        .expect("configs array")
+        .iter()
+        .filter_map(|c| c["id"].as_str())
+        .collect();
+    assert_eq!(ids, HashSet::from(["cfg-r", gen_id.as_str()]), "{list}");
+    assert_eq!(list["nextPageToken"], "", "{list}");
+    let (st, page) = s.rest_get(&format!("{base}?pageSize=1")).await;
+    assert_eq!(st, 200, "{page}");
+    assert_eq!(page["configs"].as_array().unwrap().len(), 1, "{page}");
+    assert!(
+        page["nextPageToken"]
+            .as_str()
+            .is_some_and(|t| !t.is_empty()),
+        "{page}"
+    );
+
+    // Delete is idempotent; the deleted config is then not found.
+    rest_delete_config(s, &format!("{base}/cfg-r")).await;
+    rest_delete_config(s, &format!("{base}/cfg-r")).await;
+    let (st, body) = s.rest_get(&format!("{base}/cfg-r")).await;
+    assert_rest_error(st, &body, 404, "NOT_FOUND", "TASK_NOT_FOUND");
+    rest_delete_config(s, &format!("{base}/{gen_id}")).await;
+    let (st, list) = s.rest_get(&base).await;
+    assert_eq!(st, 200, "{list}");
+    assert_eq!(list["configs"], json!([]), "{list}");
+}
+
 #[tokio::test]
-async fn push_config_routes_answer_failed_precondition() {
+async fn push_config_routes_create_get_list_and_delete_configs() {
+    // Config CRUD on a completed task.
     let s = Server::start().await;
     let task = s.completed_task().await;
     let id = task["id"].as_str().unwrap();
+    push_config_crud(&s, "", id).await;
+
     let base = format!("/tasks/{id}/pushNotificationConfigs");
+    // An unknown task, or a config the task does not have: 404.
     let (st, body) = s
         .rest_post(
-            &base,
-            json!({"url": "https://example.com/hook", "token": "t"}),
+            "/tasks/no-such-task/pushNotificationConfigs",
+            json!({"url": "https://example.com/hook"}),
         )
         .await;
-    assert_rest_error(
-        st,
-        &body,
-        400,
-        "FAILED_PRECONDITION",
-        "PUSH_NOTIFICATION_NOT_SUPPORTED",
-    );
-    let (st, body) = s.rest_get(&base).await;
-    assert_rest_error(
-        st,
-        &body,
-        400,
-        "FAILED_PRECONDITION",
-        "PUSH_NOTIFICATION_NOT_SUPPORTED",
-    );
-    let (st, body) = s.rest_get(&format!("{base}/cfg-1")).await;
-    assert_rest_error(
-        st,
-        &body,
-        400,
-        "FAILED_PRECONDITION",
-        "PUSH_NOTIFICATION_NOT_SUPPORTED",
-    );
-    let (st, body) = s.rest_delete(&format!("{base}/cfg-1")).await;
-    assert_rest_error(
-        st,
-        &body,
-        400,
-        "FAILED_PRECONDITION",
-        "PUSH_NOTIFICATION_NOT_SUPPORTED",
-    );
+    assert_rest_error(st, &body, 404, "NOT_FOUND", "TASK_NOT_FOUND");
+    let (st, body) = s
+        .rest_get("/tasks/no-such-task/pushNotificationConfigs")
+        .await;
+    assert_rest_error(st, &body, 404, "NOT_FOUND", "TASK_NOT_FOUND");
+    let (st, body) = s.rest_get(&format!("{base}/never-created")).await;
+    assert_rest_error(st, &body, 404, "NOT_FOUND", "TASK_NOT_FOUND");
+    // Not an http(s) URL, or a bad page size: 400.
+    let (st, body) = s
+        .rest_post(&base, json!({"url": "ftp://example.com/hook"}))
+        .await;
+    assert_rest_error(st, &body, 400, "INVALID_ARGUMENT", "INVALID_PARAMS");
+    for q in ["pageSize=0", "pageSize=101", "pageToken=garbage!"] {
+        let (st, body) = s.rest_get(&format!("{base}?{q}")).await;
+        assert_rest_error(st, &body, 400, "INVALID_ARGUMENT", "INVALID_PARAMS");
+    }
 }
 
 #[tokio::test]
@@ -357,16 +424,24 @@ async fn every_route_also_works_under_a_tenant_prefix() {
         states(&stream).last().map(String::as_str),
         Some("TASK_STATE_COMPLETED")
     );
+    push_config_crud(&s, t, &id).await;
+    // A config made under the tenant is not reachable without it.
     let (st, b) = s
-        .rest_get(&format!("{t}/tasks/{id}/pushNotificationConfigs"))
+        .rest_post(
+            &format!("{t}/tasks/{id}/pushNotificationConfigs"),
+            json!({"id": "kept", "url": "https://example.com/hook"}),
+        )
         .await;
-    assert_rest_error(
-        st,
-        &b,
-        400,
-        "FAILED_PRECONDITION",
-        "PUSH_NOTIFICATION_NOT_SUPPORTED",
-    );
+    assert_eq!(st, 200, "{b}");
+    let (st, b) = s
+        .rest_get(&format!("/tasks/{id}/pushNotificationConfigs/kept"))
+        .await;
+    assert_rest_error(st, &b, 404, "NOT_FOUND", "TASK_NOT_FOUND");
+    let (st, b) = s
+        .rest_get(&format!("/other/tasks/{id}/pushNotificationConfigs"))
+        .await;
+    assert_rest_error(st, &b, 404, "NOT_FOUND", "TASK_NOT_FOUND");
+    rest_delete_config(&s, &format!("{t}/tasks/{id}/pushNotificationConfigs/kept")).await;
     let (st, b) = s.rest_get(&format!("{t}/extendedAgentCard")).await;
     assert_rest_error(st, &b, 400, "FAILED_PRECONDITION", "UNSUPPORTED_OPERATION");
     let (st, canceled) = s
