@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::task::JoinHandle;
 
-use crate::a2a::{Message, Part, TaskState};
+use crate::a2a::{Message, TaskState};
 use crate::agent::Agent;
 use crate::push::Pusher;
 use crate::store::Store;
@@ -86,13 +86,4 @@ impl Engine {
             }
         }
     }
-}
-
-/// Text of a message's text parts, joined.
-pub fn message_text(m: &Message) -> String {
-    m.parts
-        .iter()
-        .filter_map(|p: &Part| p.text.as_deref())
-        .collect::<Vec<_>>()
-        .join("")
 }

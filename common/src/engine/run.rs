@@ -4,10 +4,8 @@
 
 use std::sync::Arc;
 
-use serde_json::{Map, Value};
-
 use super::transition;
-use crate::a2a::{Artifact, Message, StreamResponse, Task, TaskState};
+use crate::a2a::{Artifact, Message, StreamResponse, TaskState};
 use crate::push::Pusher;
 use crate::store::{Store, StoreError, TaskRecord};
 
@@ -37,14 +35,6 @@ impl TaskRun {
         }
     }
 
-    pub fn task(&self) -> &Task {
-        &self.record.task
-    }
-
-    pub fn record(&self) -> &TaskRecord {
-        &self.record
-    }
-
     pub fn agent_message(&self, text: &str) -> Message {
         transition::agent_message(&self.record.task, vec![crate::a2a::Part::text(text)])
     }
@@ -71,15 +61,6 @@ impl TaskRun {
                 append,
                 last_chunk,
             )]
-        })
-        .await
-    }
-
-    /// Replaces the agent's private state.
-    pub async fn save_agent_state(&mut self, state: Map<String, Value>) -> Result<(), RunError> {
-        self.apply(|rec| {
-            rec.agent_state = state.clone();
-            Vec::new()
         })
         .await
     }

@@ -10,7 +10,6 @@ pub use embedded::EmbeddedStore;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
 
 use crate::a2a::{Message, StreamResponse, Task, TaskPushNotificationConfig, TaskState, Timestamp};
 
@@ -26,8 +25,6 @@ pub struct TaskRecord {
     pub version: u64,
     /// Sequence number of the last event in the task's log (the creation event is 0).
     pub last_seq: u64,
-    /// State private to the agent that runs the task.
-    pub agent_state: Map<String, Value>,
     /// Whether push configs were ever created for the task, so tasks without any cost
     /// no lookup per event.
     pub push: bool,
