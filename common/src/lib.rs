@@ -6,6 +6,7 @@ pub mod agent;
 pub mod config;
 pub mod engine;
 pub mod ext;
+pub mod keyed_lock;
 pub mod ops;
 pub mod push;
 pub mod server;

@@ -13,6 +13,7 @@ use reqwest::header::{AUTHORIZATION, CONTENT_TYPE};
 use reqwest::Url;
 
 use crate::a2a::{A2aError, StreamResponse, TaskPushNotificationConfig};
+use crate::keyed_lock::KeyedLocks;
 use crate::store::Store;
 
 /// Most configs one task may have.
@@ -24,6 +25,8 @@ pub struct Pusher {
     client: reqwest::Client,
     store: Arc<dyn Store>,
     allow_private: bool,
+    /// One delivery at a time per task, so a cancel's event waits for the run's.
+    delivering: KeyedLocks,
 }
 
 /// Loopback, private, link-local and other non-public addresses: not webhook targets
@@ -65,6 +68,7 @@ impl Pusher {
             client,
             store,
             allow_private,
+            delivering: KeyedLocks::default(),
         })
     }
 
@@ -105,6 +109,12 @@ impl Pusher {
         if events.is_empty() {
             return;
         }
+        self.delivering
+            .run(task_id, self.deliver_now(task_id, events))
+            .await
+    }
+
+    async fn deliver_now(&self, task_id: &str, events: &[StreamResponse]) {
         let configs = match self
             .store
             .list_push_configs(task_id, None, MAX_CONFIGS_PER_TASK)

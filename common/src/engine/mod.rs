@@ -6,13 +6,13 @@ pub mod follow;
 pub mod run;
 pub mod transition;
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use tokio::task::JoinHandle;
 
 use crate::a2a::{Message, TaskState};
 use crate::agent::Agent;
+use crate::keyed_lock::KeyedLocks;
 use crate::push::Pusher;
 use crate::store::Store;
 pub use run::{RunError, TaskRun};
@@ -22,7 +22,7 @@ pub struct Engine {
     agent: Arc<dyn Agent>,
     pusher: Arc<Pusher>,
     /// Serialises runs of one task inside this process.
-    running: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    running: KeyedLocks,
 }
 
 impl Engine {
@@ -31,7 +31,7 @@ impl Engine {
             store,
             agent,
             pusher,
-            running: Mutex::new(HashMap::new()),
+            running: KeyedLocks::default(),
         })
     }
 
@@ -52,22 +52,12 @@ impl Engine {
 
     #[tracing::instrument(skip(self, input), fields(message_id = %input.message_id))]
     async fn drive(&self, task_id: &str, input: &Message) {
-        let lock = {
-            let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
-            running.entry(task_id.to_owned()).or_default().clone()
-        };
-        {
-            let _guard = lock.lock().await;
-            if let Err(e) = self.drive_locked(task_id, input).await {
-                tracing::warn!(error = %e, "task run ended with an error");
-            }
-        }
-        let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
-        if running
-            .get(task_id)
-            .is_some_and(|l| Arc::strong_count(l) <= 2)
-        {
-            running.remove(task_id);
+        let result = self
+            .running
+            .run(task_id, self.drive_locked(task_id, input))
+            .await;
+        if let Err(e) = result {
+            tracing::warn!(error = %e, "task run ended with an error");
         }
     }
 
