@@ -1,12 +1,15 @@
 //! The Store contract: what every store must do, written once against `Arc<dyn Store>`
-//! and run here against the embedded store.
+//! and run against the embedded store and against DynamoDB (AWS's DynamoDB Local, which
+//! `tests/run` starts and names in `HARNESS_TEST_DYNAMODB_ENDPOINT`).
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
 use common::a2a::{Message, Part, Role, StreamResponse, TaskState};
 use common::engine::transition::{new_task, set_status};
-use common::store::{EmbeddedStore, InboundMessage, Store, StoreError, TaskQuery, TaskRecord};
+use common::store::{
+    DynamoStore, EmbeddedStore, InboundMessage, Store, StoreError, TaskQuery, TaskRecord,
+};
 
 struct TempDir(std::path::PathBuf);
 
@@ -226,34 +229,173 @@ async fn push_configs_are_kept_per_task_and_deletes_are_idempotent(store: Arc<dy
         .is_none());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn embedded_concurrent_commits_on_one_task_lose_nothing() {
-    let dir = TempDir::new("concurrent");
-    concurrent_commits_on_one_task_lose_nothing(embedded(&dir)).await;
+/// A client for the test DynamoDB server, or None when none is configured (then the
+/// DynamoDB half is skipped, unless `HARNESS_TEST_REQUIRE_DYNAMODB` makes that an error).
+fn dynamo_client() -> Option<aws_sdk_dynamodb::Client> {
+    use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
+    let Ok(endpoint) = std::env::var("HARNESS_TEST_DYNAMODB_ENDPOINT") else {
+        assert!(
+            std::env::var_os("HARNESS_TEST_REQUIRE_DYNAMODB").is_none(),
+            "HARNESS_TEST_DYNAMODB_ENDPOINT is not set but DynamoDB tests are required"
+        );
+        eprintln!("skipped: set HARNESS_TEST_DYNAMODB_ENDPOINT (tests/run starts DynamoDB Local)");
+        return None;
+    };
+    let config = aws_sdk_dynamodb::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .endpoint_url(endpoint)
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("test", "test", None, None, "static"))
+        .build();
+    Some(aws_sdk_dynamodb::Client::from_conf(config))
+}
+
+/// A DynamoDB store on a fresh table of its own.
+async fn dynamo() -> Option<(Arc<dyn Store>, aws_sdk_dynamodb::Client, String)> {
+    let client = dynamo_client()?;
+    let table = format!("harness-test-{}", uuid_like());
+    DynamoStore::create_table(&client, &table)
+        .await
+        .expect("create table");
+    let store = Arc::new(DynamoStore::new(client.clone(), table.clone()));
+    Some((store, client, table))
+}
+
+/// One test per store for each contract function.
+macro_rules! contract {
+    ($($name:ident),+ $(,)?) => {
+        mod embedded_store {
+            use super::*;
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $name() {
+                    let dir = TempDir::new(stringify!($name));
+                    super::$name(embedded(&dir)).await;
+                }
+            )+
+        }
+
+        mod dynamodb_store {
+            use super::*;
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $name() {
+                    if let Some((store, _, _)) = dynamo().await {
+                        super::$name(store).await;
+                    }
+                }
+            )+
+        }
+    };
+}
+
+contract!(
+    concurrent_commits_on_one_task_lose_nothing,
+    a_commit_at_a_stale_version_is_refused,
+    a_repeated_message_id_is_stored_once,
+    list_pages_cover_every_task_once_newest_first,
+    push_configs_are_kept_per_task_and_deletes_are_idempotent,
+    list_filters_by_context_state_and_time,
+);
+
+async fn list_filters_by_context_state_and_time(store: Arc<dyn Store>) {
+    let a = create(store.as_ref(), "filters", "m-f-1").await;
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    let b = create(store.as_ref(), "filters", "m-f-2").await;
+    let mut next = b.clone();
+    let ev = set_status(&mut next, TaskState::Working, None, None);
+    store
+        .commit(&next, b.version, &[ev], None)
+        .await
+        .expect("commit");
+    let query = |f: fn(&mut TaskQuery)| {
+        let mut q = TaskQuery {
+            tenant: "filters".into(),
+            page_size: 10,
+            ..Default::default()
+        };
+        f(&mut q);
+        q
+    };
+    let ids = |page: common::store::TaskPage| {
+        page.tasks
+            .into_iter()
+            .map(|t| t.task.id)
+            .collect::<Vec<_>>()
+    };
+    let working = store
+        .list_tasks(&query(|q| q.state = Some(TaskState::Working)))
+        .await
+        .expect("list");
+    assert_eq!((working.total, ids(working)), (1, vec![b.task.id.clone()]));
+    let mut by_context = query(|_| {});
+    by_context.context_id = Some(a.task.context_id.clone());
+    assert_eq!(
+        ids(store.list_tasks(&by_context).await.expect("list")),
+        vec![a.task.id.clone()]
+    );
+    let mut recent = query(|_| {});
+    recent.status_after = next.task.status.as_ref().and_then(|s| s.timestamp);
+    assert_eq!(
+        ids(store.list_tasks(&recent).await.expect("list")),
+        vec![b.task.id.clone()]
+    );
+    let other = TaskQuery {
+        tenant: "someone-else".into(),
+        page_size: 10,
+        ..Default::default()
+    };
+    assert_eq!(
+        store.list_tasks(&other).await.expect("list").total,
+        0,
+        "tenants are separate"
+    );
 }
 
 #[tokio::test]
-async fn embedded_a_commit_at_a_stale_version_is_refused() {
-    let dir = TempDir::new("stale");
-    a_commit_at_a_stale_version_is_refused(embedded(&dir)).await;
-}
-
-#[tokio::test]
-async fn embedded_a_repeated_message_id_is_stored_once() {
-    let dir = TempDir::new("dup");
-    a_repeated_message_id_is_stored_once(embedded(&dir)).await;
-}
-
-#[tokio::test]
-async fn embedded_list_pages_cover_every_task_once_newest_first() {
-    let dir = TempDir::new("pages");
-    list_pages_cover_every_task_once_newest_first(embedded(&dir)).await;
-}
-
-#[tokio::test]
-async fn embedded_push_configs_are_kept_per_task_and_deletes_are_idempotent() {
-    let dir = TempDir::new("push");
-    push_configs_are_kept_per_task_and_deletes_are_idempotent(embedded(&dir)).await;
+async fn dynamodb_audit_records_expire_through_the_ttl_attribute() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    let Some((store, client, table)) = dynamo().await else {
+        return;
+    };
+    let record = common::store::AuditRecord {
+        task_id: "t-audit".into(),
+        message_id: "m-audit".into(),
+        accepted: false,
+        detail: "not a participant".into(),
+        ..Default::default()
+    };
+    store.audit(&record).await.expect("audit");
+    let out = client
+        .query()
+        .table_name(&table)
+        .key_condition_expression("pk = :pk")
+        .expression_attribute_values(":pk", AttributeValue::S("AUDIT#t-audit".into()))
+        .send()
+        .await
+        .expect("query");
+    let item = out.items().first().expect("the audit row");
+    let expires: i64 = item[common::store::dynamodb::TTL_ATTRIBUTE]
+        .as_n()
+        .expect("a number")
+        .parse()
+        .expect("int");
+    let now = common::a2a::Timestamp::now().millis() / 1000;
+    assert!(
+        expires > now + 29 * 24 * 3600,
+        "kept for the retention period"
+    );
+    let ttl = client
+        .describe_time_to_live()
+        .table_name(&table)
+        .send()
+        .await
+        .expect("describe ttl");
+    let spec = ttl.time_to_live_description().expect("ttl description");
+    assert_eq!(
+        spec.attribute_name(),
+        Some(common::store::dynamodb::TTL_ATTRIBUTE)
+    );
 }
 
 /// Two stores on one directory stand for two processes (`cargo lambda watch` runs one

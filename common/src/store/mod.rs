@@ -4,8 +4,10 @@
 //! that was read, a state change and its events are written together, events take the
 //! next gap-free sequence numbers, and a message is stored only if its id is new.
 
+pub mod dynamodb;
 mod embedded;
 
+pub use dynamodb::DynamoStore;
 pub use embedded::EmbeddedStore;
 
 use async_trait::async_trait;

@@ -1,0 +1,665 @@
+//! The DynamoDB store: one table (PAY_PER_REQUEST), every write conditional.
+//!
+//! Items (`pk`, `sk`):
+//! - task: `TASK#<id>`, `TASK`, with `version`, `last_seq`, the record as JSON, and the
+//!   ListTasks index keys `gsi1pk` = `TENANT#<tenant>`, `gsi1sk` = `<status ms, 15 digits>#<id>`;
+//! - event: `TASK#<id>`, `EV#<seq, 20 digits>`;
+//! - push config: `TASK#<id>`, `PUSH#<config id>`;
+//! - message: `MSG#<tenant>#<messageId>`, `MSG`, naming its task;
+//! - audit: `AUDIT#<task id>`, `<ms>#<uuid>`, expiring through the `expires_at` TTL.
+//!
+//! A commit is one transaction: the task put conditional on the version and last seq it
+//! read, each event put conditional on absence, and the message put conditional on
+//! absence. ListTasks is a Query on `gsi1`, never a Scan. The SDK retries throttling and
+//! 5xx with backoff before an error reaches the caller.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
+use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, AttributeValue, BillingMode, GlobalSecondaryIndex, KeySchemaElement,
+    KeyType, Projection, ProjectionType, Put, ReturnValuesOnConditionCheckFailure,
+    ScalarAttributeType, Select, TimeToLiveSpecification, TransactWriteItem,
+};
+use aws_sdk_dynamodb::Client;
+use tokio::sync::broadcast;
+
+use super::{
+    AuditRecord, Cursor, InboundMessage, LoggedEvent, Store, StoreError, TaskPage, TaskQuery,
+    TaskRecord,
+};
+use crate::a2a::{StreamResponse, TaskPushNotificationConfig, Timestamp};
+
+pub const INDEX: &str = "gsi1";
+pub const TTL_ATTRIBUTE: &str = "expires_at";
+/// How long audit records are kept (the `expires_at` TTL).
+pub const DEFAULT_RETENTION: Duration = Duration::from_secs(30 * 24 * 3600);
+
+type Item = HashMap<String, AttributeValue>;
+
+pub struct DynamoStore {
+    client: Client,
+    table: String,
+    retention: Duration,
+    changes: broadcast::Sender<String>,
+}
+
+fn s(v: impl Into<String>) -> AttributeValue {
+    AttributeValue::S(v.into())
+}
+
+fn n(v: impl ToString) -> AttributeValue {
+    AttributeValue::N(v.to_string())
+}
+
+fn task_pk(id: &str) -> String {
+    format!("TASK#{id}")
+}
+
+fn event_sk(seq: u64) -> String {
+    format!("EV#{seq:020}")
+}
+
+fn message_pk(tenant: &str, message_id: &str) -> String {
+    format!("MSG#{tenant}#{message_id}")
+}
+
+fn gsi1pk(tenant: &str) -> String {
+    format!("TENANT#{tenant}")
+}
+
+fn gsi1sk(status_ms: i64, id: &str) -> String {
+    format!("{:015}#{id}", status_ms.max(0))
+}
+
+fn unavailable<E: std::error::Error + 'static, R: std::fmt::Debug>(
+    e: SdkError<E, R>,
+) -> StoreError {
+    StoreError::Unavailable(DisplayErrorContext(&e).to_string())
+}
+
+fn corrupt(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Corrupt(e.to_string())
+}
+
+fn get_s<'a>(item: &'a Item, key: &str) -> Result<&'a str, StoreError> {
+    item.get(key)
+        .and_then(|v| v.as_s().ok())
+        .map(String::as_str)
+        .ok_or_else(|| corrupt(format!("item without string attribute {key}")))
+}
+
+fn get_n(item: &Item, key: &str) -> Result<u64, StoreError> {
+    item.get(key)
+        .and_then(|v| v.as_n().ok())
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| corrupt(format!("item without number attribute {key}")))
+}
+
+fn to_json<T: serde::Serialize>(v: &T) -> Result<String, StoreError> {
+    serde_json::to_string(v).map_err(corrupt)
+}
+
+fn decode_task(item: &Item) -> Result<TaskRecord, StoreError> {
+    let mut rec: TaskRecord = serde_json::from_str(get_s(item, "record")?).map_err(corrupt)?;
+    rec.version = get_n(item, "version")?;
+    rec.last_seq = get_n(item, "last_seq")?;
+    Ok(rec)
+}
+
+fn task_item(rec: &TaskRecord) -> Result<Item, StoreError> {
+    let id = &rec.task.id;
+    Ok(HashMap::from([
+        ("pk".into(), s(task_pk(id))),
+        ("sk".into(), s("TASK")),
+        ("gsi1pk".into(), s(gsi1pk(&rec.tenant))),
+        ("gsi1sk".into(), s(gsi1sk(rec.status_millis(), id))),
+        ("context_id".into(), s(&rec.task.context_id)),
+        ("state".into(), n(rec.state().number())),
+        ("version".into(), n(rec.version)),
+        ("last_seq".into(), n(rec.last_seq)),
+        ("record".into(), s(to_json(rec)?)),
+    ]))
+}
+
+fn put(
+    table: &str,
+    item: Item,
+    condition: &str,
+    values: Option<Item>,
+) -> Result<TransactWriteItem, StoreError> {
+    let put = Put::builder()
+        .table_name(table)
+        .set_item(Some(item))
+        .condition_expression(condition)
+        .set_expression_attribute_values(values)
+        .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+        .build()
+        .map_err(corrupt)?;
+    Ok(TransactWriteItem::builder().put(put).build())
+}
+
+impl DynamoStore {
+    /// A store on `table` with the client's configuration (region, credentials and the
+    /// `AWS_ENDPOINT_URL_DYNAMODB` override come from the standard AWS chain).
+    pub fn new(client: Client, table: impl Into<String>) -> Self {
+        let (changes, _) = broadcast::channel(1024);
+        DynamoStore {
+            client,
+            table: table.into(),
+            retention: DEFAULT_RETENTION,
+            changes,
+        }
+    }
+
+    pub fn with_retention(mut self, retention: Duration) -> Self {
+        self.retention = retention;
+        self
+    }
+
+    /// Creates the table, its index and TTL: the definition `template.yaml` declares, for
+    /// tests and local DynamoDB servers.
+    pub async fn create_table(client: &Client, table: &str) -> Result<(), StoreError> {
+        let attr = |name: &str| {
+            AttributeDefinition::builder()
+                .attribute_name(name)
+                .attribute_type(ScalarAttributeType::S)
+                .build()
+                .map_err(corrupt)
+        };
+        let key = |name: &str, kind: KeyType| {
+            KeySchemaElement::builder()
+                .attribute_name(name)
+                .key_type(kind)
+                .build()
+                .map_err(corrupt)
+        };
+        let index = GlobalSecondaryIndex::builder()
+            .index_name(INDEX)
+            .key_schema(key("gsi1pk", KeyType::Hash)?)
+            .key_schema(key("gsi1sk", KeyType::Range)?)
+            .projection(
+                Projection::builder()
+                    .projection_type(ProjectionType::All)
+                    .build(),
+            )
+            .build()
+            .map_err(corrupt)?;
+        client
+            .create_table()
+            .table_name(table)
+            .billing_mode(BillingMode::PayPerRequest)
+            .attribute_definitions(attr("pk")?)
+            .attribute_definitions(attr("sk")?)
+            .attribute_definitions(attr("gsi1pk")?)
+            .attribute_definitions(attr("gsi1sk")?)
+            .key_schema(key("pk", KeyType::Hash)?)
+            .key_schema(key("sk", KeyType::Range)?)
+            .global_secondary_indexes(index)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        client
+            .update_time_to_live()
+            .table_name(table)
+            .time_to_live_specification(
+                TimeToLiveSpecification::builder()
+                    .attribute_name(TTL_ATTRIBUTE)
+                    .enabled(true)
+                    .build()
+                    .map_err(corrupt)?,
+            )
+            .send()
+            .await
+            .map_err(unavailable)?;
+        Ok(())
+    }
+
+    fn event_puts(
+        &self,
+        task_id: &str,
+        first_seq: u64,
+        events: &[StreamResponse],
+    ) -> Result<Vec<TransactWriteItem>, StoreError> {
+        events
+            .iter()
+            .enumerate()
+            .map(|(i, e)| {
+                let item = HashMap::from([
+                    ("pk".into(), s(task_pk(task_id))),
+                    ("sk".into(), s(event_sk(first_seq + i as u64))),
+                    ("event".into(), s(to_json(e)?)),
+                ]);
+                put(&self.table, item, "attribute_not_exists(pk)", None)
+            })
+            .collect()
+    }
+
+    fn message_put(
+        &self,
+        m: &InboundMessage,
+        task_id: &str,
+    ) -> Result<TransactWriteItem, StoreError> {
+        put(
+            &self.table,
+            self.message_item(m, task_id)?,
+            "attribute_not_exists(pk)",
+            None,
+        )
+    }
+
+    fn message_item(&self, m: &InboundMessage, task_id: &str) -> Result<Item, StoreError> {
+        Ok(HashMap::from([
+            ("pk".into(), s(message_pk(&m.tenant, &m.message.message_id))),
+            ("sk".into(), s("MSG")),
+            ("task_id".into(), s(task_id)),
+            ("message".into(), s(to_json(&m.message)?)),
+        ]))
+    }
+
+    /// Runs a transaction whose first item is the task; a failed condition on it is a
+    /// conflict, on the message (the last item, when given) a duplicate.
+    async fn transact(
+        &self,
+        items: Vec<TransactWriteItem>,
+        task_id: &str,
+        expected: u64,
+        message: Option<&InboundMessage>,
+    ) -> Result<(), StoreError> {
+        let count = items.len();
+        let result = self
+            .client
+            .transact_write_items()
+            .set_transact_items(Some(items))
+            .send()
+            .await;
+        let err = match result {
+            Ok(_) => return Ok(()),
+            Err(e) => e,
+        };
+        let conflict = StoreError::Conflict {
+            task_id: task_id.to_owned(),
+            expected,
+        };
+        let Some(TransactWriteItemsError::TransactionCanceledException(cancel)) =
+            err.as_service_error()
+        else {
+            return Err(unavailable(err));
+        };
+        let failed = |i: usize| {
+            cancel.cancellation_reasons().get(i).and_then(|r| r.code())
+                == Some("ConditionalCheckFailed")
+        };
+        if let Some(m) = message {
+            if failed(count - 1) {
+                let owner = cancel
+                    .cancellation_reasons()
+                    .get(count - 1)
+                    .and_then(|r| r.item())
+                    .and_then(|item| get_s(item, "task_id").ok())
+                    .map(str::to_owned);
+                let task_id = match owner {
+                    Some(t) => t,
+                    None => self
+                        .message_task(&m.tenant, &m.message.message_id)
+                        .await?
+                        .unwrap_or_default(),
+                };
+                return Err(StoreError::DuplicateMessage {
+                    message_id: m.message.message_id.clone(),
+                    task_id,
+                });
+            }
+        }
+        if (0..count).any(failed) {
+            return Err(conflict);
+        }
+        // Cancelled for another reason (a concurrent transaction on the same items).
+        Err(
+            if cancel
+                .cancellation_reasons()
+                .iter()
+                .any(|r| r.code() == Some("TransactionConflict"))
+            {
+                conflict
+            } else {
+                unavailable(err)
+            },
+        )
+    }
+}
+
+#[async_trait]
+impl Store for DynamoStore {
+    async fn create_task(
+        &self,
+        record: &TaskRecord,
+        events: &[StreamResponse],
+        message: Option<&InboundMessage>,
+    ) -> Result<TaskRecord, StoreError> {
+        let mut rec = record.clone();
+        rec.version = 1;
+        rec.last_seq = events.len().saturating_sub(1) as u64;
+        let mut items = vec![put(
+            &self.table,
+            task_item(&rec)?,
+            "attribute_not_exists(pk)",
+            None,
+        )?];
+        items.extend(self.event_puts(&rec.task.id, 0, events)?);
+        if let Some(m) = message {
+            items.push(self.message_put(m, &rec.task.id)?);
+        }
+        self.transact(items, &rec.task.id, 0, message).await?;
+        let _ = self.changes.send(rec.task.id.clone());
+        Ok(rec)
+    }
+
+    async fn commit(
+        &self,
+        record: &TaskRecord,
+        expected_version: u64,
+        events: &[StreamResponse],
+        message: Option<&InboundMessage>,
+    ) -> Result<TaskRecord, StoreError> {
+        let mut rec = record.clone();
+        rec.version = expected_version + 1;
+        let first_seq = rec.last_seq + 1;
+        rec.last_seq += events.len() as u64;
+        let values = HashMap::from([
+            (":v".to_owned(), n(expected_version)),
+            (":s".to_owned(), n(first_seq - 1)),
+        ]);
+        let condition = "version = :v AND last_seq = :s";
+        let mut items = vec![put(&self.table, task_item(&rec)?, condition, Some(values))?];
+        items.extend(self.event_puts(&rec.task.id, first_seq, events)?);
+        if let Some(m) = message {
+            items.push(self.message_put(m, &rec.task.id)?);
+        }
+        self.transact(items, &rec.task.id, expected_version, message)
+            .await?;
+        let _ = self.changes.send(rec.task.id.clone());
+        Ok(rec)
+    }
+
+    async fn put_message(&self, message: &InboundMessage) -> Result<(), StoreError> {
+        let result = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(self.message_item(message, "")?))
+            .condition_expression("attribute_not_exists(pk)")
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            Err(e) => match e.as_service_error() {
+                Some(se) if se.is_conditional_check_failed_exception() => {
+                    Err(StoreError::DuplicateMessage {
+                        message_id: message.message.message_id.clone(),
+                        task_id: String::new(),
+                    })
+                }
+                _ => Err(unavailable(e)),
+            },
+        }
+    }
+
+    async fn message_task(
+        &self,
+        tenant: &str,
+        message_id: &str,
+    ) -> Result<Option<String>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("pk", s(message_pk(tenant, message_id)))
+            .key("sk", s("MSG"))
+            .consistent_read(true)
+            .projection_expression("task_id")
+            .send()
+            .await
+            .map_err(unavailable)?;
+        out.item()
+            .map(|i| get_s(i, "task_id").map(str::to_owned))
+            .transpose()
+    }
+
+    async fn load_task(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("pk", s(task_pk(task_id)))
+            .key("sk", s("TASK"))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        out.item().map(decode_task).transpose()
+    }
+
+    async fn read_events(
+        &self,
+        task_id: &str,
+        after: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<LoggedEvent>, StoreError> {
+        let from = after.map(|a| a + 1).unwrap_or(0);
+        let out = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk AND sk BETWEEN :from AND :to")
+            .expression_attribute_values(":pk", s(task_pk(task_id)))
+            .expression_attribute_values(":from", s(event_sk(from)))
+            .expression_attribute_values(":to", s(event_sk(u64::MAX)))
+            .consistent_read(true)
+            .limit(limit.clamp(1, 1000) as i32)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        out.items()
+            .iter()
+            .map(|item| {
+                let sk = get_s(item, "sk")?;
+                let seq = sk.trim_start_matches("EV#").parse().map_err(corrupt)?;
+                let event = serde_json::from_str(get_s(item, "event")?).map_err(corrupt)?;
+                Ok(LoggedEvent { seq, event })
+            })
+            .collect()
+    }
+
+    async fn list_tasks(&self, q: &TaskQuery) -> Result<TaskPage, StoreError> {
+        let mut filters = Vec::new();
+        let mut values: Item = HashMap::from([(":t".to_owned(), s(gsi1pk(&q.tenant)))]);
+        let mut names = HashMap::new();
+        if let Some(ctx) = &q.context_id {
+            filters.push("context_id = :c");
+            values.insert(":c".into(), s(ctx));
+        }
+        if let Some(state) = q.state {
+            filters.push("#state = :st");
+            names.insert("#state".to_owned(), "state".to_owned());
+            values.insert(":st".into(), n(state.number()));
+        }
+        let mut key = "gsi1pk = :t".to_owned();
+        if let Some(after) = q.status_after {
+            key.push_str(" AND gsi1sk >= :after");
+            values.insert(":after".into(), s(format!("{:015}", after.millis().max(0))));
+        }
+        let filter = (!filters.is_empty()).then(|| filters.join(" AND "));
+        let names = (!names.is_empty()).then_some(names);
+        let query = || {
+            self.client
+                .query()
+                .table_name(&self.table)
+                .index_name(INDEX)
+                .key_condition_expression(&key)
+                .set_filter_expression(filter.clone())
+                .set_expression_attribute_names(names.clone())
+                .set_expression_attribute_values(Some(values.clone()))
+        };
+
+        let mut total = 0u64;
+        let mut start: Option<Item> = None;
+        loop {
+            let out = query()
+                .select(Select::Count)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(unavailable)?;
+            total += out.count().max(0) as u64;
+            start = out.last_evaluated_key().cloned();
+            if start.is_none() {
+                break;
+            }
+        }
+
+        let mut tasks = Vec::new();
+        let mut start = q.cursor.as_ref().map(|c| {
+            HashMap::from([
+                ("pk".to_owned(), s(task_pk(&c.task_id))),
+                ("sk".to_owned(), s("TASK")),
+                ("gsi1pk".to_owned(), s(gsi1pk(&q.tenant))),
+                ("gsi1sk".to_owned(), s(gsi1sk(c.status_millis, &c.task_id))),
+            ])
+        });
+        while tasks.len() <= q.page_size {
+            let out = query()
+                .scan_index_forward(false)
+                .limit((q.page_size + 1 - tasks.len()) as i32)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(unavailable)?;
+            for item in out.items() {
+                tasks.push(decode_task(item)?);
+            }
+            start = out.last_evaluated_key().cloned();
+            if start.is_none() {
+                break;
+            }
+        }
+        let next = if tasks.len() > q.page_size {
+            tasks.truncate(q.page_size);
+            tasks.last().map(|t| Cursor {
+                status_millis: t.status_millis(),
+                task_id: t.task.id.clone(),
+            })
+        } else {
+            None
+        };
+        Ok(TaskPage { tasks, next, total })
+    }
+
+    async fn put_push_config(&self, config: &TaskPushNotificationConfig) -> Result<(), StoreError> {
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .item("pk", s(task_pk(&config.task_id)))
+            .item("sk", s(format!("PUSH#{}", config.id)))
+            .item("config", s(to_json(config)?))
+            .send()
+            .await
+            .map_err(unavailable)?;
+        Ok(())
+    }
+
+    async fn get_push_config(
+        &self,
+        task_id: &str,
+        id: &str,
+    ) -> Result<Option<TaskPushNotificationConfig>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("pk", s(task_pk(task_id)))
+            .key("sk", s(format!("PUSH#{id}")))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        out.item()
+            .map(|i| serde_json::from_str(get_s(i, "config")?).map_err(corrupt))
+            .transpose()
+    }
+
+    async fn list_push_configs(
+        &self,
+        task_id: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<TaskPushNotificationConfig>, StoreError> {
+        let out = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk AND sk BETWEEN :from AND :to")
+            .expression_attribute_values(":pk", s(task_pk(task_id)))
+            // '$' sorts after '#', so the lower bound excludes the `after` config itself.
+            .expression_attribute_values(
+                ":from",
+                s(after
+                    .map(|a| format!("PUSH#{a}$"))
+                    .unwrap_or_else(|| "PUSH#".into())),
+            )
+            .expression_attribute_values(":to", s("PUSH#\u{10ffff}"))
+            .consistent_read(true)
+            .limit(limit.clamp(1, 1000) as i32)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        out.items()
+            .iter()
+            .map(|i| serde_json::from_str(get_s(i, "config")?).map_err(corrupt))
+            .collect()
+    }
+
+    async fn delete_push_config(&self, task_id: &str, id: &str) -> Result<(), StoreError> {
+        self.client
+            .delete_item()
+            .table_name(&self.table)
+            .key("pk", s(task_pk(task_id)))
+            .key("sk", s(format!("PUSH#{id}")))
+            .send()
+            .await
+            .map_err(unavailable)?;
+        Ok(())
+    }
+
+    async fn audit(&self, record: &AuditRecord) -> Result<(), StoreError> {
+        let at = record.at.unwrap_or_else(Timestamp::now);
+        let expires = at.millis() / 1000 + self.retention.as_secs() as i64;
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .item("pk", s(format!("AUDIT#{}", record.task_id)))
+            .item(
+                "sk",
+                s(format!(
+                    "{:015}#{}",
+                    at.millis().max(0),
+                    crate::engine::transition::new_id()
+                )),
+            )
+            .item("record", s(to_json(record)?))
+            .item(TTL_ATTRIBUTE, n(expires))
+            .condition_expression("attribute_not_exists(pk)")
+            .send()
+            .await
+            .map_err(unavailable)?;
+        Ok(())
+    }
+
+    fn changes(&self) -> broadcast::Receiver<String> {
+        self.changes.subscribe()
+    }
+}
