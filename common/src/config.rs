@@ -35,8 +35,12 @@ impl std::str::FromStr for RestContentType {
 
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// Base URL clients reach the server at; both interfaces of the card point here.
+    /// Base URL clients reach the server at; the card's interfaces point here. Empty: the
+    /// URL the request came to (its Host), as behind an API Gateway.
     pub public_url: String,
+    /// URL of the JSON-RPC interface when it differs from `public_url` (in AWS, the
+    /// streaming Function URL of the jsonrpc function).
+    pub jsonrpc_url: Option<String>,
     pub rest_content_type: RestContentType,
     /// Extension URIs the card marks `required` (none by default).
     pub required_extensions: Vec<String>,
@@ -56,6 +60,7 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             public_url: "http://127.0.0.1:8080".into(),
+            jsonrpc_url: None,
             rest_content_type: RestContentType::Json,
             required_extensions: Vec::new(),
             max_body_bytes: 1024 * 1024,

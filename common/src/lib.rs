@@ -7,6 +7,7 @@ pub mod config;
 pub mod engine;
 pub mod ext;
 pub mod keyed_lock;
+pub mod lambda;
 pub mod ops;
 pub mod push;
 pub mod server;

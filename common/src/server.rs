@@ -18,22 +18,61 @@ use futures::StreamExt;
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use serde_json::Value;
 
+use crate::a2a::card::{self, PublishedCard};
 use crate::a2a::headers::{self, EXTENSIONS_HEADER};
 use crate::a2a::sse::Framing;
 use crate::a2a::{jsonrpc, rest, A2aError};
-use crate::ops::{execute, Answer, Harness};
+use crate::ops::{execute, Answer, Harness, Operation};
 
 const AGENT_CARD_PATH: &str = "/.well-known/agent-card.json";
 const MAX_TRACKED_PEERS: usize = 10_000;
 
-/// The router for every route. Rate limiting needs the peer address, so it applies when
-/// served with `into_make_service_with_connect_info::<SocketAddr>()`.
-pub fn router(h: Arc<Harness>) -> Router {
+/// What one deployment unit serves: everything (the local server), or the part one
+/// Lambda function owns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Endpoint {
+    All,
+    AgentCard,
+    /// Every method over JSON-RPC at the interface URL.
+    JsonRpc,
+    /// One HTTP+JSON operation.
+    Rest(Operation),
+}
+
+impl Endpoint {
+    fn card(self) -> bool {
+        matches!(self, Endpoint::All | Endpoint::AgentCard)
+    }
+
+    fn json_rpc(self) -> bool {
+        matches!(self, Endpoint::All | Endpoint::JsonRpc)
+    }
+
+    fn rest(self, operation: Operation) -> bool {
+        match self {
+            Endpoint::All => true,
+            Endpoint::Rest(op) => op == operation,
+            _ => false,
+        }
+    }
+}
+
+/// The router for what `endpoint` serves; anything else is 404. Rate limiting needs the
+/// peer address, so it applies when served with
+/// `into_make_service_with_connect_info::<SocketAddr>()`.
+pub fn router(h: Arc<Harness>, endpoint: Endpoint) -> Router {
     let limiter = NonZeroU32::new(h.config.rate_limit_per_minute)
         .map(|n| Arc::new(RateLimiter::keyed(Quota::per_minute(n))));
-    Router::new()
-        .route(AGENT_CARD_PATH, get(agent_card))
-        .fallback(a2a)
+    let mut router = Router::new();
+    if endpoint.card() {
+        router = router.route(AGENT_CARD_PATH, get(agent_card));
+    }
+    router
+        .fallback(
+            move |State(h): State<Arc<Harness>>, req: Request| async move {
+                a2a(&h, endpoint, req).await
+            },
+        )
         .layer(middleware::from_fn_with_state(limiter, rate_limit))
         .with_state(h)
 }
@@ -67,8 +106,28 @@ async fn rate_limit(
     next.run(req).await
 }
 
+/// The base URL a request came to, for a card whose public URL is not configured.
+fn request_base(headers: &HeaderMap) -> String {
+    let get = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let scheme = get("x-forwarded-proto").unwrap_or("http");
+    format!("{scheme}://{}", get("host").unwrap_or("localhost"))
+}
+
 async fn agent_card(State(h): State<Arc<Harness>>, headers: HeaderMap) -> Response {
-    let card = &h.card;
+    let derived;
+    let card = if h.config.public_url.is_empty() {
+        let config = crate::config::Config {
+            public_url: request_base(&headers),
+            ..h.config.clone()
+        };
+        derived = PublishedCard {
+            last_modified: h.card.last_modified.clone(),
+            ..PublishedCard::new(card::build(&config))
+        };
+        &derived
+    } else {
+        &h.card
+    };
     let cache = format!("public, max-age={}", h.config.card_max_age.as_secs());
     let not_modified = headers
         .get(header::IF_NONE_MATCH)
@@ -110,15 +169,17 @@ fn base_path(url: &str) -> &str {
         .unwrap_or("")
 }
 
-async fn a2a(State(h): State<Arc<Harness>>, req: Request) -> Response {
-    let path = relative_path(&h, req.uri().path()).to_owned();
-    if req.method() == Method::POST && (path.is_empty() || path == "/") {
-        return json_rpc(&h, req).await;
+async fn a2a(h: &Harness, endpoint: Endpoint, req: Request) -> Response {
+    let path = relative_path(h, req.uri().path()).to_owned();
+    if endpoint.json_rpc() && req.method() == Method::POST && (path.is_empty() || path == "/") {
+        return json_rpc(h, req).await;
     }
     match rest::route(req.method(), &path) {
-        Some((tenant, route)) => rest_call(&h, req, tenant, route).await,
-        None => rest_error(
-            &h,
+        Some((tenant, route)) if endpoint.rest(route.operation()) => {
+            rest_call(h, req, tenant, route).await
+        }
+        _ => rest_error(
+            h,
             &A2aError::MethodNotFound(format!("{} {}", req.method(), path)),
         ),
     }
@@ -240,7 +301,7 @@ async fn json_rpc(h: &Harness, req: Request) -> Response {
     };
     let envelope = match jsonrpc::parse_envelope(&body) {
         Ok(env) => env,
-        Err((id, e)) => return rpc_error(&id, &e),
+        Err(refusal) => return rpc_error(&refusal.0, &refusal.1),
     };
     let id = envelope.id.clone();
     let activated = match service_parameters(h, &parts.headers, parts.uri.query()) {

@@ -24,9 +24,14 @@ fn interface_url(public_url: &str) -> String {
 }
 
 pub fn build(config: &Config) -> AgentCard {
-    let url = interface_url(&config.public_url);
-    let interface = |binding: &str| AgentInterface {
-        url: url.clone(),
+    let rest_url = interface_url(&config.public_url);
+    let rpc_url = config
+        .jsonrpc_url
+        .as_deref()
+        .map(interface_url)
+        .unwrap_or_else(|| rest_url.clone());
+    let interface = |binding: &str, url: &str| AgentInterface {
+        url: url.to_owned(),
         protocol_binding: binding.into(),
         protocol_version: PROTOCOL_VERSION.into(),
         tenant: String::new(),
@@ -60,7 +65,10 @@ pub fn build(config: &Config) -> AgentCard {
         description: "A serverless A2A agent harness: tasks with participants, help requests \
             and sub-tasks, and harness commands"
             .into(),
-        supported_interfaces: vec![interface("JSONRPC"), interface("HTTP+JSON")],
+        supported_interfaces: vec![
+            interface("JSONRPC", &rpc_url),
+            interface("HTTP+JSON", &rest_url),
+        ],
         version: env!("CARGO_PKG_VERSION").into(),
         capabilities: AgentCapabilities {
             streaming: Some(true),

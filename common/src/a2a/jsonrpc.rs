@@ -15,54 +15,50 @@ pub struct Envelope {
     pub params: Value,
 }
 
-/// Parses the envelope. On failure, returns the id to answer with (null when unknown).
-pub fn parse_envelope(body: &[u8]) -> Result<Envelope, (Value, A2aError)> {
-    let value: Value =
-        serde_json::from_slice(body).map_err(|e| (Value::Null, A2aError::Parse(e.to_string())))?;
+/// A request that cannot be answered but with an error, and the id to answer with.
+/// Boxed: it is rare and large.
+pub type Refusal = Box<(Value, A2aError)>;
+
+fn refuse(id: Value, error: A2aError) -> Refusal {
+    Box::new((id, error))
+}
+
+/// Parses the envelope. On failure, the id to answer with is null when unknown.
+pub fn parse_envelope(body: &[u8]) -> Result<Envelope, Refusal> {
+    let invalid = |id: Value, why: &str| refuse(id, A2aError::InvalidRequest(why.into()));
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|e| refuse(Value::Null, A2aError::Parse(e.to_string())))?;
     let obj = match value {
         Value::Object(obj) => obj,
-        Value::Array(_) => {
-            return Err((
-                Value::Null,
-                A2aError::InvalidRequest("Batch requests are not supported".into()),
-            ))
-        }
-        _ => {
-            return Err((
-                Value::Null,
-                A2aError::InvalidRequest("the request must be a JSON object".into()),
-            ))
-        }
+        Value::Array(_) => return Err(invalid(Value::Null, "Batch requests are not supported")),
+        _ => return Err(invalid(Value::Null, "the request must be a JSON object")),
     };
     let id = obj.get("id").cloned().unwrap_or(Value::Null);
     let id_ok = matches!(id, Value::Null | Value::String(_))
         || id.as_i64().is_some()
         || id.as_u64().is_some();
     if !id_ok {
-        return Err((
+        return Err(invalid(
             Value::Null,
-            A2aError::InvalidRequest("id must be a string, an integer or null".into()),
+            "id must be a string, an integer or null",
         ));
     }
     if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-        return Err((
-            id,
-            A2aError::InvalidRequest("jsonrpc must be \"2.0\"".into()),
-        ));
+        return Err(invalid(id, "jsonrpc must be \"2.0\""));
     }
     let method = match obj.get("method") {
         Some(Value::String(m)) if !m.is_empty() => m.clone(),
-        _ => {
-            return Err((
-                id,
-                A2aError::InvalidRequest("method must be a non-empty string".into()),
-            ))
-        }
+        _ => return Err(invalid(id, "method must be a non-empty string")),
     };
     let params = match obj.get("params") {
         None | Some(Value::Null) => Value::Object(Default::default()),
         Some(p @ Value::Object(_)) => p.clone(),
-        Some(_) => return Err((id, A2aError::invalid_params("params must be an object"))),
+        Some(_) => {
+            return Err(refuse(
+                id,
+                A2aError::invalid_params("params must be an object"),
+            ))
+        }
     };
     Ok(Envelope { id, method, params })
 }
@@ -104,7 +100,7 @@ mod tests {
     fn err(body: &str) -> A2aError {
         parse_envelope(body.as_bytes())
             .err()
-            .map(|(_, e)| e)
+            .map(|refusal| refusal.1)
             .unwrap_or(A2aError::Internal("parsed".into()))
     }
 

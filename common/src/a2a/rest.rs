@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 use super::error::A2aError;
 use super::jsonrpc::decode;
-use crate::ops::Call;
+use crate::ops::{Call, Operation};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Route {
@@ -25,6 +25,23 @@ pub enum Route {
 }
 
 impl Route {
+    /// The operation the route serves.
+    pub fn operation(&self) -> Operation {
+        match self {
+            Route::SendMessage => Operation::SendMessage,
+            Route::SendStreamingMessage => Operation::SendStreamingMessage,
+            Route::GetTask(_) => Operation::GetTask,
+            Route::ListTasks => Operation::ListTasks,
+            Route::CancelTask(_) => Operation::CancelTask,
+            Route::SubscribeToTask(_) => Operation::SubscribeToTask,
+            Route::CreatePushConfig(_) => Operation::CreateTaskPushNotificationConfig,
+            Route::GetPushConfig(..) => Operation::GetTaskPushNotificationConfig,
+            Route::ListPushConfigs(_) => Operation::ListTaskPushNotificationConfigs,
+            Route::DeletePushConfig(..) => Operation::DeleteTaskPushNotificationConfig,
+            Route::GetExtendedAgentCard => Operation::GetExtendedAgentCard,
+        }
+    }
+
     /// Whether the request may carry a JSON body.
     pub fn takes_body(&self) -> bool {
         matches!(

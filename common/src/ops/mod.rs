@@ -84,21 +84,54 @@ pub enum Call {
     GetExtendedAgentCard(crate::a2a::GetExtendedAgentCardRequest),
 }
 
-impl Call {
-    /// The proto rpc name, which is also the JSON-RPC method.
-    pub fn name(&self) -> &'static str {
+/// The A2A operations, named as the proto's rpcs (which are also the JSON-RPC methods).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Operation {
+    SendMessage,
+    SendStreamingMessage,
+    GetTask,
+    ListTasks,
+    CancelTask,
+    SubscribeToTask,
+    CreateTaskPushNotificationConfig,
+    GetTaskPushNotificationConfig,
+    ListTaskPushNotificationConfigs,
+    DeleteTaskPushNotificationConfig,
+    GetExtendedAgentCard,
+}
+
+impl Operation {
+    pub fn name(self) -> &'static str {
         match self {
-            Call::SendMessage(_) => "SendMessage",
-            Call::SendStreamingMessage(_) => "SendStreamingMessage",
-            Call::GetTask(_) => "GetTask",
-            Call::ListTasks(_) => "ListTasks",
-            Call::CancelTask(_) => "CancelTask",
-            Call::SubscribeToTask(_) => "SubscribeToTask",
-            Call::CreatePushConfig(_) => "CreateTaskPushNotificationConfig",
-            Call::GetPushConfig(_) => "GetTaskPushNotificationConfig",
-            Call::ListPushConfigs(_) => "ListTaskPushNotificationConfigs",
-            Call::DeletePushConfig(_) => "DeleteTaskPushNotificationConfig",
-            Call::GetExtendedAgentCard(_) => "GetExtendedAgentCard",
+            Operation::SendMessage => "SendMessage",
+            Operation::SendStreamingMessage => "SendStreamingMessage",
+            Operation::GetTask => "GetTask",
+            Operation::ListTasks => "ListTasks",
+            Operation::CancelTask => "CancelTask",
+            Operation::SubscribeToTask => "SubscribeToTask",
+            Operation::CreateTaskPushNotificationConfig => "CreateTaskPushNotificationConfig",
+            Operation::GetTaskPushNotificationConfig => "GetTaskPushNotificationConfig",
+            Operation::ListTaskPushNotificationConfigs => "ListTaskPushNotificationConfigs",
+            Operation::DeleteTaskPushNotificationConfig => "DeleteTaskPushNotificationConfig",
+            Operation::GetExtendedAgentCard => "GetExtendedAgentCard",
+        }
+    }
+}
+
+impl Call {
+    pub fn operation(&self) -> Operation {
+        match self {
+            Call::SendMessage(_) => Operation::SendMessage,
+            Call::SendStreamingMessage(_) => Operation::SendStreamingMessage,
+            Call::GetTask(_) => Operation::GetTask,
+            Call::ListTasks(_) => Operation::ListTasks,
+            Call::CancelTask(_) => Operation::CancelTask,
+            Call::SubscribeToTask(_) => Operation::SubscribeToTask,
+            Call::CreatePushConfig(_) => Operation::CreateTaskPushNotificationConfig,
+            Call::GetPushConfig(_) => Operation::GetTaskPushNotificationConfig,
+            Call::ListPushConfigs(_) => Operation::ListTaskPushNotificationConfigs,
+            Call::DeletePushConfig(_) => Operation::DeleteTaskPushNotificationConfig,
+            Call::GetExtendedAgentCard(_) => Operation::GetExtendedAgentCard,
         }
     }
 }
@@ -118,7 +151,7 @@ fn json<T: serde::Serialize>(v: T) -> Result<Answer, A2aError> {
 /// Runs one operation, in a span named for it.
 pub async fn execute(h: &Harness, call: Call) -> Result<Answer, A2aError> {
     use tracing::Instrument;
-    let span = tracing::info_span!("a2a", op = call.name());
+    let span = tracing::info_span!("a2a", op = call.operation().name());
     let result = run(h, call).instrument(span.clone()).await;
     if let Err(e) = &result {
         span.in_scope(|| tracing::info!(code = e.json_rpc_code(), error = %e, "refused"));

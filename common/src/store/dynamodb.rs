@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, GlobalSecondaryIndex, KeySchemaElement,
@@ -397,15 +398,30 @@ impl Store for DynamoStore {
             .await;
         match result {
             Ok(_) => Ok(()),
-            Err(e) => match e.as_service_error() {
-                Some(se) if se.is_conditional_check_failed_exception() => {
-                    Err(StoreError::DuplicateMessage {
-                        message_id: message.message.message_id.clone(),
-                        task_id: String::new(),
-                    })
-                }
-                _ => Err(unavailable(e)),
-            },
+            Err(e) => {
+                let Some(PutItemError::ConditionalCheckFailedException(failed)) =
+                    e.as_service_error()
+                else {
+                    return Err(unavailable(e));
+                };
+                let owner = failed
+                    .item()
+                    .and_then(|i| get_s(i, "task_id").ok())
+                    .map(str::to_owned);
+                let task_id = match owner {
+                    Some(t) => t,
+                    None => {
+                        let m = &message.message;
+                        self.message_task(&message.tenant, &m.message_id)
+                            .await?
+                            .unwrap_or_default()
+                    }
+                };
+                Err(StoreError::DuplicateMessage {
+                    message_id: message.message.message_id.clone(),
+                    task_id,
+                })
+            }
         }
     }
 

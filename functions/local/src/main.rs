@@ -71,7 +71,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         harness.config.public_url.trim_end_matches('/'),
         args.state_dir.display()
     );
-    let app = common::server::router(harness);
+    let app = common::server::router(harness, common::server::Endpoint::All);
     axum::serve(
         listener,
         app.into_make_service_with_connect_info::<SocketAddr>(),

@@ -1,0 +1,122 @@
+//! Running as an AWS Lambda function: the configuration from the environment, the store
+//! it names, and the `lambda_http` runtime, buffered or response-streaming. A function's
+//! `main` is one call to [`run`].
+//!
+//! | variable | default | meaning |
+//! |---|---|---|
+//! | `HARNESS_STORE` | `dynamodb` | `dynamodb`, or `embedded` (local testing) |
+//! | `HARNESS_TABLE` | required for `dynamodb` | the table |
+//! | `HARNESS_STATE_DIR` | `.harness` | directory of the embedded store |
+//! | `HARNESS_PUBLIC_URL` | the request's host | URL of the HTTP+JSON interface |
+//! | `HARNESS_JSONRPC_URL` | `HARNESS_PUBLIC_URL` | URL of the JSON-RPC interface |
+//! | `HARNESS_AGENT` | `conformance` | the agent that runs tasks |
+//! | `HARNESS_REST_CONTENT_TYPE` | `json` | `json` or `a2a+json` |
+//! | `HARNESS_REQUIRED_EXTENSIONS` | none | card extensions marked required (comma-separated) |
+//! | `HARNESS_PUSH_ALLOW_PRIVATE_URLS` | `false` | webhooks on private addresses |
+//! | `HARNESS_MAX_BODY_BYTES` | `1048576` | largest request body |
+//! | `HARNESS_AUDIT_RETENTION_DAYS` | `30` | how long audit rows live (DynamoDB TTL) |
+//! | `AWS_ENDPOINT_URL_DYNAMODB` | AWS | another DynamoDB-API server (DynamoDB Local) |
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::agent::{self, AgentKind};
+use crate::config::Config;
+use crate::ops::Harness;
+use crate::server::{self, Endpoint};
+use crate::store::{DynamoStore, EmbeddedStore, Store};
+
+pub type Error = lambda_http::Error;
+
+fn var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+fn parse<T: std::str::FromStr>(name: &str, default: T) -> Result<T, Error>
+where
+    T::Err: std::fmt::Display,
+{
+    match var(name) {
+        None => Ok(default),
+        Some(v) => v
+            .trim()
+            .parse()
+            .map_err(|e| format!("{name}={v:?}: {e}").into()),
+    }
+}
+
+/// The configuration the environment describes.
+pub fn config_from_env() -> Result<Config, Error> {
+    let defaults = Config::default();
+    Ok(Config {
+        public_url: var("HARNESS_PUBLIC_URL").unwrap_or_default(),
+        jsonrpc_url: var("HARNESS_JSONRPC_URL"),
+        rest_content_type: parse("HARNESS_REST_CONTENT_TYPE", defaults.rest_content_type)?,
+        required_extensions: var("HARNESS_REQUIRED_EXTENSIONS")
+            .map(|v| {
+                v.split(',')
+                    .map(|s| s.trim().to_owned())
+                    .filter(|s| !s.is_empty())
+                    .collect()
+            })
+            .unwrap_or_default(),
+        max_body_bytes: parse("HARNESS_MAX_BODY_BYTES", defaults.max_body_bytes)?,
+        // API Gateway throttles in AWS; there is no peer address to key on here.
+        rate_limit_per_minute: 0,
+        push_allow_private_urls: parse("HARNESS_PUSH_ALLOW_PRIVATE_URLS", false)?,
+        ..defaults
+    })
+}
+
+/// The store the environment names, with its SDK client built once per cold start.
+pub async fn store_from_env() -> Result<Arc<dyn Store>, Error> {
+    match var("HARNESS_STORE").as_deref().unwrap_or("dynamodb") {
+        "dynamodb" => {
+            let table = var("HARNESS_TABLE")
+                .ok_or("HARNESS_TABLE is required with HARNESS_STORE=dynamodb")?;
+            let days: u64 = parse("HARNESS_AUDIT_RETENTION_DAYS", 30)?;
+            // The standard chain: region, credentials and AWS_ENDPOINT_URL_DYNAMODB.
+            let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+            let client = aws_sdk_dynamodb::Client::new(&sdk);
+            Ok(Arc::new(
+                DynamoStore::new(client, table)
+                    .with_retention(Duration::from_secs(days * 24 * 3600)),
+            ))
+        }
+        "embedded" => {
+            let dir = var("HARNESS_STATE_DIR").unwrap_or_else(|| ".harness".into());
+            Ok(Arc::new(EmbeddedStore::open(std::path::Path::new(&dir))?))
+        }
+        other => Err(format!("HARNESS_STORE={other:?}: expected dynamodb or embedded").into()),
+    }
+}
+
+/// Everything a function needs, from the environment.
+pub async fn harness_from_env() -> Result<Arc<Harness>, Error> {
+    let config = config_from_env()?;
+    let agent: AgentKind = parse("HARNESS_AGENT", AgentKind::Conformance)?;
+    Ok(Harness::new(
+        store_from_env().await?,
+        agent::build(agent),
+        config,
+    )?)
+}
+
+/// Serves `endpoint` under the Lambda runtime: JSON logs without timestamps (CloudWatch
+/// adds them), then buffered responses or, for streams, response streaming.
+pub async fn run(endpoint: Endpoint, streaming: bool) -> Result<(), Error> {
+    tracing_subscriber::fmt()
+        .json()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .without_time()
+        .with_current_span(true)
+        .init();
+    let app = server::router(harness_from_env().await?, endpoint);
+    if streaming {
+        lambda_http::run_with_streaming_response(app).await
+    } else {
+        lambda_http::run(app).await
+    }
+}

@@ -1,0 +1,9 @@
+//! Lambda function: CancelTask (POST /tasks/{id}:cancel).
+
+use common::ops::Operation;
+use common::server::Endpoint;
+
+#[tokio::main]
+async fn main() -> Result<(), common::lambda::Error> {
+    common::lambda::run(Endpoint::Rest(Operation::CancelTask), false).await
+}

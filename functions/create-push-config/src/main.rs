@@ -1,0 +1,13 @@
+//! Lambda function: CreateTaskPushNotificationConfig (POST /tasks/{id}/pushNotificationConfigs).
+
+use common::ops::Operation;
+use common::server::Endpoint;
+
+#[tokio::main]
+async fn main() -> Result<(), common::lambda::Error> {
+    common::lambda::run(
+        Endpoint::Rest(Operation::CreateTaskPushNotificationConfig),
+        false,
+    )
+    .await
+}

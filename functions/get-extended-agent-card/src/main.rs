@@ -1,0 +1,9 @@
+//! Lambda function: GetExtendedAgentCard (GET /extendedAgentCard).
+
+use common::ops::Operation;
+use common::server::Endpoint;
+
+#[tokio::main]
+async fn main() -> Result<(), common::lambda::Error> {
+    common::lambda::run(Endpoint::Rest(Operation::GetExtendedAgentCard), false).await
+}

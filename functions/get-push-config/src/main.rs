@@ -1,0 +1,13 @@
+//! Lambda function: GetTaskPushNotificationConfig (GET /tasks/{id}/pushNotificationConfigs/{configId}).
+
+use common::ops::Operation;
+use common::server::Endpoint;
+
+#[tokio::main]
+async fn main() -> Result<(), common::lambda::Error> {
+    common::lambda::run(
+        Endpoint::Rest(Operation::GetTaskPushNotificationConfig),
+        false,
+    )
+    .await
+}

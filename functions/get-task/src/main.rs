@@ -1,0 +1,9 @@
+//! Lambda function: GetTask (GET /tasks/{id}).
+
+use common::ops::Operation;
+use common::server::Endpoint;
+
+#[tokio::main]
+async fn main() -> Result<(), common::lambda::Error> {
+    common::lambda::run(Endpoint::Rest(Operation::GetTask), false).await
+}

@@ -1,0 +1,13 @@
+//! Lambda function: ListTaskPushNotificationConfigs (GET /tasks/{id}/pushNotificationConfigs).
+
+use common::ops::Operation;
+use common::server::Endpoint;
+
+#[tokio::main]
+async fn main() -> Result<(), common::lambda::Error> {
+    common::lambda::run(
+        Endpoint::Rest(Operation::ListTaskPushNotificationConfigs),
+        false,
+    )
+    .await
+}

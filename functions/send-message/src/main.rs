@@ -1,0 +1,9 @@
+//! Lambda function: SendMessage (POST /message:send).
+
+use common::ops::Operation;
+use common::server::Endpoint;
+
+#[tokio::main]
+async fn main() -> Result<(), common::lambda::Error> {
+    common::lambda::run(Endpoint::Rest(Operation::SendMessage), false).await
+}
