@@ -2,6 +2,8 @@
 //! and run against the embedded store and against DynamoDB (AWS's DynamoDB Local, which
 //! `tests/run` starts and names in `HARNESS_TEST_DYNAMODB_ENDPOINT`).
 
+mod support;
+
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -229,34 +231,10 @@ async fn push_configs_are_kept_per_task_and_deletes_are_idempotent(store: Arc<dy
         .is_none());
 }
 
-/// A client for the test DynamoDB server, or None when none is configured (then the
-/// DynamoDB half is skipped, unless `HARNESS_TEST_REQUIRE_DYNAMODB` makes that an error).
-fn dynamo_client() -> Option<aws_sdk_dynamodb::Client> {
-    use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
-    let Ok(endpoint) = std::env::var("HARNESS_TEST_DYNAMODB_ENDPOINT") else {
-        assert!(
-            std::env::var_os("HARNESS_TEST_REQUIRE_DYNAMODB").is_none(),
-            "HARNESS_TEST_DYNAMODB_ENDPOINT is not set but DynamoDB tests are required"
-        );
-        eprintln!("skipped: set HARNESS_TEST_DYNAMODB_ENDPOINT (tests/run starts DynamoDB Local)");
-        return None;
-    };
-    let config = aws_sdk_dynamodb::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .endpoint_url(endpoint)
-        .region(Region::new("us-east-1"))
-        .credentials_provider(Credentials::new("test", "test", None, None, "static"))
-        .build();
-    Some(aws_sdk_dynamodb::Client::from_conf(config))
-}
-
 /// A DynamoDB store on a fresh table of its own.
 async fn dynamo() -> Option<(Arc<dyn Store>, aws_sdk_dynamodb::Client, String)> {
-    let client = dynamo_client()?;
-    let table = format!("harness-test-{}", uuid_like());
-    DynamoStore::create_table(&client, &table)
-        .await
-        .expect("create table");
+    let client = support::dynamo_client()?;
+    let table = support::fresh_table(&client).await;
     let store = Arc::new(DynamoStore::new(client.clone(), table.clone()));
     Some((store, client, table))
 }

@@ -23,7 +23,8 @@ use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, GlobalSecondaryIndex, KeySchemaElement,
     KeyType, Projection, ProjectionType, Put, ReturnValuesOnConditionCheckFailure,
-    ScalarAttributeType, Select, TimeToLiveSpecification, TransactWriteItem,
+    ScalarAttributeType, Select, StreamSpecification, StreamViewType, TimeToLiveSpecification,
+    TransactWriteItem,
 };
 use aws_sdk_dynamodb::Client;
 use tokio::sync::broadcast;
@@ -161,61 +162,102 @@ impl DynamoStore {
         self
     }
 
-    /// Creates the table, its index and TTL: the definition `template.yaml` declares, for
-    /// tests and local DynamoDB servers.
-    pub async fn create_table(client: &Client, table: &str) -> Result<(), StoreError> {
-        let attr = |name: &str| {
-            AttributeDefinition::builder()
-                .attribute_name(name)
-                .attribute_type(ScalarAttributeType::S)
-                .build()
-                .map_err(corrupt)
+    /// Creates a table from the `Properties` of an `AWS::DynamoDB::Table` resource (the
+    /// one `template.yaml` declares, as JSON): keys, attribute definitions, global
+    /// indexes, billing mode, stream and TTL. For tests and local DynamoDB servers, so they
+    /// run on exactly the table that is deployed.
+    pub async fn create_table(
+        client: &Client,
+        table: &str,
+        properties: &serde_json::Value,
+    ) -> Result<(), StoreError> {
+        let bad = |what: &str| corrupt(format!("table definition: {what}"));
+        let list =
+            |v: &serde_json::Value, key: &str| v[key].as_array().cloned().unwrap_or_default();
+        let text = |v: &serde_json::Value, key: &str| {
+            v[key].as_str().map(str::to_owned).ok_or_else(|| bad(key))
         };
-        let key = |name: &str, kind: KeyType| {
-            KeySchemaElement::builder()
-                .attribute_name(name)
-                .key_type(kind)
-                .build()
-                .map_err(corrupt)
+        let keys = |v: &serde_json::Value| {
+            list(v, "KeySchema")
+                .iter()
+                .map(|k| {
+                    KeySchemaElement::builder()
+                        .attribute_name(text(k, "AttributeName")?)
+                        .key_type(KeyType::from(text(k, "KeyType")?.as_str()))
+                        .build()
+                        .map_err(corrupt)
+                })
+                .collect::<Result<Vec<_>, _>>()
         };
-        let index = GlobalSecondaryIndex::builder()
-            .index_name(INDEX)
-            .key_schema(key("gsi1pk", KeyType::Hash)?)
-            .key_schema(key("gsi1sk", KeyType::Range)?)
-            .projection(
-                Projection::builder()
-                    .projection_type(ProjectionType::All)
-                    .build(),
-            )
-            .build()
-            .map_err(corrupt)?;
+        let attributes = list(properties, "AttributeDefinitions")
+            .iter()
+            .map(|a| {
+                AttributeDefinition::builder()
+                    .attribute_name(text(a, "AttributeName")?)
+                    .attribute_type(ScalarAttributeType::from(
+                        text(a, "AttributeType")?.as_str(),
+                    ))
+                    .build()
+                    .map_err(corrupt)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let indexes = list(properties, "GlobalSecondaryIndexes")
+            .iter()
+            .map(|g| {
+                let projection = g["Projection"]["ProjectionType"].as_str().unwrap_or("ALL");
+                GlobalSecondaryIndex::builder()
+                    .index_name(text(g, "IndexName")?)
+                    .set_key_schema(Some(keys(g)?))
+                    .projection(
+                        Projection::builder()
+                            .projection_type(ProjectionType::from(projection))
+                            .build(),
+                    )
+                    .build()
+                    .map_err(corrupt)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let stream = properties["StreamSpecification"]["StreamViewType"]
+            .as_str()
+            .map(|view| {
+                StreamSpecification::builder()
+                    .stream_enabled(true)
+                    .stream_view_type(StreamViewType::from(view))
+                    .build()
+            });
         client
             .create_table()
             .table_name(table)
-            .billing_mode(BillingMode::PayPerRequest)
-            .attribute_definitions(attr("pk")?)
-            .attribute_definitions(attr("sk")?)
-            .attribute_definitions(attr("gsi1pk")?)
-            .attribute_definitions(attr("gsi1sk")?)
-            .key_schema(key("pk", KeyType::Hash)?)
-            .key_schema(key("sk", KeyType::Range)?)
-            .global_secondary_indexes(index)
+            .billing_mode(BillingMode::from(
+                properties["BillingMode"]
+                    .as_str()
+                    .unwrap_or("PAY_PER_REQUEST"),
+            ))
+            .set_attribute_definitions(Some(attributes))
+            .set_key_schema(Some(keys(properties)?))
+            .set_global_secondary_indexes((!indexes.is_empty()).then_some(indexes))
+            .set_stream_specification(stream.transpose().map_err(corrupt)?)
             .send()
             .await
             .map_err(unavailable)?;
-        client
-            .update_time_to_live()
-            .table_name(table)
-            .time_to_live_specification(
-                TimeToLiveSpecification::builder()
-                    .attribute_name(TTL_ATTRIBUTE)
-                    .enabled(true)
-                    .build()
-                    .map_err(corrupt)?,
-            )
-            .send()
-            .await
-            .map_err(unavailable)?;
+        let ttl = &properties["TimeToLiveSpecification"];
+        if let (Some(attribute), Some(true)) =
+            (ttl["AttributeName"].as_str(), ttl["Enabled"].as_bool())
+        {
+            client
+                .update_time_to_live()
+                .table_name(table)
+                .time_to_live_specification(
+                    TimeToLiveSpecification::builder()
+                        .attribute_name(attribute)
+                        .enabled(true)
+                        .build()
+                        .map_err(corrupt)?,
+                )
+                .send()
+                .await
+                .map_err(unavailable)?;
+        }
         Ok(())
     }
 

@@ -1,0 +1,236 @@
+//! How many DynamoDB requests each operation makes, against DynamoDB Local: printed as a
+//! table (run with `--nocapture` to see it) and held to the targets: at most 3 item writes
+//! for an accepted message, at most 2 for a state transition.
+
+mod support;
+
+use std::sync::{Arc, Mutex};
+
+use aws_sdk_dynamodb::operation::delete_item::DeleteItemInput;
+use aws_sdk_dynamodb::operation::get_item::GetItemInput;
+use aws_sdk_dynamodb::operation::put_item::PutItemInput;
+use aws_sdk_dynamodb::operation::query::QueryInput;
+use aws_sdk_dynamodb::operation::scan::ScanInput;
+use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsInput;
+use aws_smithy_runtime_api::box_error::BoxError;
+use aws_smithy_runtime_api::client::interceptors::context::BeforeSerializationInterceptorContextRef;
+use aws_smithy_runtime_api::client::interceptors::Intercept;
+use aws_smithy_types::config_bag::ConfigBag;
+use common::a2a::{CancelTaskRequest, GetTaskRequest, ListTasksRequest, Message, Part, Role};
+use common::a2a::{SendMessageRequest, TaskState};
+use common::ops::{execute, Answer, Call, Harness};
+use common::store::DynamoStore;
+use serde_json::Value;
+
+/// One request: its operation and how many items it writes (0 for a read).
+#[derive(Debug, Clone)]
+struct Sent {
+    operation: String,
+    items_written: usize,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Recorder(Arc<Mutex<Vec<Sent>>>);
+
+impl Recorder {
+    fn take(&self) -> Vec<Sent> {
+        std::mem::take(&mut *self.0.lock().expect("recorder"))
+    }
+}
+
+impl Intercept for Recorder {
+    fn name(&self) -> &'static str {
+        "request-recorder"
+    }
+
+    // Once per operation, not per retry attempt.
+    fn read_before_execution(
+        &self,
+        context: &BeforeSerializationInterceptorContextRef<'_>,
+        _cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        let input = context.input();
+        let (operation, items_written) = if input.downcast_ref::<GetItemInput>().is_some() {
+            ("GetItem", 0)
+        } else if input.downcast_ref::<QueryInput>().is_some() {
+            ("Query", 0)
+        } else if input.downcast_ref::<ScanInput>().is_some() {
+            ("Scan", 0)
+        } else if input.downcast_ref::<PutItemInput>().is_some() {
+            ("PutItem", 1)
+        } else if input.downcast_ref::<DeleteItemInput>().is_some() {
+            ("DeleteItem", 1)
+        } else if let Some(t) = input.downcast_ref::<TransactWriteItemsInput>() {
+            ("TransactWriteItems", t.transact_items().len())
+        } else {
+            ("other", 0)
+        };
+        self.0.lock().expect("recorder").push(Sent {
+            operation: operation.into(),
+            items_written,
+        });
+        Ok(())
+    }
+}
+
+fn message(id: &str, task_id: &str) -> Message {
+    Message {
+        message_id: format!("{id}-{}", common::engine::transition::new_id()),
+        task_id: task_id.into(),
+        role: Role::User,
+        parts: vec![Part::text("hello")],
+        ..Default::default()
+    }
+}
+
+fn send(id: &str, task_id: &str) -> Call {
+    Call::SendMessage(SendMessageRequest {
+        message: Some(message(id, task_id)),
+        ..Default::default()
+    })
+}
+
+async fn run(h: &Harness, call: Call) -> Value {
+    match execute(h, call).await {
+        Ok(Answer::Json(v)) => v,
+        Ok(Answer::Stream(_)) => panic!("a stream"),
+        Err(e) => panic!("{e}"),
+    }
+}
+
+struct Row {
+    scenario: &'static str,
+    sent: Vec<Sent>,
+}
+
+impl Row {
+    fn count(&self, ops: &[&str]) -> usize {
+        self.sent
+            .iter()
+            .filter(|s| ops.contains(&s.operation.as_str()))
+            .count()
+    }
+    fn writes(&self) -> Vec<usize> {
+        self.sent
+            .iter()
+            .filter(|s| s.items_written > 0)
+            .map(|s| s.items_written)
+            .collect()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_operation_stays_within_its_dynamodb_request_budget() {
+    let Some(config) = support::dynamo_config() else {
+        return;
+    };
+    let recorder = Recorder::default();
+    let client = aws_sdk_dynamodb::Client::from_conf(config.interceptor(recorder.clone()).build());
+    let table = support::fresh_table(&client).await;
+    recorder.take();
+    let store = Arc::new(DynamoStore::new(client, table));
+    let h = Harness::new(
+        store,
+        common::agent::build(common::agent::AgentKind::Conformance),
+        Default::default(),
+    )
+    .expect("harness");
+
+    let mut rows = Vec::new();
+    let done = run(&h, send("tck-complete-task", "")).await;
+    rows.push(Row {
+        scenario: "new task, completed by the agent",
+        sent: recorder.take(),
+    });
+    let id = done["task"]["id"].as_str().expect("task id").to_owned();
+    assert_eq!(
+        done["task"]["status"]["state"],
+        TaskState::Completed.as_str()
+    );
+
+    run(
+        &h,
+        Call::GetTask(GetTaskRequest {
+            id: id.clone(),
+            ..Default::default()
+        }),
+    )
+    .await;
+    rows.push(Row {
+        scenario: "GetTask",
+        sent: recorder.take(),
+    });
+
+    run(&h, Call::ListTasks(ListTasksRequest::default())).await;
+    rows.push(Row {
+        scenario: "ListTasks",
+        sent: recorder.take(),
+    });
+
+    let waiting = run(&h, send("tck-input-required", "")).await;
+    let waiting_id = waiting["task"]["id"].as_str().expect("task id").to_owned();
+    recorder.take();
+    let resumed = run(&h, send("tck-complete-task", &waiting_id)).await;
+    assert_eq!(
+        resumed["task"]["status"]["state"],
+        TaskState::Completed.as_str()
+    );
+    rows.push(Row {
+        scenario: "message to an existing task (reply, completes)",
+        sent: recorder.take(),
+    });
+
+    let waiting = run(&h, send("tck-input-required", "")).await;
+    let waiting_id = waiting["task"]["id"].as_str().expect("task id").to_owned();
+    recorder.take();
+    run(
+        &h,
+        Call::CancelTask(CancelTaskRequest {
+            id: waiting_id,
+            ..Default::default()
+        }),
+    )
+    .await;
+    rows.push(Row {
+        scenario: "CancelTask",
+        sent: recorder.take(),
+    });
+
+    println!("\nDynamoDB requests per operation (DynamoDB Local)");
+    println!("| scenario | requests | reads (GetItem/Query) | write requests | items written per write |");
+    println!("|---|---|---|---|---|");
+    for row in &rows {
+        println!(
+            "| {} | {} | {} | {} | {:?} |",
+            row.scenario,
+            row.sent.len(),
+            row.count(&["GetItem", "Query"]),
+            row.writes().len(),
+            row.writes()
+        );
+        assert_eq!(row.count(&["Scan"]), 0, "{}: no Scan", row.scenario);
+    }
+
+    // An accepted message is one write of at most 3 items (task, event, message); each
+    // state transition after it at most 2 (task and its event).
+    for row in [&rows[0], &rows[3]] {
+        let writes = row.writes();
+        assert!(
+            writes[0] <= 3,
+            "{}: accepting the message wrote {:?}",
+            row.scenario,
+            writes
+        );
+        assert!(
+            writes[1..].iter().all(|n| *n <= 2),
+            "{}: transitions wrote {:?}",
+            row.scenario,
+            writes
+        );
+    }
+    assert!(
+        rows[1].writes().is_empty() && rows[2].writes().is_empty(),
+        "reads write nothing"
+    );
+    assert_eq!(rows[4].writes(), vec![2], "a cancel is one transition");
+}

@@ -1,0 +1,48 @@
+//! Shared by the DynamoDB tests: a client for the test server and the deployed table
+//! definition.
+#![allow(dead_code)]
+
+/// A client for the test DynamoDB server, or None when none is configured (then the
+/// DynamoDB half is skipped, unless `HARNESS_TEST_REQUIRE_DYNAMODB` makes that an error).
+pub fn dynamo_client() -> Option<aws_sdk_dynamodb::Client> {
+    dynamo_config().map(|c| aws_sdk_dynamodb::Client::from_conf(c.build()))
+}
+
+/// The client configuration for the test server, to add to before building.
+pub fn dynamo_config() -> Option<aws_sdk_dynamodb::config::Builder> {
+    use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
+    let Ok(endpoint) = std::env::var("HARNESS_TEST_DYNAMODB_ENDPOINT") else {
+        assert!(
+            std::env::var_os("HARNESS_TEST_REQUIRE_DYNAMODB").is_none(),
+            "HARNESS_TEST_DYNAMODB_ENDPOINT is not set but DynamoDB tests are required"
+        );
+        eprintln!("skipped: set HARNESS_TEST_DYNAMODB_ENDPOINT (tests/run starts DynamoDB Local)");
+        return None;
+    };
+    Some(
+        aws_sdk_dynamodb::Config::builder()
+            .behavior_version(BehaviorVersion::latest())
+            .endpoint_url(endpoint)
+            .region(Region::new("us-east-1"))
+            .credentials_provider(Credentials::new("test", "test", None, None, "static")),
+    )
+}
+
+/// The table `template.yaml` deploys: its `Properties` as JSON, which `tests/run`
+/// extracts into the file named by `HARNESS_TEST_TABLE_DEFINITION`.
+pub fn template_table() -> serde_json::Value {
+    let path = std::env::var("HARNESS_TEST_TABLE_DEFINITION").expect(
+        "HARNESS_TEST_TABLE_DEFINITION names the table definition taken from template.yaml",
+    );
+    let text = std::fs::read_to_string(&path).expect("table definition file");
+    serde_json::from_str(&text).expect("table definition is JSON")
+}
+
+/// A new table named uniquely, created from the deployed definition.
+pub async fn fresh_table(client: &aws_sdk_dynamodb::Client) -> String {
+    let table = format!("harness-test-{}", common::engine::transition::new_id());
+    common::store::DynamoStore::create_table(client, &table, &template_table())
+        .await
+        .expect("create table");
+    table
+}
