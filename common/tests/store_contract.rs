@@ -331,6 +331,61 @@ async fn list_filters_by_context_state_and_time(store: Arc<dyn Store>) {
 }
 
 #[tokio::test]
+async fn dynamodb_events_of_a_finished_task_expire_through_the_ttl_attribute() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    let Some((store, client, table)) = dynamo().await else {
+        return;
+    };
+    let rec = create(store.as_ref(), "", "m-ttl").await;
+    let mut next = rec.clone();
+    let working = set_status(&mut next, TaskState::Working, None, None);
+    let rec = store
+        .commit(&next, rec.version, &[working], None)
+        .await
+        .expect("working");
+    let events_ttl = || async {
+        let out = client
+            .query()
+            .table_name(&table)
+            .key_condition_expression("pk = :pk AND begins_with(sk, :ev)")
+            .expression_attribute_values(":pk", AttributeValue::S(format!("TASK#{}", rec.task.id)))
+            .expression_attribute_values(":ev", AttributeValue::S("EV#".into()))
+            .send()
+            .await
+            .expect("query");
+        out.items()
+            .iter()
+            .map(|i| i.contains_key(common::store::dynamodb::TTL_ATTRIBUTE))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        events_ttl().await,
+        [false, false],
+        "a running task's log does not expire"
+    );
+    let mut next = rec.clone();
+    let done = set_status(&mut next, TaskState::Completed, None, None);
+    store
+        .commit(&next, rec.version, &[done], None)
+        .await
+        .expect("completed");
+    assert_eq!(
+        events_ttl().await,
+        [true, true, true],
+        "a finished task's log expires"
+    );
+    let events = store
+        .read_events(&rec.task.id, None, 10)
+        .await
+        .expect("events");
+    assert_eq!(
+        events.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        [0, 1, 2],
+        "and is intact until then"
+    );
+}
+
+#[tokio::test]
 async fn dynamodb_audit_records_expire_through_the_ttl_attribute() {
     use aws_sdk_dynamodb::types::AttributeValue;
     let Some((store, client, table)) = dynamo().await else {

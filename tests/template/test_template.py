@@ -44,16 +44,17 @@ UNTENANTED = {"agent-card": [("GET", "/.well-known/agent-card.json")]}
 STREAMING = {"send-streaming-message", "subscribe-to-task", "jsonrpc"}
 
 # Binary -> the DynamoDB actions it may use on the table, and on the gsi1 index.
+# BatchWriteItem: a finished task's events get their expiry (TTL) in one batch.
 TABLE_RW = {"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem",
-            "dynamodb:DeleteItem", "dynamodb:ConditionCheckItem"}
+            "dynamodb:DeleteItem", "dynamodb:ConditionCheckItem", "dynamodb:BatchWriteItem"}
 PERMISSIONS = {
     "send-message": (TABLE_RW, {"dynamodb:Query"}),
     "send-streaming-message": (TABLE_RW, {"dynamodb:Query"}),
     "jsonrpc": (TABLE_RW, {"dynamodb:Query"}),
     "get-task": ({"dynamodb:GetItem"}, set()),
     "list-tasks": (set(), {"dynamodb:Query"}),
-    "cancel-task": ({"dynamodb:GetItem", "dynamodb:PutItem",
-                     "dynamodb:ConditionCheckItem", "dynamodb:Query"}, set()),
+    "cancel-task": ({"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:ConditionCheckItem",
+                     "dynamodb:Query", "dynamodb:BatchWriteItem"}, set()),
     "subscribe-to-task": ({"dynamodb:GetItem", "dynamodb:Query"}, set()),
     "create-push-config": ({"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem",
                             "dynamodb:ConditionCheckItem"}, set()),

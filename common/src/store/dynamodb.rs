@@ -8,6 +8,9 @@
 //! - message: `MSG#<tenant>#<messageId>`, `MSG`, naming its task;
 //! - audit: `AUDIT#<task id>`, `<ms>#<uuid>`, expiring through the `expires_at` TTL.
 //!
+//! Audit rows, and the events of a task once it is finished, carry `expires_at`: they are
+//! kept for the retention period (`HARNESS_AUDIT_RETENTION_DAYS`, 30 days by default).
+//!
 //! A commit is one transaction: the task put conditional on the version and last seq it
 //! read, each event put conditional on absence, and the message put conditional on
 //! absence. ListTasks is a Query on `gsi1`, never a Scan. The SDK retries throttling and
@@ -22,9 +25,9 @@ use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, GlobalSecondaryIndex, KeySchemaElement,
-    KeyType, Projection, ProjectionType, Put, ReturnValuesOnConditionCheckFailure,
+    KeyType, Projection, ProjectionType, Put, PutRequest, ReturnValuesOnConditionCheckFailure,
     ScalarAttributeType, Select, StreamSpecification, StreamViewType, TimeToLiveSpecification,
-    TransactWriteItem,
+    TransactWriteItem, WriteRequest,
 };
 use aws_sdk_dynamodb::Client;
 use tokio::sync::broadcast;
@@ -261,6 +264,62 @@ impl DynamoStore {
         Ok(())
     }
 
+    /// Gives every event of a finished task the `expires_at` TTL: the log is kept for the
+    /// retention period after the task ends. One Query and a BatchWriteItem per 25 events.
+    async fn expire_events(&self, task_id: &str) -> Result<(), StoreError> {
+        let expires = n(Timestamp::now().millis() / 1000 + self.retention.as_secs() as i64);
+        let mut start: Option<Item> = None;
+        loop {
+            let out = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("pk = :pk AND begins_with(sk, :ev)")
+                .expression_attribute_values(":pk", s(task_pk(task_id)))
+                .expression_attribute_values(":ev", s("EV#"))
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(unavailable)?;
+            for chunk in out.items().chunks(25) {
+                let mut pending: Vec<WriteRequest> = chunk
+                    .iter()
+                    .map(|item| {
+                        let mut item = item.clone();
+                        item.insert(TTL_ATTRIBUTE.into(), expires.clone());
+                        PutRequest::builder()
+                            .set_item(Some(item))
+                            .build()
+                            .map(|p| WriteRequest::builder().put_request(p).build())
+                            .map_err(corrupt)
+                    })
+                    .collect::<Result<_, _>>()?;
+                // Unprocessed items (throttling) are sent again, a bounded number of times.
+                for _ in 0..5 {
+                    if pending.is_empty() {
+                        break;
+                    }
+                    let out = self
+                        .client
+                        .batch_write_item()
+                        .request_items(&self.table, pending)
+                        .send()
+                        .await
+                        .map_err(unavailable)?;
+                    pending = out
+                        .unprocessed_items()
+                        .and_then(|u| u.get(&self.table))
+                        .cloned()
+                        .unwrap_or_default();
+                }
+            }
+            start = out.last_evaluated_key().cloned();
+            if start.is_none() {
+                return Ok(());
+            }
+        }
+    }
+
     fn event_puts(
         &self,
         task_id: &str,
@@ -425,6 +484,15 @@ impl Store for DynamoStore {
         self.transact(items, &rec.task.id, expected_version, message)
             .await?;
         let _ = self.changes.send(rec.task.id.clone());
+        let finished = events
+            .iter()
+            .any(|e| e.status_update.is_some() && e.state().is_some_and(|s| s.is_terminal()));
+        if finished {
+            // Best effort: a log that keeps its events is still correct, only longer-lived.
+            if let Err(e) = self.expire_events(&rec.task.id).await {
+                tracing::warn!(task_id = %rec.task.id, error = %e, "could not set the expiry of a finished task's events");
+            }
+        }
         Ok(rec)
     }
 
