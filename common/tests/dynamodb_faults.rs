@@ -496,7 +496,13 @@ async fn commit_transaction_retried_after_a_500_succeeds_with_one_idempotency_to
     let rec = record("t1", TaskState::Working, 5, 9);
 
     let stored = store
-        .commit(&rec, 5, &[status_event(&rec, TaskState::Completed)], None)
+        // Not a finishing transition, which would also stamp the events' expiry.
+        .commit(
+            &rec,
+            5,
+            &[status_event(&rec, TaskState::InputRequired)],
+            None,
+        )
         .await
         .expect("the 500 clears on the retry");
 
