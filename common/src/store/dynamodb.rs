@@ -442,9 +442,7 @@ impl Store for DynamoStore {
         events: &[StreamResponse],
         message: Option<&InboundMessage>,
     ) -> Result<TaskRecord, StoreError> {
-        let mut rec = record.clone();
-        rec.version = 1;
-        rec.last_seq = events.len().saturating_sub(1) as u64;
+        let rec = record.created(events.len());
         let mut items = vec![put(
             &self.table,
             task_item(&rec)?,
@@ -467,10 +465,7 @@ impl Store for DynamoStore {
         events: &[StreamResponse],
         message: Option<&InboundMessage>,
     ) -> Result<TaskRecord, StoreError> {
-        let mut rec = record.clone();
-        rec.version = expected_version + 1;
-        let first_seq = rec.last_seq + 1;
-        rec.last_seq += events.len() as u64;
+        let (rec, first_seq) = record.committed(expected_version, events.len());
         let values = HashMap::from([
             (":v".to_owned(), n(expected_version)),
             (":s".to_owned(), n(first_seq - 1)),

@@ -322,9 +322,7 @@ impl Store for EmbeddedStore {
         events: &[StreamResponse],
         message: Option<&InboundMessage>,
     ) -> Result<TaskRecord, StoreError> {
-        let mut rec = record.clone();
-        rec.version = 1;
-        rec.last_seq = events.len().saturating_sub(1) as u64;
+        let rec = record.created(events.len());
         let events = events.to_vec();
         let message = message.cloned();
         let stored = rec.clone();
@@ -352,10 +350,7 @@ impl Store for EmbeddedStore {
         events: &[StreamResponse],
         message: Option<&InboundMessage>,
     ) -> Result<TaskRecord, StoreError> {
-        let mut rec = record.clone();
-        rec.version = expected_version + 1;
-        let first_seq = rec.last_seq + 1;
-        rec.last_seq += events.len() as u64;
+        let (rec, first_seq) = record.committed(expected_version, events.len());
         let events = events.to_vec();
         let message = message.cloned();
         let stored = rec.clone();

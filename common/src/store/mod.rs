@@ -41,6 +41,27 @@ impl TaskRecord {
         self.task.state()
     }
 
+    /// The record as created with `events` (seq 0 onwards): version 1.
+    pub fn created(&self, events: usize) -> TaskRecord {
+        TaskRecord {
+            version: 1,
+            last_seq: events.saturating_sub(1) as u64,
+            ..self.clone()
+        }
+    }
+
+    /// The record as a commit of `events` at `expected_version` stores it, and the seq of
+    /// its first event (right after the last one this record has).
+    pub fn committed(&self, expected_version: u64, events: usize) -> (TaskRecord, u64) {
+        let first_seq = self.last_seq + 1;
+        let rec = TaskRecord {
+            version: expected_version + 1,
+            last_seq: self.last_seq + events as u64,
+            ..self.clone()
+        };
+        (rec, first_seq)
+    }
+
     /// The status timestamp ListTasks orders by, in milliseconds.
     pub fn status_millis(&self) -> i64 {
         self.task
