@@ -8,6 +8,7 @@ pub mod engine;
 pub mod ext;
 pub mod keyed_lock;
 pub mod lambda;
+pub mod models;
 pub mod ops;
 pub mod push;
 pub mod server;

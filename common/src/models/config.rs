@@ -1,0 +1,222 @@
+//! Which models a deployment may use: named models (provider, model id, base URL, the
+//! environment variable holding the API key) from a TOML file, and the default. A model
+//! may also be named inline as `<provider>:<model id>` (`openai:gpt-4o-mini`,
+//! `bedrock:anthropic.claude-3-5-haiku-20241022-v1:0`) or `scripted:<path>`.
+//!
+//! ```toml
+//! default = "gpt"
+//!
+//! [models.gpt]
+//! provider = "openai"                      # openai | anthropic | bedrock | scripted
+//! model = "gpt-4o-mini"
+//! base_url = "https://api.openai.com/v1"   # optional: Ollama, vLLM, LiteLLM...
+//! api_key_env = "OPENAI_API_KEY"           # optional: the variable holding the key
+//! ```
+
+use serde::Deserialize;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Provider {
+    OpenAi,
+    Anthropic,
+    Bedrock,
+    Scripted,
+}
+
+impl Provider {
+    fn parse(s: &str) -> Option<Self> {
+        match s {
+            "openai" => Some(Provider::OpenAi),
+            "anthropic" => Some(Provider::Anthropic),
+            "bedrock" => Some(Provider::Bedrock),
+            "scripted" => Some(Provider::Scripted),
+            _ => None,
+        }
+    }
+
+    /// Where the API key is read from when the configuration names no variable.
+    pub fn default_key_env(self) -> Option<&'static str> {
+        match self {
+            Provider::OpenAi => Some("OPENAI_API_KEY"),
+            Provider::Anthropic => Some("ANTHROPIC_API_KEY"),
+            Provider::Bedrock | Provider::Scripted => None,
+        }
+    }
+}
+
+/// One model a task may use. For `scripted`, `model` is the script's path.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSpec {
+    #[serde(skip)]
+    pub name: String,
+    pub provider: Provider,
+    pub model: String,
+    #[serde(default)]
+    pub base_url: Option<String>,
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+}
+
+impl ModelSpec {
+    /// `<provider>:<model>`: a model named by itself.
+    pub fn inline(s: &str) -> Option<Self> {
+        let (provider, model) = s.split_once(':')?;
+        let provider = Provider::parse(provider)?;
+        (!model.is_empty()).then(|| ModelSpec {
+            name: s.to_owned(),
+            provider,
+            model: model.to_owned(),
+            base_url: None,
+            api_key_env: None,
+        })
+    }
+}
+
+/// The configured models, in file order, and the default.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ModelCatalog {
+    pub models: Vec<ModelSpec>,
+    pub default: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    #[serde(default)]
+    default: Option<String>,
+    #[serde(default)]
+    models: toml::Table,
+}
+
+impl ModelCatalog {
+    pub fn from_toml(source: &str, text: &str) -> Result<Self, String> {
+        let file: File =
+            toml::from_str(text).map_err(|e| format!("model configuration {source}: {e}"))?;
+        let models = file
+            .models
+            .into_iter()
+            .map(|(name, value)| {
+                let mut spec: ModelSpec = value
+                    .try_into()
+                    .map_err(|e| format!("model configuration {source}, model {name}: {e}"))?;
+                spec.name = name;
+                Ok(spec)
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        let catalog = ModelCatalog {
+            models,
+            default: file.default,
+        };
+        if let Some(default) = &catalog.default {
+            catalog
+                .resolve(default)
+                .map_err(|e| format!("model configuration {source}: default: {e}"))?;
+        }
+        Ok(catalog)
+    }
+
+    /// A configured name, or an inline `<provider>:<model>`.
+    pub fn resolve(&self, name: &str) -> Result<ModelSpec, String> {
+        self.models
+            .iter()
+            .find(|m| m.name == name)
+            .cloned()
+            .or_else(|| ModelSpec::inline(name))
+            .ok_or_else(|| {
+                format!(
+                    "unknown model {name:?}; the choices are {}",
+                    self.choices().join(", ")
+                )
+            })
+    }
+
+    /// The names a task may choose, for messages and `/model`.
+    pub fn choices(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.models.iter().map(|m| m.name.clone()).collect();
+        if names.is_empty() {
+            names.push("<provider>:<model>".into());
+        }
+        names
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FILE: &str = r#"
+default = "local"
+
+[models.gpt]
+provider = "openai"
+model = "gpt-4o-mini"
+api_key_env = "MY_OPENAI_KEY"
+
+[models.local]
+provider = "openai"
+model = "llama3.2"
+base_url = "http://localhost:11434/v1"
+
+[models.claude]
+provider = "bedrock"
+model = "anthropic.claude-3-5-haiku-20241022-v1:0"
+"#;
+
+    #[test]
+    fn named_models_are_read_in_file_order_with_their_settings() {
+        let c = ModelCatalog::from_toml("models.toml", FILE).expect("valid");
+        assert_eq!(c.choices(), ["gpt", "local", "claude"]);
+        assert_eq!(c.default.as_deref(), Some("local"));
+        let local = c.resolve("local").expect("configured");
+        assert_eq!(
+            (local.provider, local.base_url.as_deref()),
+            (Provider::OpenAi, Some("http://localhost:11434/v1"))
+        );
+        assert_eq!(
+            c.resolve("gpt").expect("configured").api_key_env.as_deref(),
+            Some("MY_OPENAI_KEY")
+        );
+    }
+
+    #[test]
+    fn inline_models_and_scripts_need_no_file() {
+        let c = ModelCatalog::default();
+        let spec = c
+            .resolve("bedrock:anthropic.claude-3-5-haiku-20241022-v1:0")
+            .expect("inline");
+        assert_eq!(
+            (spec.provider, spec.model.as_str()),
+            (
+                Provider::Bedrock,
+                "anthropic.claude-3-5-haiku-20241022-v1:0"
+            )
+        );
+        assert_eq!(
+            c.resolve("scripted:/tmp/s.json").expect("inline").provider,
+            Provider::Scripted
+        );
+    }
+
+    #[test]
+    fn unknown_names_and_bad_files_are_refused_with_the_reason() {
+        let c = ModelCatalog::from_toml("models.toml", FILE).expect("valid");
+        assert_eq!(
+            c.resolve("gtp").unwrap_err(),
+            "unknown model \"gtp\"; the choices are gpt, local, claude"
+        );
+        let bad_provider = "[models.x]\nprovider = \"acme\"\nmodel = \"m\"\n";
+        assert!(ModelCatalog::from_toml("f", bad_provider)
+            .unwrap_err()
+            .contains("model x"));
+        let bad_default = "default = \"nope\"\n";
+        assert!(ModelCatalog::from_toml("f", bad_default)
+            .unwrap_err()
+            .contains("default"));
+        let typo = "[models.x]\nprovider = \"openai\"\nmodel = \"m\"\nbase_ulr = \"h\"\n";
+        assert!(ModelCatalog::from_toml("f", typo)
+            .unwrap_err()
+            .contains("base_ulr"));
+    }
+}

@@ -1,0 +1,197 @@
+//! Models: the `Model` trait (chat with tools: messages in, text and/or tool calls out,
+//! token usage reported), its providers, and the retry policy every provider shares.
+//! A provider maps its API's failures onto [`ModelError`]: transient ones (429, 5xx,
+//! timeouts) are retried with backoff, permanent ones (401, 400) fail the task with a
+//! message that says what went wrong and never carries a secret.
+
+pub mod anthropic;
+pub mod bedrock;
+pub mod config;
+mod http;
+pub mod openai;
+pub mod retry;
+pub mod scripted;
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// A tool the model may call: its name, what it does, and a JSON Schema of its arguments.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    pub parameters: Value,
+}
+
+/// One call of a tool the model asked for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The provider's id for the call, echoed with its result.
+    pub id: String,
+    pub name: String,
+    pub arguments: Value,
+}
+
+/// One entry of the conversation sent to the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+pub enum ChatMessage {
+    User {
+        text: String,
+    },
+    Assistant {
+        text: Option<String>,
+        tool_calls: Vec<ToolCall>,
+    },
+    /// The result of a tool call; `is_error` when the tool failed or was refused.
+    Tool {
+        call_id: String,
+        name: String,
+        content: String,
+        is_error: bool,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatRequest {
+    /// The provider's model id.
+    pub model: String,
+    pub system: String,
+    pub messages: Vec<ChatMessage>,
+    pub tools: Vec<ToolSpec>,
+    pub max_tokens: u32,
+    /// How many model calls this task has committed before this one (the scripted
+    /// provider answers by it; the others ignore it).
+    pub turn: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+/// What the model answered: text, tool calls, or both.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ChatResponse {
+    pub text: Option<String>,
+    pub tool_calls: Vec<ToolCall>,
+    pub usage: Usage,
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ModelError {
+    /// Worth trying again (rate limits, server errors, timeouts), after `retry_after`
+    /// when the provider said how long.
+    #[error("{message}")]
+    Transient {
+        message: String,
+        retry_after: Option<Duration>,
+    },
+    /// Trying again will not help (bad credentials, a rejected request, no turn left).
+    #[error("{message}")]
+    Permanent { message: String },
+}
+
+impl ModelError {
+    pub fn transient(message: impl Into<String>) -> Self {
+        ModelError::Transient {
+            message: message.into(),
+            retry_after: None,
+        }
+    }
+
+    pub fn permanent(message: impl Into<String>) -> Self {
+        ModelError::Permanent {
+            message: message.into(),
+        }
+    }
+}
+
+#[async_trait]
+pub trait Model: Send + Sync + 'static {
+    async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError>;
+}
+
+/// How long one call to a hosted model may take before it counts as a timeout.
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(120);
+const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
+
+/// The model a spec names, with the shared retry policy around it (requests carry
+/// `spec.model` as `ChatRequest::model`). A missing API key
+/// or an unreadable script is refused here, before any task uses the model.
+pub async fn build(spec: &config::ModelSpec) -> Result<std::sync::Arc<dyn Model>, String> {
+    use config::Provider;
+    use std::sync::Arc;
+    let key_var = spec
+        .api_key_env
+        .clone()
+        .or_else(|| spec.provider.default_key_env().map(str::to_owned));
+    let named = |e: ModelError| format!("model {}: {e}", spec.name);
+    Ok(match spec.provider {
+        Provider::OpenAi => {
+            let base = spec
+                .base_url
+                .clone()
+                .unwrap_or_else(|| OPENAI_BASE_URL.into());
+            // A local OpenAI-compatible server (Ollama, vLLM) usually takes no key.
+            let var =
+                key_var.filter(|v| spec.api_key_env.is_some() || std::env::var_os(v).is_some());
+            Arc::new(retry::Retrying::new(
+                openai::OpenAi::from_env(base, var.as_deref(), CALL_TIMEOUT).map_err(named)?,
+            ))
+        }
+        Provider::Anthropic => {
+            let var = key_var.unwrap_or_else(|| "ANTHROPIC_API_KEY".into());
+            let model = anthropic::Anthropic::from_env(spec.base_url.clone(), &var, CALL_TIMEOUT)
+                .map_err(named)?;
+            Arc::new(retry::Retrying::new(model))
+        }
+        Provider::Bedrock => Arc::new(retry::Retrying::new(bedrock::Bedrock::from_env().await)),
+        Provider::Scripted => {
+            Arc::new(scripted::Scripted::load(std::path::Path::new(&spec.model))?)
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::config::ModelCatalog;
+    use super::*;
+
+    #[tokio::test]
+    async fn a_missing_key_is_refused_when_the_model_is_built_naming_the_variable() {
+        let mut spec = ModelCatalog::default()
+            .resolve("anthropic:claude-x")
+            .expect("inline");
+        spec.api_key_env = Some("HARNESS_TEST_NO_SUCH_KEY".into());
+        let err = build(&spec).await.err().expect("no key");
+        assert!(err.contains("HARNESS_TEST_NO_SUCH_KEY"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn a_local_openai_compatible_server_needs_no_key() {
+        let mut spec = ModelCatalog::default()
+            .resolve("openai:llama3.2")
+            .expect("inline");
+        spec.base_url = Some("http://127.0.0.1:11434/v1".into());
+        if std::env::var_os("OPENAI_API_KEY").is_none() {
+            assert!(build(&spec).await.is_ok());
+        }
+    }
+
+    #[tokio::test]
+    async fn an_unreadable_script_is_refused() {
+        let spec = ModelCatalog::default()
+            .resolve("scripted:/nonexistent/script.json")
+            .expect("inline");
+        assert!(build(&spec)
+            .await
+            .err()
+            .expect("no file")
+            .contains("/nonexistent/script.json"));
+    }
+}

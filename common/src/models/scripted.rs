@@ -1,0 +1,161 @@
+//! The scripted model: deterministic, no network, for tests and offline use. A JSON file
+//! `{"turns": [ ... ]}`; the n-th model call of a task (0-based, counting the calls the
+//! task has already committed: `ChatRequest::turn`) returns `turns[n]`. A turn is
+//! `{"text": "..."}`, `{"tool_calls": [{"name": "...", "arguments": {...}}]}`, or both.
+//! Past the last turn the call fails permanently, with a message saying so.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::{ChatRequest, ChatResponse, Model, ModelError, ToolCall, Usage};
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScriptedCall {
+    name: String,
+    #[serde(default)]
+    arguments: Value,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Turn {
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(default)]
+    tool_calls: Vec<ScriptedCall>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Script {
+    turns: Vec<Turn>,
+}
+
+#[derive(Debug)]
+pub struct Scripted {
+    source: String,
+    turns: Vec<Turn>,
+    calls: AtomicUsize,
+}
+
+impl Scripted {
+    /// Reads a script file; a malformed one is refused with the reason.
+    pub fn load(path: &Path) -> Result<Self, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read the model script {}: {e}", path.display()))?;
+        Self::parse(&path.display().to_string(), &text)
+    }
+
+    pub fn parse(source: &str, json: &str) -> Result<Self, String> {
+        let script: Script =
+            serde_json::from_str(json).map_err(|e| format!("model script {source}: {e}"))?;
+        if let Some(i) = script
+            .turns
+            .iter()
+            .position(|t| t.text.is_none() && t.tool_calls.is_empty())
+        {
+            return Err(format!(
+                "model script {source}: turn {i} has neither text nor tool_calls"
+            ));
+        }
+        Ok(Scripted {
+            source: source.to_owned(),
+            turns: script.turns,
+            calls: AtomicUsize::new(0),
+        })
+    }
+
+    /// How many calls this model has answered (for tests of crash safety).
+    pub fn calls(&self) -> usize {
+        self.calls.load(Ordering::SeqCst)
+    }
+}
+
+#[async_trait]
+impl Model for Scripted {
+    async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        let turn = self.turns.get(request.turn).ok_or_else(|| {
+            ModelError::permanent(format!(
+                "the model script {} has {} turns and turn {} was asked for",
+                self.source,
+                self.turns.len(),
+                request.turn + 1
+            ))
+        })?;
+        Ok(ChatResponse {
+            text: turn.text.clone(),
+            tool_calls: turn
+                .tool_calls
+                .iter()
+                .enumerate()
+                .map(|(i, c)| ToolCall {
+                    id: format!("call-{}-{i}", request.turn),
+                    name: c.name.clone(),
+                    arguments: c.arguments.clone(),
+                })
+                .collect(),
+            usage: Usage::default(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(turn: usize) -> ChatRequest {
+        ChatRequest {
+            model: "scripted".into(),
+            system: String::new(),
+            messages: vec![],
+            tools: vec![],
+            max_tokens: 64,
+            turn,
+        }
+    }
+
+    const SCRIPT: &str = r#"{"turns": [
+        {"tool_calls": [{"name": "lookup", "arguments": {"q": "x"}}]},
+        {"text": "the answer"}
+    ]}"#;
+
+    #[tokio::test]
+    async fn the_nth_call_of_a_task_gets_the_nth_turn() {
+        let m = Scripted::parse("test", SCRIPT).expect("script");
+        let first = m.chat(&request(0)).await.expect("turn 0");
+        assert_eq!(first.tool_calls[0].name, "lookup");
+        assert_eq!(first.tool_calls[0].arguments, serde_json::json!({"q": "x"}));
+        assert_eq!(
+            m.chat(&request(1)).await.expect("turn 1").text.as_deref(),
+            Some("the answer")
+        );
+        assert_eq!(m.calls(), 2);
+    }
+
+    #[tokio::test]
+    async fn past_the_last_turn_the_call_fails_with_a_clear_message() {
+        let m = Scripted::parse("test", SCRIPT).expect("script");
+        let err = m.chat(&request(2)).await.expect_err("no third turn");
+        assert_eq!(
+            err,
+            ModelError::permanent("the model script test has 2 turns and turn 3 was asked for")
+        );
+    }
+
+    #[test]
+    fn malformed_scripts_are_refused_with_the_reason() {
+        assert!(Scripted::parse("t", r#"{"turns": [{}]}"#)
+            .unwrap_err()
+            .contains("neither text nor tool_calls"));
+        assert!(Scripted::parse("t", r#"{"turns": [{"txt": "x"}]}"#)
+            .unwrap_err()
+            .contains("unknown field"));
+        assert!(Scripted::parse("t", "[]").is_err());
+    }
+}
