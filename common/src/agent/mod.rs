@@ -2,6 +2,8 @@
 //! works on a task through its [`TaskRun`], ending terminal or waiting for input.
 
 pub mod conformance;
+pub mod context;
+pub mod tools;
 
 use async_trait::async_trait;
 
