@@ -9,7 +9,9 @@
 //! | `HARNESS_STATE_DIR` | `.harness` | directory of the embedded store |
 //! | `HARNESS_PUBLIC_URL` | the request's host | URL of the HTTP+JSON interface |
 //! | `HARNESS_JSONRPC_URL` | `HARNESS_PUBLIC_URL` | URL of the JSON-RPC interface |
-//! | `HARNESS_AGENT` | `conformance` | the agent that runs tasks |
+//! | `HARNESS_AGENT` | `conformance` | the agent that runs tasks: `conformance` or `llm` |
+//! | `HARNESS_MODEL` | the models file's default | the LLM agent's model: a name, `<provider>:<model>` or `scripted:<path>` |
+//! | `HARNESS_MODELS` | none | the models file (TOML) |
 //! | `HARNESS_REST_CONTENT_TYPE` | `json` | `json` or `a2a+json` |
 //! | `HARNESS_REQUIRED_EXTENSIONS` | none | card extensions marked required (comma-separated) |
 //! | `HARNESS_PUSH_ALLOW_PRIVATE_URLS` | `false` | webhooks on private addresses |
@@ -22,6 +24,7 @@ use std::time::Duration;
 
 use crate::agent::{self, AgentKind};
 use crate::config::Config;
+use crate::models::config::ModelCatalog;
 use crate::ops::Harness;
 use crate::server::{self, Endpoint};
 use crate::store::{DynamoStore, EmbeddedStore, Store};
@@ -94,12 +97,13 @@ pub async fn store_from_env() -> Result<Arc<dyn Store>, Error> {
 /// Everything a function needs, from the environment.
 pub async fn harness_from_env() -> Result<Arc<Harness>, Error> {
     let config = config_from_env()?;
-    let agent: AgentKind = parse("HARNESS_AGENT", AgentKind::Conformance)?;
-    Ok(Harness::new(
-        store_from_env().await?,
-        agent::build(agent),
-        config,
-    )?)
+    let kind: AgentKind = parse("HARNESS_AGENT", AgentKind::Conformance)?;
+    let catalog = match var("HARNESS_MODELS") {
+        Some(path) => ModelCatalog::load(std::path::Path::new(&path))?,
+        None => ModelCatalog::default(),
+    };
+    let agent = agent::build(kind, var("HARNESS_MODEL").as_deref(), &catalog).await?;
+    Ok(Harness::new(store_from_env().await?, agent, config)?)
 }
 
 /// Serves `endpoint` under the Lambda runtime: JSON logs without timestamps (CloudWatch

@@ -146,12 +146,7 @@ async fn each_operation_stays_within_its_dynamodb_request_budget() {
     let table = support::fresh_table(&client).await;
     recorder.take();
     let store = Arc::new(DynamoStore::new(client, table));
-    let h = Harness::new(
-        store,
-        common::agent::build(common::agent::AgentKind::Conformance),
-        Default::default(),
-    )
-    .expect("harness");
+    let h = Harness::new(store, common::agent::conformance(), Default::default()).expect("harness");
 
     let mut rows = Vec::new();
     let done = run(&h, send("tck-complete-task", "")).await;

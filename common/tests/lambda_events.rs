@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Bytes;
-use common::agent::{self, AgentKind};
+use common::agent;
 use common::config::Config;
 use common::ops::{Harness, Operation};
 use common::server::{router, Endpoint};
@@ -73,12 +73,8 @@ impl Deployment {
             rate_limit_per_minute: 0,
             ..config
         };
-        let harness = Harness::new(
-            Arc::new(store),
-            agent::build(AgentKind::Conformance),
-            config,
-        )
-        .expect("build the harness");
+        let harness =
+            Harness::new(Arc::new(store), agent::conformance(), config).expect("build the harness");
         Deployment { harness, dir }
     }
 

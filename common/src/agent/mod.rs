@@ -3,6 +3,7 @@
 
 pub mod conformance;
 pub mod context;
+pub mod llm;
 pub mod tools;
 
 use async_trait::async_trait;
@@ -26,6 +27,8 @@ pub trait Agent: Send + Sync + 'static {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AgentKind {
     Conformance,
+    /// The LLM agent, with the model named by `--model` / `HARNESS_MODEL`.
+    Llm,
 }
 
 impl std::str::FromStr for AgentKind {
@@ -34,13 +37,38 @@ impl std::str::FromStr for AgentKind {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "conformance" => Ok(AgentKind::Conformance),
-            other => Err(format!("unknown agent {other:?} (known: conformance)")),
+            "llm" => Ok(AgentKind::Llm),
+            other => Err(format!("unknown agent {other:?} (known: conformance, llm)")),
         }
     }
 }
 
-pub fn build(kind: AgentKind) -> std::sync::Arc<dyn Agent> {
+/// The conformance agent, which needs no configuration.
+pub fn conformance() -> std::sync::Arc<dyn Agent> {
+    std::sync::Arc::new(conformance::ConformanceAgent)
+}
+
+/// The agent `kind`, with the model `model` (a name from `catalog`, `<provider>:<model>`
+/// or `scripted:<path>`) for the LLM agent, which needs one.
+pub async fn build(
+    kind: AgentKind,
+    model: Option<&str>,
+    catalog: &crate::models::config::ModelCatalog,
+) -> Result<std::sync::Arc<dyn Agent>, String> {
     match kind {
-        AgentKind::Conformance => std::sync::Arc::new(conformance::ConformanceAgent),
+        AgentKind::Conformance => Ok(self::conformance()),
+        AgentKind::Llm => {
+            let name = model
+                .or(catalog.default.as_deref())
+                .ok_or("the llm agent needs a model: set --model / HARNESS_MODEL, or a default in the models file")?;
+            let spec = catalog.resolve(name)?;
+            let model = crate::models::build(&spec).await?;
+            Ok(std::sync::Arc::new(llm::LlmAgent::new(
+                model,
+                spec.model.clone(),
+                tools::ToolRegistry::builtin(),
+                context::SystemPrompt::default(),
+            )))
+        }
     }
 }

@@ -35,6 +35,22 @@ impl TaskRun {
         }
     }
 
+    pub fn record(&self) -> &TaskRecord {
+        &self.record
+    }
+
+    /// Commits a change to the agent's state (a checkpoint), with no event.
+    pub async fn update_agent(
+        &mut self,
+        change: impl Fn(&mut crate::agent::llm::AgentState),
+    ) -> Result<(), RunError> {
+        self.apply(|rec| {
+            change(&mut rec.agent);
+            Vec::new()
+        })
+        .await
+    }
+
     pub fn agent_message(&self, text: &str) -> Message {
         transition::agent_message(&self.record.task, vec![crate::a2a::Part::text(text)])
     }

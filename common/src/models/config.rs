@@ -117,6 +117,13 @@ impl ModelCatalog {
         Ok(catalog)
     }
 
+    /// Reads a models file.
+    pub fn load(path: &std::path::Path) -> Result<Self, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read the models file {}: {e}", path.display()))?;
+        Self::from_toml(&path.display().to_string(), &text)
+    }
+
     /// A configured name, or an inline `<provider>:<model>`.
     pub fn resolve(&self, name: &str) -> Result<ModelSpec, String> {
         self.models

@@ -30,6 +30,8 @@ pub struct TaskRecord {
     /// Whether push configs were ever created for the task, so tasks without any cost
     /// no lookup per event.
     pub push: bool,
+    /// What the LLM agent has committed for the task: its conversation and model calls.
+    pub agent: crate::agent::llm::AgentState,
 }
 
 impl TaskRecord {

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use clap::Parser;
 use common::agent::AgentKind;
 use common::config::{Config, RestContentType};
+use common::models::config::ModelCatalog;
 use common::ops::Harness;
 use common::store::EmbeddedStore;
 
@@ -23,9 +24,16 @@ struct Args {
     /// URL clients reach the server at (default: http://<listen>).
     #[arg(long, env = "HARNESS_PUBLIC_URL")]
     public_url: Option<String>,
-    /// The agent that runs tasks.
+    /// The agent that runs tasks: conformance or llm.
     #[arg(long, env = "HARNESS_AGENT", default_value = "conformance")]
     agent: AgentKind,
+    /// The LLM agent's model: a name from the models file, <provider>:<model>, or
+    /// scripted:<path>.
+    #[arg(long, env = "HARNESS_MODEL")]
+    model: Option<String>,
+    /// The models file (TOML): named models and the default.
+    #[arg(long, env = "HARNESS_MODELS")]
+    models: Option<PathBuf>,
     /// Largest request body in bytes.
     #[arg(long, env = "HARNESS_MAX_BODY_BYTES", default_value_t = 1024 * 1024)]
     max_body_bytes: usize,
@@ -63,8 +71,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         push_allow_private_urls: args.push_allow_private_urls,
         ..Config::default()
     };
+    // A bad model setting stops start-up before anything is written.
+    let catalog = match &args.models {
+        Some(path) => ModelCatalog::load(path)?,
+        None => ModelCatalog::default(),
+    };
+    let agent = common::agent::build(args.agent, args.model.as_deref(), &catalog).await?;
     let store = Arc::new(EmbeddedStore::open(&args.state_dir)?);
-    let harness = Harness::new(store, common::agent::build(args.agent), config)?;
+    let harness = Harness::new(store, agent, config)?;
     println!(
         "harness-local serving {} (agent card: {}/.well-known/agent-card.json, state: {})",
         harness.config.public_url,

@@ -1,0 +1,180 @@
+//! The LLM agent: drives a task with a model and tools, checkpointing in the task record
+//! after every model call and every tool result, so a run that stops (a crash, a deadline)
+//! resumes where it was and never repeats a committed model call.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use super::context::{untrusted, SystemPrompt};
+use super::tools::ToolRegistry;
+use super::Agent;
+use crate::a2a::{Artifact, Message, Part, Role, TaskState};
+use crate::engine::transition::new_id;
+use crate::engine::{RunError, TaskRun};
+use crate::models::{ChatMessage, ChatRequest, Model, ToolCall};
+
+/// Most model calls one task may make.
+pub const MAX_MODEL_CALLS: usize = 50;
+const MAX_TOKENS: u32 = 4096;
+
+/// The agent's part of a task record.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AgentState {
+    /// Every message the model has seen or produced, in order.
+    pub conversation: Vec<ChatMessage>,
+    /// Model calls committed so far (the scripted model answers by this count).
+    pub model_calls: usize,
+    /// Ids of the client messages already taken into the conversation.
+    pub inputs: Vec<String>,
+}
+
+impl AgentState {
+    /// Tool calls of the last model answer that have no committed result yet.
+    fn pending_calls(&self) -> Vec<ToolCall> {
+        let Some(i) = self
+            .conversation
+            .iter()
+            .rposition(|m| matches!(m, ChatMessage::Assistant { .. }))
+        else {
+            return Vec::new();
+        };
+        let ChatMessage::Assistant { tool_calls, .. } = &self.conversation[i] else {
+            return Vec::new();
+        };
+        let answered: Vec<&str> = self.conversation[i + 1..]
+            .iter()
+            .filter_map(|m| match m {
+                ChatMessage::Tool { call_id, .. } => Some(call_id.as_str()),
+                _ => None,
+            })
+            .collect();
+        tool_calls
+            .iter()
+            .filter(|c| !answered.contains(&c.id.as_str()))
+            .cloned()
+            .collect()
+    }
+}
+
+pub struct LlmAgent {
+    model: Arc<dyn Model>,
+    model_id: String,
+    tools: ToolRegistry,
+    prompt: SystemPrompt,
+}
+
+impl LlmAgent {
+    pub fn new(
+        model: Arc<dyn Model>,
+        model_id: impl Into<String>,
+        tools: ToolRegistry,
+        prompt: SystemPrompt,
+    ) -> Self {
+        LlmAgent {
+            model,
+            model_id: model_id.into(),
+            tools,
+            prompt,
+        }
+    }
+
+    async fn fail(run: &mut TaskRun, why: &str) -> Result<(), RunError> {
+        let msg = run.agent_message(why);
+        run.set_status(TaskState::Failed, Some(msg)).await
+    }
+}
+
+/// A client message as the model sees it: a human's text as it is, an agent's inside an
+/// untrusted block.
+fn input_text(m: &Message) -> String {
+    let text: String = m
+        .parts
+        .iter()
+        .map(|p| match (&p.text, &p.data) {
+            (Some(t), _) => t.clone(),
+            (None, Some(d)) => d.to_string(),
+            _ => String::new(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    if m.role == Role::Agent {
+        untrusted("agent", &text)
+    } else {
+        text
+    }
+}
+
+#[async_trait]
+impl Agent for LlmAgent {
+    async fn run(&self, run: &mut TaskRun, input: &Message) -> Result<(), RunError> {
+        if !run.record().agent.inputs.contains(&input.message_id) {
+            let (id, text) = (input.message_id.clone(), input_text(input));
+            run.update_agent(|a| {
+                a.inputs.push(id.clone());
+                a.conversation
+                    .push(ChatMessage::User { text: text.clone() });
+            })
+            .await?;
+        }
+        if run.record().state() != TaskState::Working {
+            run.set_status(TaskState::Working, None).await?;
+        }
+        loop {
+            for call in run.record().agent.pending_calls() {
+                let outcome = self.tools.call(&call).await;
+                let result = ChatMessage::Tool {
+                    call_id: call.id.clone(),
+                    name: call.name.clone(),
+                    content: untrusted("tool", &outcome.content),
+                    is_error: outcome.is_error,
+                };
+                run.update_agent(|a| a.conversation.push(result.clone()))
+                    .await?;
+            }
+            let state = &run.record().agent;
+            if state.model_calls >= MAX_MODEL_CALLS {
+                return Self::fail(
+                    run,
+                    &format!("The task used its {MAX_MODEL_CALLS} model calls without finishing."),
+                )
+                .await;
+            }
+            let request = ChatRequest {
+                model: self.model_id.clone(),
+                system: self.prompt.render(),
+                messages: state.conversation.clone(),
+                tools: self.tools.specs(),
+                max_tokens: MAX_TOKENS,
+                turn: state.model_calls,
+            };
+            let answer = match self.model.chat(&request).await {
+                Ok(a) => a,
+                Err(e) => return Self::fail(run, &format!("The model call failed: {e}")).await,
+            };
+            let said = ChatMessage::Assistant {
+                text: answer.text.clone(),
+                tool_calls: answer.tool_calls.clone(),
+            };
+            run.update_agent(|a| {
+                a.conversation.push(said.clone());
+                a.model_calls += 1;
+            })
+            .await?;
+            if answer.tool_calls.is_empty() {
+                let text = answer.text.unwrap_or_default();
+                let artifact = Artifact {
+                    artifact_id: new_id(),
+                    name: "answer".into(),
+                    parts: vec![Part::text(text.clone())],
+                    ..Default::default()
+                };
+                run.add_artifact(artifact, false, true).await?;
+                let msg = run.agent_message(&text);
+                return run.set_status(TaskState::Completed, Some(msg)).await;
+            }
+        }
+    }
+}

@@ -1,0 +1,213 @@
+//! The LLM agent driving tasks with the scripted model, in process over the embedded
+//! store: tool calls, the untrusted framing of their results, checkpoints.
+
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use common::a2a::{Message, Part, Role, SendMessageRequest, TaskState};
+use common::agent::context::SystemPrompt;
+use common::agent::llm::LlmAgent;
+use common::agent::tools::ToolRegistry;
+use common::models::scripted::Scripted;
+use common::models::{ChatMessage, ChatRequest, ChatResponse, Model, ModelError};
+use common::ops::{execute, Answer, Call, Harness};
+use common::store::{EmbeddedStore, Store};
+use serde_json::Value;
+
+/// Records every request and passes it to the scripted model.
+struct Recording {
+    inner: Scripted,
+    requests: Mutex<Vec<ChatRequest>>,
+}
+
+#[async_trait]
+impl Model for Recording {
+    async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
+        self.requests
+            .lock()
+            .expect("requests")
+            .push(request.clone());
+        self.inner.chat(request).await
+    }
+}
+
+const TOOL_THEN_ANSWER: &str = r#"{"turns": [
+    {"tool_calls": [{"name": "current_time", "arguments": {}}]},
+    {"text": "It is late."}
+]}"#;
+
+fn setup(
+    script: &str,
+) -> (
+    Arc<Harness>,
+    Arc<Recording>,
+    Arc<dyn Store>,
+    std::path::PathBuf,
+) {
+    let dir = std::env::temp_dir().join(format!(
+        "harness-llm-{}",
+        common::engine::transition::new_id()
+    ));
+    let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(&dir).expect("store"));
+    let model = Arc::new(Recording {
+        inner: Scripted::parse("test", script).expect("script"),
+        requests: Mutex::new(vec![]),
+    });
+    let agent = LlmAgent::new(
+        model.clone(),
+        "scripted",
+        ToolRegistry::builtin(),
+        SystemPrompt::default(),
+    );
+    let h = Harness::new(store.clone(), Arc::new(agent), Default::default()).expect("harness");
+    (h, model, store, dir)
+}
+
+async fn send(h: &Harness, text: &str) -> Value {
+    let message = Message {
+        message_id: common::engine::transition::new_id(),
+        role: Role::User,
+        parts: vec![Part::text(text)],
+        ..Default::default()
+    };
+    match execute(
+        h,
+        Call::SendMessage(SendMessageRequest {
+            message: Some(message),
+            ..Default::default()
+        }),
+    )
+    .await
+    {
+        Ok(Answer::Json(v)) => v,
+        other => panic!("unexpected answer: {:?}", other.err()),
+    }
+}
+
+#[tokio::test]
+async fn a_tool_call_then_an_answer_completes_the_task_with_the_answer() {
+    let (h, model, _store, dir) = setup(TOOL_THEN_ANSWER);
+    let answer = send(&h, "What time is it?").await;
+    let task = &answer["task"];
+    assert_eq!(
+        task["status"]["state"],
+        TaskState::Completed.as_str(),
+        "{answer}"
+    );
+    assert_eq!(task["status"]["message"]["parts"][0]["text"], "It is late.");
+    assert_eq!(task["artifacts"][0]["parts"][0]["text"], "It is late.");
+
+    let requests = model.requests.lock().expect("requests");
+    assert_eq!(requests.len(), 2);
+    assert_eq!(
+        requests[0].messages,
+        vec![ChatMessage::User {
+            text: "What time is it?".into()
+        }]
+    );
+    assert!(requests[0].tools.iter().any(|t| t.name == "current_time"));
+    let ChatMessage::Tool {
+        content, is_error, ..
+    } = &requests[1].messages[2]
+    else {
+        panic!(
+            "the second input ends with the tool result: {:?}",
+            requests[1].messages
+        )
+    };
+    assert!(!is_error);
+    assert!(
+        content.starts_with("<untrusted source=\"tool\">\n"),
+        "{content}"
+    );
+    assert!(content.ends_with("\n</untrusted>"), "{content}");
+    assert_eq!(
+        requests[0].system, requests[1].system,
+        "the static prefix is identical across turns"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test]
+async fn a_model_that_runs_out_of_turns_fails_the_task_saying_why() {
+    let (h, _model, _store, dir) =
+        setup(r#"{"turns": [{"tool_calls": [{"name": "current_time", "arguments": {}}]}]}"#);
+    let answer = send(&h, "What time is it?").await;
+    assert_eq!(
+        answer["task"]["status"]["state"],
+        TaskState::Failed.as_str()
+    );
+    let why = answer["task"]["status"]["message"]["parts"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        why.contains("has 1 turns and turn 2 was asked for"),
+        "{why}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test]
+async fn an_unknown_tool_comes_back_to_the_model_as_an_error_result() {
+    let script = r#"{"turns": [
+        {"tool_calls": [{"name": "rm_rf", "arguments": {}}]},
+        {"text": "I cannot do that."}
+    ]}"#;
+    let (h, model, _store, dir) = setup(script);
+    let answer = send(&h, "Delete everything").await;
+    assert_eq!(
+        answer["task"]["status"]["state"],
+        TaskState::Completed.as_str()
+    );
+    let requests = model.requests.lock().expect("requests");
+    let ChatMessage::Tool {
+        content, is_error, ..
+    } = &requests[1].messages[2]
+    else {
+        panic!("a tool result")
+    };
+    assert!(*is_error && content.contains("[unknown_tool]"), "{content}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A run that stopped after its first model call was committed (the tool call is in the
+/// checkpoint, its result is not) resumes from the checkpoint: the tool runs, and the
+/// model is asked only for the next turn, never again for the committed one.
+#[tokio::test]
+async fn a_resumed_run_never_repeats_a_committed_model_call() {
+    let (h, model, store, dir) = setup(TOOL_THEN_ANSWER);
+    let waiting = send(&h, "tck-ignored").await; // a first run: completes with 2 calls
+    let id = waiting["task"]["id"].as_str().expect("id").to_owned();
+    let mut rec = store.load_task(&id).await.expect("load").expect("task");
+    // Rewind to the checkpoint after the first model call, as a crash would leave it.
+    let version = rec.version;
+    rec.agent.conversation.truncate(2);
+    rec.agent.model_calls = 1;
+    let mut next = rec.clone();
+    common::engine::transition::set_status(&mut next, TaskState::Working, None, None);
+    next.task.artifacts.clear();
+    store
+        .commit(&next, version, &[], None)
+        .await
+        .expect("rewind");
+    assert!(
+        matches!(&next.agent.conversation[1], ChatMessage::Assistant { tool_calls, .. } if tool_calls.len() == 1)
+    );
+    let before = model.requests.lock().expect("requests").len();
+
+    let input = next.task.history[0].clone();
+    h.engine
+        .start(id.clone(), input)
+        .await
+        .expect("resumed run");
+
+    let turns: Vec<usize> = model.requests.lock().expect("requests")[before..]
+        .iter()
+        .map(|r| r.turn)
+        .collect();
+    assert_eq!(turns, [1], "only the next turn was asked for");
+    let done = store.load_task(&id).await.expect("load").expect("task");
+    assert_eq!(done.state(), TaskState::Completed);
+    assert_eq!(done.agent.model_calls, 2);
+    let _ = std::fs::remove_dir_all(dir);
+}
