@@ -50,3 +50,66 @@ fn the_llm_agent_without_a_model_refuses_to_start_and_says_why() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("needs a model"), "{stderr}");
 }
+
+/// The server is killed while the model works on turn 1, after turn 0 (a tool call) and
+/// the tool's result were committed. On restart the task carries on from that checkpoint:
+/// turn 0 is never asked for again, and the task completes with the answer.
+#[tokio::test]
+async fn a_crash_after_a_committed_model_call_resumes_without_calling_the_model_again() {
+    let log = std::env::temp_dir().join(format!("{}.log", unique("harness-calls")));
+    let path = script(json!([
+        {"tool_calls": [{"name": "current_time", "arguments": {}}]},
+        {"text": "Finished after the restart.", "delay_ms": 1500}
+    ]));
+    // The script names its call log, so calls are counted across processes.
+    let mut body: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("script")).expect("json");
+    body["call_log"] = json!(log);
+    std::fs::write(&path, body.to_string()).expect("write script");
+    let model = format!("scripted:{}", path.display());
+    let mut s = Server::start_with(&["--agent", "llm", "--model", &model]).await;
+
+    let message = user_message(&unique("m"), "What time is it?");
+    let accepted = s
+        .rpc_ok(
+            "SendMessage",
+            json!({"message": message, "configuration": {"returnImmediately": true}}),
+        )
+        .await;
+    let id = accepted["task"]["id"].as_str().expect("task id").to_owned();
+    // Turn 1 has started once the log shows it: turn 0 and the tool result are committed.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains("turn 1")
+    {
+        assert!(std::time::Instant::now() < deadline, "turn 1 never started");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    s.restart().await; // SIGKILL, then the same state directory
+
+    let done = s
+        .wait_for_state(
+            &id,
+            "TASK_STATE_COMPLETED",
+            std::time::Duration::from_secs(15),
+        )
+        .await;
+    assert_eq!(
+        done["status"]["message"]["parts"][0]["text"],
+        "Finished after the restart."
+    );
+    let calls = std::fs::read_to_string(&log).expect("call log");
+    assert_eq!(
+        calls.matches("turn 0").count(),
+        1,
+        "the committed call was not repeated: {calls}"
+    );
+    assert_eq!(
+        calls.matches("turn 1").count(),
+        2,
+        "the interrupted call ran again: {calls}"
+    );
+    let _ = std::fs::remove_file(path);
+    let _ = std::fs::remove_file(log);
+}

@@ -1,5 +1,5 @@
 //! Durability: tasks, their event logs and the seen messageIds survive a SIGKILL of the
-//! server and a restart on the same state directory.
+//! server and a restart on the same state directory, and runs cut off by the kill carry on.
 
 use harness_e2e::*;
 use reqwest::Method;
@@ -181,4 +181,27 @@ async fn dropping_the_fixture_kills_the_server_and_removes_its_state() {
         .send()
         .await;
     assert!(refused.is_err(), "the server is gone");
+}
+
+/// The conformance agent's slow task, cut off by a kill, completes after the restart.
+#[tokio::test]
+async fn a_task_working_when_the_server_was_killed_completes_after_the_restart() {
+    let mut s = Server::start().await;
+    let accepted = s
+        .rpc_ok(
+            "SendMessage",
+            json!({"message": user_message(&unique("test-resubscribe-message-id"), "hi"),
+                   "configuration": {"returnImmediately": true}}),
+        )
+        .await;
+    let id = accepted["task"]["id"].as_str().expect("task id").to_owned();
+    s.wait_for_state(&id, "TASK_STATE_WORKING", std::time::Duration::from_secs(5))
+        .await;
+    s.restart().await;
+    s.wait_for_state(
+        &id,
+        "TASK_STATE_COMPLETED",
+        std::time::Duration::from_secs(15),
+    )
+    .await;
 }

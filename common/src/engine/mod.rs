@@ -50,6 +50,27 @@ impl Engine {
         tokio::spawn(async move { engine.drive(&task_id, &input).await })
     }
 
+    /// Drives again a task whose run was cut off (a crash, a restart) while it was
+    /// SUBMITTED or WORKING, with the last client message as input; the agent carries on
+    /// from its checkpoint. Other tasks are left alone.
+    pub async fn resume(
+        self: &Arc<Self>,
+        task_id: &str,
+    ) -> Result<Option<JoinHandle<()>>, RunError> {
+        let record = self.store.load_task(task_id).await?.ok_or(RunError::Gone)?;
+        if !matches!(record.state(), TaskState::Submitted | TaskState::Working) {
+            return Ok(None);
+        }
+        let input = record
+            .task
+            .history
+            .iter()
+            .rev()
+            .find(|m| m.role == crate::a2a::Role::User)
+            .cloned();
+        Ok(input.map(|input| self.start(task_id.to_owned(), input)))
+    }
+
     #[tracing::instrument(skip(self, input), fields(message_id = %input.message_id))]
     async fn drive(&self, task_id: &str, input: &Message) {
         let result = self

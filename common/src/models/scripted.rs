@@ -28,18 +28,25 @@ struct Turn {
     text: Option<String>,
     #[serde(default)]
     tool_calls: Vec<ScriptedCall>,
+    /// How long the call takes, to stand for a slow model (and let tests interrupt it).
+    #[serde(default)]
+    delay_ms: u64,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Script {
     turns: Vec<Turn>,
+    /// A file each call appends `turn <n>` to, so calls can be counted across restarts.
+    #[serde(default)]
+    call_log: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug)]
 pub struct Scripted {
     source: String,
     turns: Vec<Turn>,
+    call_log: Option<std::path::PathBuf>,
     calls: AtomicUsize,
 }
 
@@ -66,6 +73,7 @@ impl Scripted {
         Ok(Scripted {
             source: source.to_owned(),
             turns: script.turns,
+            call_log: script.call_log,
             calls: AtomicUsize::new(0),
         })
     }
@@ -80,6 +88,21 @@ impl Scripted {
 impl Model for Scripted {
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
         self.calls.fetch_add(1, Ordering::SeqCst);
+        if let Some(log) = &self.call_log {
+            use std::io::Write;
+            let line = format!("turn {}\n", request.turn);
+            let appended = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(log)
+                .and_then(|mut f| f.write_all(line.as_bytes()).and_then(|()| f.sync_all()));
+            if let Err(e) = appended {
+                return Err(ModelError::permanent(format!(
+                    "cannot write the call log {}: {e}",
+                    log.display()
+                )));
+            }
+        }
         let turn = self.turns.get(request.turn).ok_or_else(|| {
             ModelError::permanent(format!(
                 "the model script {} has {} turns and turn {} was asked for",
@@ -88,6 +111,9 @@ impl Model for Scripted {
                 request.turn + 1
             ))
         })?;
+        if turn.delay_ms > 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(turn.delay_ms)).await;
+        }
         Ok(ChatResponse {
             text: turn.text.clone(),
             tool_calls: turn

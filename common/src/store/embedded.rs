@@ -314,6 +314,27 @@ fn write_task(conn: &Connection, rec: &TaskRecord, insert: bool) -> Result<usize
     stmt.execute(values.as_slice()).map_err(backend)
 }
 
+impl EmbeddedStore {
+    /// Tasks left SUBMITTED or WORKING, whose runs a restart must resume (the local
+    /// server's start-up sweep).
+    pub async fn unfinished_tasks(&self) -> Result<Vec<String>, StoreError> {
+        let states = [
+            crate::a2a::TaskState::Submitted.number(),
+            crate::a2a::TaskState::Working.number(),
+        ];
+        self.read(move |conn| {
+            let mut stmt = conn
+                .prepare("SELECT id FROM tasks WHERE state IN (?1, ?2) ORDER BY status_ms")
+                .map_err(backend)?;
+            let rows = stmt
+                .query_map(params![states[0], states[1]], |r| r.get::<_, String>(0))
+                .map_err(backend)?;
+            rows.map(|r| r.map_err(backend)).collect()
+        })
+        .await
+    }
+}
+
 #[async_trait]
 impl Store for EmbeddedStore {
     async fn create_task(

@@ -78,7 +78,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let agent = common::agent::build(args.agent, args.model.as_deref(), &catalog).await?;
     let store = Arc::new(EmbeddedStore::open(&args.state_dir)?);
+    let unfinished = store.unfinished_tasks().await?;
     let harness = Harness::new(store, agent, config)?;
+    // Runs cut off by the last stop carry on from their checkpoints.
+    for id in unfinished {
+        if let Err(e) = harness.engine.resume(&id).await {
+            tracing::warn!(task_id = %id, error = %e, "could not resume a task");
+        }
+    }
     println!(
         "harness-local serving {} (agent card: {}/.well-known/agent-card.json, state: {})",
         harness.config.public_url,
