@@ -1,6 +1,7 @@
-//! harness-local with the LLM agent on the scripted model: a task whose model calls a
+//! harness-local with the LLM agent: on the scripted model, a task whose model calls a
 //! tool and then answers completes over HTTP with the answer as status message and
-//! artifact; a bad model setting stops the server at start-up with the reason.
+//! artifact; with no model, the offline model answers; a bad model setting stops the
+//! server at start-up with the reason; a crash never repeats a committed model call.
 
 use harness_e2e::{unique, user_message, Server};
 use serde_json::json;
@@ -38,17 +39,43 @@ async fn a_tool_call_then_an_answer_completes_the_task_over_http() {
     let _ = std::fs::remove_file(path);
 }
 
+#[tokio::test]
+async fn without_a_model_the_default_agent_answers_from_the_offline_model() {
+    let s = Server::start_with(&["--agent", "llm"]).await;
+    let result = s
+        .rpc_ok(
+            "SendMessage",
+            json!({"message": user_message(&unique("m"), "Plan my week")}),
+        )
+        .await;
+    let task = &result["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{result}");
+    let text = task["status"]["message"]["parts"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        text.contains("offline model") && text.contains("Plan my week"),
+        "{text}"
+    );
+}
+
 #[test]
-fn the_llm_agent_without_a_model_refuses_to_start_and_says_why() {
+fn an_unknown_model_stops_the_server_at_start_up_with_the_choices() {
     let out = std::process::Command::new(harness_e2e::server_binary())
-        .args(["--listen", "127.0.0.1:0", "--agent", "llm"])
-        .env_remove("HARNESS_MODEL")
+        .args([
+            "--listen",
+            "127.0.0.1:0",
+            "--agent",
+            "llm",
+            "--model",
+            "gtp-5",
+        ])
         .env_remove("HARNESS_MODELS")
         .output()
         .expect("run harness-local");
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("needs a model"), "{stderr}");
+    assert!(stderr.contains("unknown model \"gtp-5\""), "{stderr}");
 }
 
 /// The server is killed while the model works on turn 1, after turn 0 (a tool call) and

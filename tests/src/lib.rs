@@ -99,6 +99,10 @@ impl Server {
         {
             args.extend(["--rate-limit-per-minute".to_owned(), "0".to_owned()]);
         }
+        // These tests drive the conformance agent unless they name another.
+        if !extra.contains(&"--agent") {
+            args.extend(["--agent".to_owned(), "conformance".to_owned()]);
+        }
         args.extend(extra.iter().map(|s| s.to_string()));
         let mut server = Server {
             child: None,

@@ -58,14 +58,26 @@ pub async fn build(
     match kind {
         AgentKind::Conformance => Ok(self::conformance()),
         AgentKind::Llm => {
-            let name = model
-                .or(catalog.default.as_deref())
-                .ok_or("the llm agent needs a model: set --model / HARNESS_MODEL, or a default in the models file")?;
-            let spec = catalog.resolve(name)?;
-            let model = crate::models::build(&spec).await?;
+            let (model, model_id): (std::sync::Arc<dyn crate::models::Model>, String) =
+                match model.or(catalog.default.as_deref()) {
+                    Some(name) => {
+                        let spec = catalog.resolve(name)?;
+                        (crate::models::build(&spec).await?, spec.model)
+                    }
+                    None => {
+                        tracing::warn!(
+                            "no model configured: the LLM agent runs on the built-in offline model \
+                             (set --model / HARNESS_MODEL)"
+                        );
+                        (
+                            std::sync::Arc::new(crate::models::offline::Offline),
+                            crate::models::offline::NAME.into(),
+                        )
+                    }
+                };
             Ok(std::sync::Arc::new(llm::LlmAgent::new(
                 model,
-                spec.model.clone(),
+                model_id,
                 tools::ToolRegistry::builtin(),
                 context::SystemPrompt::default(),
             )))

@@ -8,6 +8,7 @@ pub mod anthropic;
 pub mod bedrock;
 pub mod config;
 mod http;
+pub mod offline;
 pub mod openai;
 pub mod retry;
 pub mod scripted;

@@ -24,8 +24,8 @@ struct Args {
     /// URL clients reach the server at (default: http://<listen>).
     #[arg(long, env = "HARNESS_PUBLIC_URL")]
     public_url: Option<String>,
-    /// The agent that runs tasks: conformance or llm.
-    #[arg(long, env = "HARNESS_AGENT", default_value = "conformance")]
+    /// The agent that runs tasks: llm, or conformance (the A2A TCK's test agent).
+    #[arg(long, env = "HARNESS_AGENT", default_value = "llm")]
     agent: AgentKind,
     /// The LLM agent's model: a name from the models file, <provider>:<model>, or
     /// scripted:<path>.
@@ -52,7 +52,17 @@ struct Args {
 }
 
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+async fn main() -> std::process::ExitCode {
+    match run().await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("harness-local: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run() -> Result<(), Box<dyn std::error::Error>> {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
