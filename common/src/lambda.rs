@@ -12,6 +12,7 @@
 //! | `HARNESS_AGENT` | `conformance` | the agent that runs tasks: `conformance` or `llm` |
 //! | `HARNESS_MODEL` | the models file's default | the LLM agent's model: a name, `<provider>:<model>` or `scripted:<path>` |
 //! | `HARNESS_MODELS` | none | the models file (TOML) |
+//! | `HARNESS_PROMPT` | none | a prompt file replacing or extending system prompt sections |
 //! | `HARNESS_REST_CONTENT_TYPE` | `json` | `json` or `a2a+json` |
 //! | `HARNESS_REQUIRED_EXTENSIONS` | none | card extensions marked required (comma-separated) |
 //! | `HARNESS_PUSH_ALLOW_PRIVATE_URLS` | `false` | webhooks on private addresses |
@@ -22,6 +23,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::agent::context::SystemPrompt;
 use crate::agent::{self, AgentKind};
 use crate::config::Config;
 use crate::models::config::ModelCatalog;
@@ -94,6 +96,20 @@ pub async fn store_from_env() -> Result<Arc<dyn Store>, Error> {
     }
 }
 
+/// The built-in system prompt with a prompt file's sections applied (replacing, or with
+/// `(extends)`, extending the built-in ones).
+pub fn prompt_from(file: Option<&str>) -> Result<SystemPrompt, Error> {
+    let mut prompt = SystemPrompt::default();
+    if let Some(path) = file {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read the prompt file {path}: {e}"))?;
+        prompt
+            .apply(&text)
+            .map_err(|e| format!("prompt file {path}: {e}"))?;
+    }
+    Ok(prompt)
+}
+
 /// Everything a function needs, from the environment.
 pub async fn harness_from_env() -> Result<Arc<Harness>, Error> {
     let config = config_from_env()?;
@@ -102,7 +118,8 @@ pub async fn harness_from_env() -> Result<Arc<Harness>, Error> {
         Some(path) => ModelCatalog::load(std::path::Path::new(&path))?,
         None => ModelCatalog::default(),
     };
-    let agent = agent::build(kind, var("HARNESS_MODEL").as_deref(), &catalog).await?;
+    let prompt = prompt_from(var("HARNESS_PROMPT").as_deref())?;
+    let agent = agent::build(kind, var("HARNESS_MODEL").as_deref(), &catalog, prompt).await?;
     Ok(Harness::new(store_from_env().await?, agent, config)?)
 }
 

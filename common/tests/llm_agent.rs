@@ -211,3 +211,45 @@ async fn a_resumed_run_never_repeats_a_committed_model_call() {
     assert_eq!(done.agent.model_calls, 2);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A task's own model choice (what `/model` will set) is used instead of the default.
+#[tokio::test]
+async fn a_task_that_chose_its_model_is_answered_by_that_model() {
+    let (h, default_model, store, dir) = setup(TOOL_THEN_ANSWER);
+    let script = dir.join("chosen.json");
+    std::fs::write(&script, r#"{"turns": [{"text": "from the chosen model"}]}"#).expect("script");
+    let mut message = Message {
+        message_id: common::engine::transition::new_id(),
+        role: Role::User,
+        parts: vec![Part::text("hi")],
+        ..Default::default()
+    };
+    let (mut rec, created) = common::engine::transition::new_task("", &mut message);
+    rec.agent.model = Some(format!("scripted:{}", script.display()));
+    let rec = store
+        .create_task(&rec, &[created], None)
+        .await
+        .expect("create");
+    h.engine
+        .start(rec.task.id.clone(), message)
+        .await
+        .expect("run");
+
+    let done = store
+        .load_task(&rec.task.id)
+        .await
+        .expect("load")
+        .expect("task");
+    assert_eq!(done.state(), TaskState::Completed);
+    let text = done
+        .task
+        .status
+        .and_then(|s| s.message)
+        .map(|m| m.parts[0].text.clone());
+    assert_eq!(text.flatten().as_deref(), Some("from the chosen model"));
+    assert!(
+        default_model.requests.lock().expect("requests").is_empty(),
+        "the default was not asked"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}

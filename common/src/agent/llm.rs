@@ -13,7 +13,10 @@ use super::Agent;
 use crate::a2a::{Artifact, Message, Part, Role, TaskState};
 use crate::engine::transition::new_id;
 use crate::engine::{RunError, TaskRun};
-use crate::models::{ChatMessage, ChatRequest, Model, ToolCall};
+use std::collections::HashMap;
+
+use crate::models::config::ModelCatalog;
+use crate::models::{ChatMessage, ChatRequest, Model, ToolCall, Usage};
 
 /// Most model calls one task may make.
 pub const MAX_MODEL_CALLS: usize = 50;
@@ -29,6 +32,11 @@ pub struct AgentState {
     pub model_calls: usize,
     /// Ids of the client messages already taken into the conversation.
     pub inputs: Vec<String>,
+    /// The task's own model (a catalog name, `<provider>:<model>` or `scripted:<path>`);
+    /// the agent's default when None.
+    pub model: Option<String>,
+    /// Tokens used by the committed model calls.
+    pub usage: Usage,
 }
 
 impl AgentState {
@@ -59,11 +67,18 @@ impl AgentState {
     }
 }
 
+/// A model and the id its requests carry.
+type ModelChoice = (Arc<dyn Model>, String);
+
 pub struct LlmAgent {
     model: Arc<dyn Model>,
     model_id: String,
     tools: ToolRegistry,
     prompt: SystemPrompt,
+    /// The models a task may choose instead of the default (`AgentState::model`).
+    catalog: ModelCatalog,
+    /// Chosen models, built once per process.
+    chosen: tokio::sync::Mutex<HashMap<String, ModelChoice>>,
 }
 
 impl LlmAgent {
@@ -78,7 +93,30 @@ impl LlmAgent {
             model_id: model_id.into(),
             tools,
             prompt,
+            catalog: ModelCatalog::default(),
+            chosen: tokio::sync::Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The models tasks may choose from by name.
+    pub fn with_catalog(mut self, catalog: ModelCatalog) -> Self {
+        self.catalog = catalog;
+        self
+    }
+
+    /// The model a task uses: its own choice, or the default.
+    async fn model_for(&self, choice: Option<&str>) -> Result<ModelChoice, String> {
+        let Some(name) = choice else {
+            return Ok((self.model.clone(), self.model_id.clone()));
+        };
+        let mut chosen = self.chosen.lock().await;
+        if let Some(found) = chosen.get(name) {
+            return Ok(found.clone());
+        }
+        let spec = self.catalog.resolve(name)?;
+        let built = (crate::models::build(&spec).await?, spec.model);
+        chosen.insert(name.to_owned(), built.clone());
+        Ok(built)
     }
 
     async fn fail(run: &mut TaskRun, why: &str) -> Result<(), RunError> {
@@ -142,15 +180,21 @@ impl Agent for LlmAgent {
                 )
                 .await;
             }
+            let (model, model_id) = match self.model_for(state.model.as_deref()).await {
+                Ok(m) => m,
+                Err(e) => {
+                    return Self::fail(run, &format!("The task's model cannot be used: {e}")).await
+                }
+            };
             let request = ChatRequest {
-                model: self.model_id.clone(),
+                model: model_id,
                 system: self.prompt.render(),
                 messages: state.conversation.clone(),
                 tools: self.tools.specs(),
                 max_tokens: MAX_TOKENS,
                 turn: state.model_calls,
             };
-            let answer = match self.model.chat(&request).await {
+            let answer = match model.chat(&request).await {
                 Ok(a) => a,
                 Err(e) => return Self::fail(run, &format!("The model call failed: {e}")).await,
             };
@@ -161,6 +205,8 @@ impl Agent for LlmAgent {
             run.update_agent(|a| {
                 a.conversation.push(said.clone());
                 a.model_calls += 1;
+                a.usage.input_tokens += answer.usage.input_tokens;
+                a.usage.output_tokens += answer.usage.output_tokens;
             })
             .await?;
             if answer.tool_calls.is_empty() {

@@ -54,6 +54,7 @@ pub async fn build(
     kind: AgentKind,
     model: Option<&str>,
     catalog: &crate::models::config::ModelCatalog,
+    prompt: context::SystemPrompt,
 ) -> Result<std::sync::Arc<dyn Agent>, String> {
     match kind {
         AgentKind::Conformance => Ok(self::conformance()),
@@ -75,12 +76,10 @@ pub async fn build(
                         )
                     }
                 };
-            Ok(std::sync::Arc::new(llm::LlmAgent::new(
-                model,
-                model_id,
-                tools::ToolRegistry::builtin(),
-                context::SystemPrompt::default(),
-            )))
+            Ok(std::sync::Arc::new(
+                llm::LlmAgent::new(model, model_id, tools::ToolRegistry::builtin(), prompt)
+                    .with_catalog(catalog.clone()),
+            ))
         }
     }
 }

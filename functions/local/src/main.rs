@@ -34,6 +34,10 @@ struct Args {
     /// The models file (TOML): named models and the default.
     #[arg(long, env = "HARNESS_MODELS")]
     models: Option<PathBuf>,
+    /// A prompt file whose `## <section>` parts replace (or, headed `## <section> (extends)`,
+    /// extend) the built-in system prompt's sections.
+    #[arg(long, env = "HARNESS_PROMPT")]
+    prompt: Option<String>,
     /// Largest request body in bytes.
     #[arg(long, env = "HARNESS_MAX_BODY_BYTES", default_value_t = 1024 * 1024)]
     max_body_bytes: usize,
@@ -62,7 +66,7 @@ async fn main() -> std::process::ExitCode {
     }
 }
 
-async fn run() -> Result<(), Box<dyn std::error::Error>> {
+async fn run() -> Result<(), common::lambda::Error> {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
@@ -86,7 +90,8 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         Some(path) => ModelCatalog::load(path)?,
         None => ModelCatalog::default(),
     };
-    let agent = common::agent::build(args.agent, args.model.as_deref(), &catalog).await?;
+    let prompt = common::lambda::prompt_from(args.prompt.as_deref())?;
+    let agent = common::agent::build(args.agent, args.model.as_deref(), &catalog, prompt).await?;
     let store = Arc::new(EmbeddedStore::open(&args.state_dir)?);
     let unfinished = store.unfinished_tasks().await?;
     let harness = Harness::new(store, agent, config)?;
