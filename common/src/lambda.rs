@@ -13,6 +13,7 @@
 //! | `HARNESS_MODEL` | the models file's default | the LLM agent's model: a name, `<provider>:<model>` or `scripted:<path>` |
 //! | `HARNESS_MODELS` | none | the models file (TOML) |
 //! | `HARNESS_PROMPT` | none | a prompt file replacing or extending system prompt sections |
+//! | `HARNESS_TURN_LIMIT` | `50` | most model calls a task may make before it fails |
 //! | `HARNESS_REST_CONTENT_TYPE` | `json` | `json` or `a2a+json` |
 //! | `HARNESS_REQUIRED_EXTENSIONS` | none | card extensions marked required (comma-separated) |
 //! | `HARNESS_PUSH_ALLOW_PRIVATE_URLS` | `false` | webhooks on private addresses |
@@ -118,8 +119,13 @@ pub async fn harness_from_env() -> Result<Arc<Harness>, Error> {
         Some(path) => ModelCatalog::load(std::path::Path::new(&path))?,
         None => ModelCatalog::default(),
     };
-    let prompt = prompt_from(var("HARNESS_PROMPT").as_deref())?;
-    let agent = agent::build(kind, var("HARNESS_MODEL").as_deref(), &catalog, prompt).await?;
+    let settings = agent::LlmSettings {
+        model: var("HARNESS_MODEL"),
+        catalog,
+        prompt: prompt_from(var("HARNESS_PROMPT").as_deref())?,
+        turn_limit: parse("HARNESS_TURN_LIMIT", crate::agent::llm::DEFAULT_TURN_LIMIT)?,
+    };
+    let agent = agent::build(kind, &settings).await?;
     Ok(Harness::new(store_from_env().await?, agent, config)?)
 }
 

@@ -253,3 +253,77 @@ async fn a_task_that_chose_its_model_is_answered_by_that_model() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[tokio::test]
+async fn the_turn_limit_fails_the_task_with_a_clear_message() {
+    let dir = std::env::temp_dir().join(format!(
+        "harness-llm-{}",
+        common::engine::transition::new_id()
+    ));
+    let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(&dir).expect("store"));
+    let model = Arc::new(Scripted::parse("test", TOOL_THEN_ANSWER).expect("script"));
+    let agent = LlmAgent::new(
+        model,
+        "scripted",
+        ToolRegistry::builtin(),
+        SystemPrompt::default(),
+    )
+    .with_turn_limit(1);
+    let h = Harness::new(store, Arc::new(agent), Default::default()).expect("harness");
+    let answer = send(&h, "What time is it?").await;
+    assert_eq!(
+        answer["task"]["status"]["state"],
+        TaskState::Failed.as_str()
+    );
+    let why = answer["task"]["status"]["message"]["parts"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert_eq!(why, "The task used its 1 model calls without finishing.");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test]
+async fn the_task_section_shows_name_goal_criteria_and_sub_tasks() {
+    let (h, model, store, dir) = setup(r#"{"turns": [{"text": "ok"}]}"#);
+    let mut message = Message {
+        message_id: common::engine::transition::new_id(),
+        role: Role::User,
+        parts: vec![Part::text("go")],
+        ..Default::default()
+    };
+    let (mut rec, created) = common::engine::transition::new_task("", &mut message);
+    let data = serde_json::json!({
+        "name": "Release notes",
+        "goal": "Write the 1.2 release notes",
+        "acceptance_criteria": [{"text": "mentions every fix", "met": true}, {"text": "under 300 words"}],
+        "sub_tasks": [{"task_id": "t-9"}]
+    });
+    rec.task.metadata = Some(serde_json::Map::from_iter([(
+        common::ext::TASK_METADATA_KEY.to_owned(),
+        data,
+    )]));
+    let rec = store
+        .create_task(&rec, &[created], None)
+        .await
+        .expect("create");
+    h.engine
+        .start(rec.task.id.clone(), message)
+        .await
+        .expect("run");
+
+    let requests = model.requests.lock().expect("requests");
+    let ChatMessage::User { text } = &requests[0].messages[0] else {
+        panic!("a task section first")
+    };
+    assert_eq!(
+        text,
+        "<task>\nname: Release notes\nstate: TASK_STATE_WORKING\ngoal: Write the 1.2 release notes\n\
+         acceptance criteria:\n  - [x] mentions every fix\n  - [ ] under 300 words\nsub-tasks: t-9\n</task>"
+    );
+    assert_eq!(
+        requests[0].messages[1],
+        ChatMessage::User { text: "go".into() }
+    );
+    drop(requests);
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -18,8 +18,8 @@ use std::collections::HashMap;
 use crate::models::config::ModelCatalog;
 use crate::models::{ChatMessage, ChatRequest, Model, ToolCall, Usage};
 
-/// Most model calls one task may make.
-pub const MAX_MODEL_CALLS: usize = 50;
+/// Most model calls one task may make, unless configured otherwise.
+pub const DEFAULT_TURN_LIMIT: usize = 50;
 const MAX_TOKENS: u32 = 4096;
 
 /// The agent's part of a task record.
@@ -77,6 +77,8 @@ pub struct LlmAgent {
     prompt: SystemPrompt,
     /// The models a task may choose instead of the default (`AgentState::model`).
     catalog: ModelCatalog,
+    /// Most model calls a task may make before it fails.
+    turn_limit: usize,
     /// Chosen models, built once per process.
     chosen: tokio::sync::Mutex<HashMap<String, ModelChoice>>,
 }
@@ -94,8 +96,14 @@ impl LlmAgent {
             tools,
             prompt,
             catalog: ModelCatalog::default(),
+            turn_limit: DEFAULT_TURN_LIMIT,
             chosen: tokio::sync::Mutex::new(HashMap::new()),
         }
+    }
+
+    pub fn with_turn_limit(mut self, turn_limit: usize) -> Self {
+        self.turn_limit = turn_limit.max(1);
+        self
     }
 
     /// The models tasks may choose from by name.
@@ -123,6 +131,67 @@ impl LlmAgent {
         let msg = run.agent_message(why);
         run.set_status(TaskState::Failed, Some(msg)).await
     }
+}
+
+/// The task section: name, goal, acceptance criteria and sub-tasks from the task
+/// extension's metadata, as a first user message in `<task>` tags, so the system prompt
+/// stays the same for every task. None when the task carries no such data.
+fn task_section(rec: &crate::store::TaskRecord) -> Option<ChatMessage> {
+    let data = rec
+        .task
+        .metadata
+        .as_ref()?
+        .get(crate::ext::TASK_METADATA_KEY)?;
+    let field = |k: &str| {
+        data.get(k)
+            .and_then(|v| v.as_str())
+            .filter(|s| !s.is_empty())
+    };
+    let mut lines = Vec::new();
+    if let Some(name) = field("name") {
+        lines.push(format!("name: {name}"));
+    }
+    lines.push(format!("state: {}", rec.state().as_str()));
+    if let Some(goal) = field("goal") {
+        lines.push(format!("goal: {goal}"));
+    }
+    if let Some(description) = field("description") {
+        lines.push(format!("description: {description}"));
+    }
+    let criteria = data
+        .get("acceptance_criteria")
+        .and_then(|v| v.as_array())
+        .cloned()
+        .unwrap_or_default();
+    if !criteria.is_empty() {
+        lines.push("acceptance criteria:".into());
+        for c in criteria {
+            let met = if c.get("met").and_then(|m| m.as_bool()).unwrap_or(false) {
+                "x"
+            } else {
+                " "
+            };
+            lines.push(format!(
+                "  - [{met}] {}",
+                c.get("text").and_then(|t| t.as_str()).unwrap_or("")
+            ));
+        }
+    }
+    let subs: Vec<&str> = data
+        .get("sub_tasks")
+        .and_then(|v| v.as_array())
+        .map(|a| {
+            a.iter()
+                .filter_map(|t| t.get("task_id").and_then(|i| i.as_str()))
+                .collect()
+        })
+        .unwrap_or_default();
+    if !subs.is_empty() {
+        lines.push(format!("sub-tasks: {}", subs.join(", ")));
+    }
+    Some(ChatMessage::User {
+        text: format!("<task>\n{}\n</task>", lines.join("\n")),
+    })
 }
 
 /// A client message as the model sees it: a human's text as it is, an agent's inside an
@@ -173,10 +242,13 @@ impl Agent for LlmAgent {
                     .await?;
             }
             let state = &run.record().agent;
-            if state.model_calls >= MAX_MODEL_CALLS {
+            if state.model_calls >= self.turn_limit {
                 return Self::fail(
                     run,
-                    &format!("The task used its {MAX_MODEL_CALLS} model calls without finishing."),
+                    &format!(
+                        "The task used its {} model calls without finishing.",
+                        self.turn_limit
+                    ),
                 )
                 .await;
             }
@@ -189,7 +261,10 @@ impl Agent for LlmAgent {
             let request = ChatRequest {
                 model: model_id,
                 system: self.prompt.render(),
-                messages: state.conversation.clone(),
+                messages: task_section(run.record())
+                    .into_iter()
+                    .chain(state.conversation.iter().cloned())
+                    .collect(),
                 tools: self.tools.specs(),
                 max_tokens: MAX_TOKENS,
                 turn: state.model_calls,

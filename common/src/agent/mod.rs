@@ -48,38 +48,64 @@ pub fn conformance() -> std::sync::Arc<dyn Agent> {
     std::sync::Arc::new(conformance::ConformanceAgent)
 }
 
-/// The agent `kind`, with the model `model` (a name from `catalog`, `<provider>:<model>`
-/// or `scripted:<path>`) for the LLM agent, which needs one.
-pub async fn build(
-    kind: AgentKind,
-    model: Option<&str>,
-    catalog: &crate::models::config::ModelCatalog,
-    prompt: context::SystemPrompt,
-) -> Result<std::sync::Arc<dyn Agent>, String> {
-    match kind {
-        AgentKind::Conformance => Ok(self::conformance()),
-        AgentKind::Llm => {
-            let (model, model_id): (std::sync::Arc<dyn crate::models::Model>, String) =
-                match model.or(catalog.default.as_deref()) {
-                    Some(name) => {
-                        let spec = catalog.resolve(name)?;
-                        (crate::models::build(&spec).await?, spec.model)
-                    }
-                    None => {
-                        tracing::warn!(
-                            "no model configured: the LLM agent runs on the built-in offline model \
-                             (set --model / HARNESS_MODEL)"
-                        );
-                        (
-                            std::sync::Arc::new(crate::models::offline::Offline),
-                            crate::models::offline::NAME.into(),
-                        )
-                    }
-                };
-            Ok(std::sync::Arc::new(
-                llm::LlmAgent::new(model, model_id, tools::ToolRegistry::builtin(), prompt)
-                    .with_catalog(catalog.clone()),
-            ))
+/// How the LLM agent is set up.
+#[derive(Debug, Clone)]
+pub struct LlmSettings {
+    /// A name from `catalog`, `<provider>:<model>` or `scripted:<path>`; the catalog's
+    /// default when None, and the built-in offline model when there is none.
+    pub model: Option<String>,
+    pub catalog: crate::models::config::ModelCatalog,
+    pub prompt: context::SystemPrompt,
+    /// Most model calls a task may make.
+    pub turn_limit: usize,
+}
+
+impl Default for LlmSettings {
+    fn default() -> Self {
+        LlmSettings {
+            model: None,
+            catalog: Default::default(),
+            prompt: Default::default(),
+            turn_limit: llm::DEFAULT_TURN_LIMIT,
         }
     }
+}
+
+/// The agent `kind`; the LLM agent with `settings`.
+pub async fn build(
+    kind: AgentKind,
+    settings: &LlmSettings,
+) -> Result<std::sync::Arc<dyn Agent>, String> {
+    let AgentKind::Llm = kind else {
+        return Ok(conformance());
+    };
+    let (model, model_id): (std::sync::Arc<dyn crate::models::Model>, String) = match settings
+        .model
+        .as_deref()
+        .or(settings.catalog.default.as_deref())
+    {
+        Some(name) => {
+            let spec = settings.catalog.resolve(name)?;
+            (crate::models::build(&spec).await?, spec.model)
+        }
+        None => {
+            tracing::warn!(
+                "no model configured: the LLM agent runs on the built-in offline model \
+                     (set --model / HARNESS_MODEL)"
+            );
+            (
+                std::sync::Arc::new(crate::models::offline::Offline),
+                crate::models::offline::NAME.into(),
+            )
+        }
+    };
+    let agent = llm::LlmAgent::new(
+        model,
+        model_id,
+        tools::ToolRegistry::builtin(),
+        settings.prompt.clone(),
+    )
+    .with_catalog(settings.catalog.clone())
+    .with_turn_limit(settings.turn_limit);
+    Ok(std::sync::Arc::new(agent))
 }

@@ -7,6 +7,9 @@ pub const CHANNEL_EXTENSION: &str =
 pub const COMMANDS_EXTENSION: &str =
     "https://madarauchiha-314.github.io/tiny-harness/a2a/ext/commands/v1";
 
+/// Where a task carries the task extension's data (name, goal, criteria, participants...).
+pub const TASK_METADATA_KEY: &str = "io.github.madarauchiha-314.tiny-harness/task";
+
 pub const TASK_MEDIA_TYPE: &str = "application/vnd.tiny-harness.task+json";
 pub const CHANNEL_MEDIA_TYPE: &str = "application/vnd.tiny-harness.channel+json";
 pub const EVENT_MEDIA_TYPE: &str = "application/vnd.tiny-harness.event+json";

@@ -38,6 +38,9 @@ struct Args {
     /// extend) the built-in system prompt's sections.
     #[arg(long, env = "HARNESS_PROMPT")]
     prompt: Option<String>,
+    /// Most model calls a task may make before it fails.
+    #[arg(long, env = "HARNESS_TURN_LIMIT", default_value_t = common::agent::llm::DEFAULT_TURN_LIMIT)]
+    turn_limit: usize,
     /// Largest request body in bytes.
     #[arg(long, env = "HARNESS_MAX_BODY_BYTES", default_value_t = 1024 * 1024)]
     max_body_bytes: usize,
@@ -90,8 +93,13 @@ async fn run() -> Result<(), common::lambda::Error> {
         Some(path) => ModelCatalog::load(path)?,
         None => ModelCatalog::default(),
     };
-    let prompt = common::lambda::prompt_from(args.prompt.as_deref())?;
-    let agent = common::agent::build(args.agent, args.model.as_deref(), &catalog, prompt).await?;
+    let settings = common::agent::LlmSettings {
+        model: args.model.clone(),
+        catalog,
+        prompt: common::lambda::prompt_from(args.prompt.as_deref())?,
+        turn_limit: args.turn_limit,
+    };
+    let agent = common::agent::build(args.agent, &settings).await?;
     let store = Arc::new(EmbeddedStore::open(&args.state_dir)?);
     let unfinished = store.unfinished_tasks().await?;
     let harness = Harness::new(store, agent, config)?;
