@@ -23,10 +23,6 @@ impl Timestamp {
     pub fn millis(&self) -> i64 {
         self.0.timestamp_millis()
     }
-
-    pub fn from_millis(ms: i64) -> Option<Self> {
-        DateTime::from_timestamp_millis(ms).map(Timestamp)
-    }
 }
 
 impl std::fmt::Display for Timestamp {

@@ -223,3 +223,11 @@ fn redact(error: ModelError, secret: Option<&str>) -> ModelError {
         },
     }
 }
+
+/// A token count from the response's `usage` object; 0 when absent.
+pub(crate) fn usage_tokens(body: &Value, field: &str) -> u64 {
+    body.get("usage")
+        .and_then(|u| u.get(field))
+        .and_then(Value::as_u64)
+        .unwrap_or(0)
+}

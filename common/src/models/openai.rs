@@ -215,12 +215,7 @@ fn parse_response(body: &Value) -> Result<ChatResponse, ModelError> {
             tool_calls.push(tool_call(i, call)?);
         }
     }
-    let tokens = |field: &str| {
-        body.get("usage")
-            .and_then(|u| u.get(field))
-            .and_then(Value::as_u64)
-            .unwrap_or(0)
-    };
+    let tokens = |field: &str| http::usage_tokens(body, field);
     Ok(ChatResponse {
         text,
         tool_calls,
