@@ -33,6 +33,9 @@ impl std::str::FromStr for RestContentType {
     }
 }
 
+/// The harness's own participant id unless configured otherwise.
+pub const DEFAULT_AGENT_ID: &str = "tiny-harness";
+
 #[derive(Debug, Clone)]
 pub struct Config {
     /// Base URL clients reach the server at; the card's interfaces point here. Empty: the
@@ -54,6 +57,12 @@ pub struct Config {
     pub push_allow_private_urls: bool,
     /// Timeout of one webhook request.
     pub push_timeout: Duration,
+    /// The participant id of the harness's own agent: the assignee of the tasks it runs,
+    /// and the sender of what it asks and delegates.
+    pub agent_id: String,
+    /// Who a message or request that asserts no participant stands for. None (the
+    /// default) refuses such messages and hides every task from such requests.
+    pub default_participant: Option<String>,
 }
 
 impl Default for Config {
@@ -68,6 +77,8 @@ impl Default for Config {
             card_max_age: Duration::from_secs(300),
             push_allow_private_urls: false,
             push_timeout: Duration::from_secs(10),
+            agent_id: DEFAULT_AGENT_ID.into(),
+            default_participant: None,
         }
     }
 }

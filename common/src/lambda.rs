@@ -16,6 +16,8 @@
 //! | `HARNESS_TURN_LIMIT` | `50` | most model calls a task may make before it fails |
 //! | `HARNESS_REST_CONTENT_TYPE` | `json` | `json` or `a2a+json` |
 //! | `HARNESS_REQUIRED_EXTENSIONS` | none | card extensions marked required (comma-separated) |
+//! | `HARNESS_AGENT_ID` | `tiny-harness` | the harness's own participant id (assignee of its tasks) |
+//! | `HARNESS_DEFAULT_PARTICIPANT` | none (fail closed) | who a message or request asserting no participant stands for |
 //! | `HARNESS_PUSH_ALLOW_PRIVATE_URLS` | `false` | webhooks on private addresses |
 //! | `HARNESS_MAX_BODY_BYTES` | `1048576` | largest request body |
 //! | `HARNESS_AUDIT_RETENTION_DAYS` | `30` | how long audit rows live (DynamoDB TTL) |
@@ -51,6 +53,17 @@ where
     }
 }
 
+/// A participant id from the environment, refused if it could not be one.
+fn checked_id(name: &str) -> Result<Option<String>, Error> {
+    match var(name) {
+        Some(v) if !crate::channels::valid_id(&v) => Err(format!(
+            "{name}={v:?}: not a participant id (1-256 characters, no control characters)"
+        )
+        .into()),
+        v => Ok(v),
+    }
+}
+
 /// The configuration the environment describes.
 pub fn config_from_env() -> Result<Config, Error> {
     let defaults = Config::default();
@@ -70,6 +83,8 @@ pub fn config_from_env() -> Result<Config, Error> {
         // API Gateway throttles in AWS; there is no peer address to key on here.
         rate_limit_per_minute: 0,
         push_allow_private_urls: parse("HARNESS_PUSH_ALLOW_PRIVATE_URLS", false)?,
+        agent_id: checked_id("HARNESS_AGENT_ID")?.unwrap_or(defaults.agent_id),
+        default_participant: checked_id("HARNESS_DEFAULT_PARTICIPANT")?,
         ..defaults
     })
 }

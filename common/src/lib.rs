@@ -3,6 +3,7 @@
 
 pub mod a2a;
 pub mod agent;
+pub mod channels;
 pub mod config;
 pub mod engine;
 pub mod ext;

@@ -236,6 +236,15 @@ mod http_body_util_limit {
     pub use http_body_util::LengthLimitError;
 }
 
+/// The participant the request comes from (`X-Participant-Id`, else the default).
+fn caller(h: &Harness, headers: &HeaderMap) -> crate::ops::Caller {
+    let header = headers
+        .get(crate::channels::PARTICIPANT_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim);
+    h.caller(header)
+}
+
 fn content_type(headers: &HeaderMap) -> Option<&str> {
     headers
         .get(header::CONTENT_TYPE)
@@ -312,7 +321,7 @@ async fn json_rpc(h: &Harness, req: Request) -> Response {
         Ok(c) => c,
         Err(e) => return rpc_error(&id, &e),
     };
-    let resp = match execute(h, call).await {
+    let resp = match execute(h, call, &caller(h, &parts.headers)).await {
         Ok(Answer::Json(result)) => json_response(
             StatusCode::OK,
             "application/json",
@@ -360,7 +369,7 @@ async fn rest_call(h: &Harness, req: Request, tenant: String, route: rest::Route
         Ok(c) => c,
         Err(e) => return rest_error(h, &e),
     };
-    let resp = match execute(h, call).await {
+    let resp = match execute(h, call, &caller(h, &parts.headers)).await {
         Ok(Answer::Json(v)) => {
             json_response(StatusCode::OK, h.config.rest_content_type.as_str(), &v)
         }

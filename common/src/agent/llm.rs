@@ -37,6 +37,23 @@ pub struct AgentState {
     pub model: Option<String>,
     /// Tokens used by the committed model calls.
     pub usage: Usage,
+    /// The question the task waits on in INPUT_REQUIRED, until its reply is accepted.
+    pub pending_help: Option<crate::channels::HelpRequest>,
+    /// Accepted replies to help requests: message id and the question it answered.
+    pub replies: Vec<Reply>,
+    /// Sub-tasks whose outcome has been put in the conversation.
+    pub noted: Vec<String>,
+    /// The participant whose message the agent took in last: who a privileged tool call
+    /// acts for.
+    pub actor: Option<String>,
+}
+
+/// A message accepted as the reply to a help request.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Reply {
+    pub message_id: String,
+    pub participant_id: String,
+    pub question: String,
 }
 
 impl AgentState {

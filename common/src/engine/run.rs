@@ -39,6 +39,14 @@ impl TaskRun {
         &self.record
     }
 
+    pub fn into_record(self) -> TaskRecord {
+        self.record
+    }
+
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
     /// Commits a change to the agent's state (a checkpoint), with no event.
     pub async fn update_agent(
         &mut self,
@@ -81,9 +89,10 @@ impl TaskRun {
         .await
     }
 
-    /// Commits `change` at the version read. On a conflict it reloads, stops if the task
-    /// has ended, and otherwise applies the change again to the fresh record.
-    async fn apply(
+    /// Commits `change` (and the events it returns) at the version read. On a conflict it
+    /// reloads, stops if the task has ended, and otherwise applies the change again to
+    /// the fresh record.
+    pub async fn apply(
         &mut self,
         change: impl Fn(&mut TaskRecord) -> Vec<StreamResponse>,
     ) -> Result<(), RunError> {

@@ -7,16 +7,26 @@ use crate::a2a::{
     Artifact, Message, Part, Role, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState,
     TaskStatus, TaskStatusUpdateEvent, Timestamp,
 };
+use crate::ext::task::TaskExtension;
 use crate::store::TaskRecord;
 
 pub fn new_id() -> String {
     uuid::Uuid::new_v4().to_string()
 }
 
-/// A new task in SUBMITTED for `message`, which gets the task's ids; returns the record
-/// and its creation event (the Task itself, seq 0).
-pub fn new_task(tenant: &str, message: &mut Message) -> (TaskRecord, StreamResponse) {
-    let id = new_id();
+/// A new task in SUBMITTED for `message`, which gets the task's ids, with the task
+/// extension's data `ext`. Its creation event is the Task itself ([`created`]).
+pub fn new_task(tenant: &str, message: &mut Message, ext: &TaskExtension) -> TaskRecord {
+    new_task_with_id(new_id(), tenant, message, ext)
+}
+
+/// [`new_task`] with a chosen id (a sub-task's is its parent's id with a suffix).
+pub fn new_task_with_id(
+    id: String,
+    tenant: &str,
+    message: &mut Message,
+    ext: &TaskExtension,
+) -> TaskRecord {
     if message.context_id.is_empty() {
         message.context_id = new_id();
     }
@@ -33,15 +43,29 @@ pub fn new_task(tenant: &str, message: &mut Message) -> (TaskRecord, StreamRespo
         history: vec![message.clone()],
         metadata: None,
     };
-    let event = StreamResponse::task(task.clone());
-    (
-        TaskRecord {
-            tenant: tenant.to_owned(),
-            task,
-            ..Default::default()
-        },
-        event,
-    )
+    let mut rec = TaskRecord {
+        tenant: tenant.to_owned(),
+        task,
+        ..Default::default()
+    };
+    ext.store(&mut rec.task);
+    rec
+}
+
+/// The event that opens a task's log (seq 0): the task as created.
+pub fn created(rec: &TaskRecord) -> StreamResponse {
+    StreamResponse::task(rec.task.clone())
+}
+
+/// A task assigned to a participant other than the harness waits for them from the
+/// start: INPUT_REQUIRED, with its goal as the status message.
+pub fn await_assignee(rec: &mut TaskRecord, goal: &str) {
+    let message = agent_message(&rec.task, vec![Part::text(goal)]);
+    rec.task.status = Some(TaskStatus {
+        state: TaskState::InputRequired,
+        message: Some(message),
+        timestamp: Some(Timestamp::now()),
+    });
 }
 
 /// Adds a client message to the history of an existing task.

@@ -1,16 +1,20 @@
 //! CancelTask: a task that has not ended becomes CANCELED; the answer is the updated task.
 //! A run still working on it sees the change at its next commit and stops.
 
-use super::Harness;
+use super::{Caller, Harness};
 use crate::a2a::{A2aError, CancelTaskRequest, Task, TaskState};
 use crate::engine::transition::{set_status, view};
 use crate::store::StoreError;
 
 #[tracing::instrument(skip_all, fields(task_id = %req.id))]
-pub async fn cancel_task(h: &Harness, req: CancelTaskRequest) -> Result<Task, A2aError> {
+pub async fn cancel_task(
+    h: &Harness,
+    req: CancelTaskRequest,
+    caller: &Caller,
+) -> Result<Task, A2aError> {
     crate::a2a::validate::required_id(&req.id, "id")?;
     loop {
-        let rec = h.visible_task(&req.tenant, &req.id).await?;
+        let rec = h.visible_task(&req.tenant, &req.id, caller).await?;
         if rec.state().is_terminal() {
             return Err(A2aError::TaskNotCancelable { task_id: req.id });
         }
@@ -22,10 +26,7 @@ pub async fn cancel_task(h: &Harness, req: CancelTaskRequest) -> Result<Task, A2
             .await
         {
             Ok(stored) => {
-                if stored.push {
-                    let (pusher, id) = (h.engine.pusher().clone(), stored.task.id.clone());
-                    tokio::spawn(async move { pusher.deliver(&id, &[event]).await });
-                }
+                h.announce(&stored, &[event]);
                 return Ok(view(&stored.task, None, true));
             }
             // The task moved on meanwhile: decide again on its fresh state.

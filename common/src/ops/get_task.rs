@@ -1,13 +1,17 @@
 //! GetTask: the task with at most `historyLength` recent messages.
 
-use super::Harness;
+use super::{Caller, Harness};
 use crate::a2a::{validate, A2aError, GetTaskRequest, Task};
 use crate::engine::transition::view;
 
 #[tracing::instrument(skip_all, fields(task_id = %req.id))]
-pub async fn get_task(h: &Harness, req: GetTaskRequest) -> Result<Task, A2aError> {
+pub async fn get_task(
+    h: &Harness,
+    req: GetTaskRequest,
+    caller: &Caller,
+) -> Result<Task, A2aError> {
     validate::required_id(&req.id, "id")?;
     let history = validate::history_length(req.history_length, "historyLength")?;
-    let rec = h.visible_task(&req.tenant, &req.id).await?;
+    let rec = h.visible_task(&req.tenant, &req.id, caller).await?;
     Ok(view(&rec.task, history, true))
 }

@@ -1,10 +1,10 @@
-//! ListTasks: the caller's tasks, newest status first, a page at a time behind an opaque
+//! ListTasks: the tasks the caller is a participant of, newest status first, a page at a time behind an opaque
 //! cursor. Artifacts only when asked for.
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 
-use super::Harness;
+use super::{Caller, Harness};
 use crate::a2a::{validate, A2aError, ListTasksRequest, ListTasksResponse, TaskState};
 use crate::engine::transition::view;
 use crate::store::{Cursor, TaskQuery};
@@ -29,11 +29,23 @@ fn decode_cursor(token: &str) -> Result<Cursor, A2aError> {
 }
 
 #[tracing::instrument(skip_all)]
-pub async fn list_tasks(h: &Harness, req: ListTasksRequest) -> Result<ListTasksResponse, A2aError> {
+pub async fn list_tasks(
+    h: &Harness,
+    req: ListTasksRequest,
+    caller: &Caller,
+) -> Result<ListTasksResponse, A2aError> {
     let page_size = validate::page_size(req.page_size, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)?;
     let history = validate::history_length(req.history_length, "historyLength")?;
+    // No identity sees no tasks (fail closed); a participant sees only theirs.
+    let Some(participant) = caller.participant.clone() else {
+        return Ok(ListTasksResponse {
+            page_size: page_size as i32,
+            ..Default::default()
+        });
+    };
     let query = TaskQuery {
         tenant: req.tenant.clone(),
+        participant,
         context_id: (!req.context_id.is_empty()).then(|| req.context_id.clone()),
         state: (req.status != TaskState::Unspecified).then_some(req.status),
         status_after: req.status_timestamp_after,

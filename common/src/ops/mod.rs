@@ -38,7 +38,12 @@ impl Harness {
             config.push_timeout,
             config.push_allow_private_urls,
         )?;
-        let engine = Engine::new(store.clone(), agent, Arc::new(pusher));
+        let engine = Engine::new(
+            store.clone(),
+            agent,
+            Arc::new(pusher),
+            config.agent_id.clone(),
+        );
         let card = PublishedCard::new(crate::a2a::card::build(&config));
         Ok(Arc::new(Harness {
             store,
@@ -48,12 +53,61 @@ impl Harness {
         }))
     }
 
-    /// The task if it exists for this tenant; anything else is "not found".
-    pub async fn visible_task(&self, tenant: &str, id: &str) -> Result<TaskRecord, A2aError> {
+    /// The task if it exists for this tenant and the caller is one of its participants;
+    /// anything else is the same "not found", so a stranger learns nothing.
+    pub async fn visible_task(
+        &self,
+        tenant: &str,
+        id: &str,
+        caller: &Caller,
+    ) -> Result<TaskRecord, A2aError> {
         match self.store.load_task(id).await? {
-            Some(rec) if rec.tenant == tenant => Ok(rec),
+            Some(rec) if rec.tenant == tenant && caller.may_see(&rec) => Ok(rec),
             _ => Err(A2aError::task_not_found(id)),
         }
+    }
+
+    /// Sends a commit's events to the task's webhooks, if it has any, without waiting.
+    pub fn announce(&self, stored: &TaskRecord, events: &[crate::a2a::StreamResponse]) {
+        if stored.push && !events.is_empty() {
+            let (pusher, id, events) = (
+                self.engine.pusher().clone(),
+                stored.task.id.clone(),
+                events.to_vec(),
+            );
+            tokio::spawn(async move { pusher.deliver(&id, &events).await });
+        }
+    }
+
+    /// Who a request comes from: the `X-Participant-Id` header, else the configured default
+    /// participant, else no one (which fails closed).
+    pub fn caller(&self, header: Option<&str>) -> Caller {
+        Caller {
+            participant: header
+                .filter(|h| !h.is_empty())
+                .map(str::to_owned)
+                .or_else(|| self.config.default_participant.clone()),
+        }
+    }
+}
+
+/// The participant a request comes from, as the bindings resolved it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Caller {
+    pub participant: Option<String>,
+}
+
+impl Caller {
+    pub fn named(id: &str) -> Self {
+        Caller {
+            participant: Some(id.to_owned()),
+        }
+    }
+
+    /// Only a task's participants may see or touch it.
+    pub fn may_see(&self, rec: &TaskRecord) -> bool {
+        rec.ext()
+            .is_some_and(|e| e.is_participant(self.participant.as_deref()))
     }
 }
 
@@ -148,34 +202,34 @@ fn json<T: serde::Serialize>(v: T) -> Result<Answer, A2aError> {
         .map_err(|e| A2aError::Internal(format!("cannot encode the answer: {e}")))
 }
 
-/// Runs one operation, in a span named for it.
-pub async fn execute(h: &Harness, call: Call) -> Result<Answer, A2aError> {
+/// Runs one operation for `caller`, in a span named for it.
+pub async fn execute(h: &Harness, call: Call, caller: &Caller) -> Result<Answer, A2aError> {
     use tracing::Instrument;
     let span = tracing::info_span!("a2a", op = call.operation().name());
-    let result = run(h, call).instrument(span.clone()).await;
+    let result = run(h, call, caller).instrument(span.clone()).await;
     if let Err(e) = &result {
         span.in_scope(|| tracing::info!(code = e.json_rpc_code(), error = %e, "refused"));
     }
     result
 }
 
-async fn run(h: &Harness, call: Call) -> Result<Answer, A2aError> {
+async fn run(h: &Harness, call: Call, c: &Caller) -> Result<Answer, A2aError> {
     match call {
-        Call::SendMessage(r) => json(send_message::send_message(h, r).await?),
+        Call::SendMessage(r) => json(send_message::send_message(h, r, c).await?),
         Call::SendStreamingMessage(r) => Ok(Answer::Stream(
-            send_message::send_streaming_message(h, r).await?,
+            send_message::send_streaming_message(h, r, c).await?,
         )),
-        Call::GetTask(r) => json(get_task::get_task(h, r).await?),
-        Call::ListTasks(r) => json(list_tasks::list_tasks(h, r).await?),
-        Call::CancelTask(r) => json(cancel_task::cancel_task(h, r).await?),
+        Call::GetTask(r) => json(get_task::get_task(h, r, c).await?),
+        Call::ListTasks(r) => json(list_tasks::list_tasks(h, r, c).await?),
+        Call::CancelTask(r) => json(cancel_task::cancel_task(h, r, c).await?),
         Call::SubscribeToTask(r) => Ok(Answer::Stream(
-            subscribe_to_task::subscribe_to_task(h, r).await?,
+            subscribe_to_task::subscribe_to_task(h, r, c).await?,
         )),
-        Call::CreatePushConfig(r) => json(push_config::create(h, r).await?),
-        Call::GetPushConfig(r) => json(push_config::get(h, r).await?),
-        Call::ListPushConfigs(r) => json(push_config::list(h, r).await?),
+        Call::CreatePushConfig(r) => json(push_config::create(h, r, c).await?),
+        Call::GetPushConfig(r) => json(push_config::get(h, r, c).await?),
+        Call::ListPushConfigs(r) => json(push_config::list(h, r, c).await?),
         Call::DeletePushConfig(r) => {
-            push_config::delete(h, r).await?;
+            push_config::delete(h, r, c).await?;
             json(serde_json::json!({}))
         }
         Call::GetExtendedAgentCard(r) => {

@@ -5,7 +5,7 @@
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 
-use super::Harness;
+use super::{Caller, Harness};
 use crate::a2a::{
     validate, A2aError, DeleteTaskPushNotificationConfigRequest,
     GetTaskPushNotificationConfigRequest, ListTaskPushNotificationConfigsRequest,
@@ -48,7 +48,11 @@ pub(crate) async fn attach(
         match h.store.commit(&next, rec.version, &[], None).await {
             Ok(_) => break,
             Err(StoreError::Conflict { .. }) => {
-                rec = h.visible_task(&rec.tenant, &config.task_id).await?;
+                rec = h
+                    .store
+                    .load_task(&config.task_id)
+                    .await?
+                    .ok_or_else(|| A2aError::task_not_found(&config.task_id))?;
             }
             Err(e) => return Err(e.into()),
         }
@@ -59,20 +63,22 @@ pub(crate) async fn attach(
 pub async fn create(
     h: &Harness,
     req: TaskPushNotificationConfig,
+    caller: &Caller,
 ) -> Result<TaskPushNotificationConfig, A2aError> {
     validate::required_id(&req.task_id, "taskId")?;
     validate::required_id(&req.url, "url")?;
-    let rec = h.visible_task(&req.tenant, &req.task_id).await?;
+    let rec = h.visible_task(&req.tenant, &req.task_id, caller).await?;
     attach(h, rec, req).await
 }
 
 pub async fn get(
     h: &Harness,
     req: GetTaskPushNotificationConfigRequest,
+    caller: &Caller,
 ) -> Result<TaskPushNotificationConfig, A2aError> {
     validate::required_id(&req.task_id, "taskId")?;
     validate::required_id(&req.id, "id")?;
-    h.visible_task(&req.tenant, &req.task_id).await?;
+    h.visible_task(&req.tenant, &req.task_id, caller).await?;
     h.store
         .get_push_config(&req.task_id, &req.id)
         .await?
@@ -85,6 +91,7 @@ pub async fn get(
 pub async fn list(
     h: &Harness,
     req: ListTaskPushNotificationConfigsRequest,
+    caller: &Caller,
 ) -> Result<ListTaskPushNotificationConfigsResponse, A2aError> {
     validate::required_id(&req.task_id, "taskId")?;
     let page_size = validate::page_size(req.page_size, DEFAULT_PAGE_SIZE, MAX_CONFIGS_PER_TASK)?;
@@ -96,7 +103,7 @@ pub async fn list(
         let bytes = URL_SAFE_NO_PAD.decode(&req.page_token).map_err(|_| bad())?;
         Some(String::from_utf8(bytes).map_err(|_| bad())?)
     };
-    h.visible_task(&req.tenant, &req.task_id).await?;
+    h.visible_task(&req.tenant, &req.task_id, caller).await?;
     let mut configs = h
         .store
         .list_push_configs(&req.task_id, after.as_deref(), page_size + 1)
@@ -119,10 +126,11 @@ pub async fn list(
 pub async fn delete(
     h: &Harness,
     req: DeleteTaskPushNotificationConfigRequest,
+    caller: &Caller,
 ) -> Result<(), A2aError> {
     validate::required_id(&req.task_id, "taskId")?;
     validate::required_id(&req.id, "id")?;
-    h.visible_task(&req.tenant, &req.task_id).await?;
+    h.visible_task(&req.tenant, &req.task_id, caller).await?;
     h.store.delete_push_config(&req.task_id, &req.id).await?;
     Ok(())
 }

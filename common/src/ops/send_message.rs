@@ -1,23 +1,39 @@
-//! SendMessage and SendStreamingMessage: intake of a client message (validate, dedupe by
-//! messageId, start or continue a task, store the message before answering), then either
-//! wait for the task to settle, return at once, or stream its events.
+//! SendMessage and SendStreamingMessage: intake of a client message (validate, name its
+//! sender, dedupe by messageId, check membership, start or continue a task, store the
+//! message before answering), then either wait for the task to settle, return at once,
+//! or stream its events.
+//!
+//! Intake fails closed: a message that asserts no participant is refused (-32602), and a
+//! message on a task from anyone who is not its participant gets exactly the error a task
+//! that does not exist gets. Every refusal is audited; on a task waiting for input it is
+//! also a same-state status update saying why.
 
-use super::{push_config, Harness};
+use super::{push_config, Caller, Harness};
 use crate::a2a::{
-    validate, A2aError, Message, SendMessageRequest, SendMessageResponse, StreamResponse,
+    validate, A2aError, Message, Part, SendMessageRequest, SendMessageResponse, StreamResponse,
+    TaskState, Timestamp,
 };
+use crate::agent::llm::Reply;
+use crate::channels::{self, NO_PARTICIPANT, NOT_A_PARTICIPANT};
 use crate::engine::follow::{follow, EventStream, Follow};
-use crate::engine::transition::{accept_message, new_id, new_task, view};
-use crate::store::{InboundMessage, StoreError, TaskRecord};
+use crate::engine::transition::{
+    accept_message, agent_message, await_assignee, created, new_id, new_task, set_status, view,
+};
+use crate::ext::channel::{self as channel_part, ChannelMessage};
+use crate::ext::task::{envelope_of, Participant, ParticipantKind, Role, TaskExtension};
+use crate::store::{AuditRecord, InboundMessage, StoreError, TaskRecord};
 
 /// What intake made of a message.
 enum Intake {
     /// The agent answered without a task.
     Direct(Message),
-    /// The message started or continued a task, and a run works on it.
-    Running {
+    /// The message started or continued a task; `run` drives it when the message made it
+    /// runnable (not, say, a remark on a task that waits for someone else's reply).
+    Stored {
         record: TaskRecord,
-        run: tokio::task::JoinHandle<()>,
+        run: Option<tokio::task::JoinHandle<()>>,
+        /// The last seq before the message: a stream shows what the message caused.
+        replay_from: u64,
     },
     /// The messageId was seen before: nothing new happens, the task is as it is.
     Duplicate(TaskRecord),
@@ -33,8 +49,9 @@ struct Accepted {
 pub async fn send_message(
     h: &Harness,
     req: SendMessageRequest,
+    caller: &Caller,
 ) -> Result<SendMessageResponse, A2aError> {
-    let accepted = intake(h, req).await?;
+    let accepted = intake(h, req, caller).await?;
     let record = match accepted.intake {
         Intake::Direct(message) => {
             return Ok(SendMessageResponse {
@@ -43,15 +60,14 @@ pub async fn send_message(
             })
         }
         Intake::Duplicate(record) => record,
-        Intake::Running { record, run } => {
-            if accepted.return_immediately {
-                record
-            } else {
+        Intake::Stored { record, run, .. } => match run {
+            Some(run) if !accepted.return_immediately => {
                 // The run stops at a terminal or interrupted state: that is when to answer.
                 let _ = run.await;
                 h.store.load_task(record.id()).await?.unwrap_or(record)
             }
-        }
+            _ => record,
+        },
     };
     Ok(SendMessageResponse {
         task: Some(view(&record.task, accepted.history, true)),
@@ -63,35 +79,97 @@ pub async fn send_message(
 pub async fn send_streaming_message(
     h: &Harness,
     req: SendMessageRequest,
+    caller: &Caller,
 ) -> Result<EventStream, A2aError> {
-    let accepted = intake(h, req).await?;
-    let follow_from = |record: &TaskRecord, settled: bool| Follow {
-        task_id: record.task.id.clone(),
-        first: StreamResponse::task(view(&record.task, None, true)),
-        after: record.last_seq,
-        replay_until: record.last_seq,
-        settled,
-    };
+    let accepted = intake(h, req, caller).await?;
     let f = match accepted.intake {
         Intake::Direct(message) => {
             return Ok(Box::pin(futures::stream::once(async {
                 Ok(StreamResponse::message(message))
             })))
         }
-        Intake::Running { record, .. } => follow_from(&record, false),
-        Intake::Duplicate(record) => {
-            let settled = record.state().ends_stream();
-            follow_from(&record, settled)
-        }
+        Intake::Stored {
+            record,
+            run,
+            replay_from,
+        } => Follow {
+            task_id: record.task.id.clone(),
+            first: StreamResponse::task(view(&record.task, None, true)),
+            after: replay_from,
+            replay_until: if run.is_some() {
+                replay_from
+            } else {
+                record.last_seq
+            },
+            settled: run.is_none() && record.state().ends_stream(),
+        },
+        Intake::Duplicate(record) => Follow {
+            task_id: record.task.id.clone(),
+            first: StreamResponse::task(view(&record.task, None, true)),
+            after: record.last_seq,
+            replay_until: record.last_seq,
+            settled: record.state().ends_stream(),
+        },
     };
     Ok(follow(h.store.clone(), f))
 }
 
-async fn intake(h: &Harness, req: SendMessageRequest) -> Result<Accepted, A2aError> {
+/// The sender of a message: its metadata's participant, else the caller's. Refused when
+/// there is none or it cannot be an id; recorded on the message when it came from the
+/// caller.
+fn sender_of(message: &mut Message, caller: &Caller) -> Result<String, A2aError> {
+    let sender = channels::asserted(message)
+        .map(str::to_owned)
+        .or_else(|| caller.participant.clone())
+        .ok_or_else(|| A2aError::invalid_params(NO_PARTICIPANT))?;
+    if !channels::valid_id(&sender) {
+        return Err(A2aError::invalid_field(
+            "message.metadata.participant_id",
+            "a participant id is 1 to 256 characters with no control characters",
+        ));
+    }
+    channels::assert_sender(message, &sender);
+    Ok(sender)
+}
+
+/// The message's channel part, which must be from its sender and, on a task, on that
+/// task's channel (a task's channel id is its task id).
+fn channel_of(message: &Message, sender: &str) -> Result<Option<ChannelMessage>, A2aError> {
+    let Some(c) = channel_part::of_message(message)? else {
+        return Ok(None);
+    };
+    if c.sender != sender {
+        return Err(A2aError::invalid_field(
+            "message.parts",
+            format!(
+                "the channel message names sender {:?}, not the asserted participant",
+                c.sender
+            ),
+        ));
+    }
+    if !message.task_id.is_empty() && c.channel_id != message.task_id {
+        return Err(A2aError::invalid_field(
+            "message.parts",
+            "channel_id must be the task's id: a task's channel is the task",
+        ));
+    }
+    Ok(Some(c))
+}
+
+async fn intake(h: &Harness, req: SendMessageRequest, caller: &Caller) -> Result<Accepted, A2aError> {
     let mut message = req
         .message
         .ok_or_else(|| A2aError::invalid_field("message", "message is required"))?;
     validate::message(&mut message, "message")?;
+    let sender = sender_of(&mut message, caller)?;
+    let channel = channel_of(&message, &sender)?;
+    let envelope = envelope_of(&message)?;
+    if envelope.is_some() && !message.task_id.is_empty() {
+        return Err(A2aError::invalid_field(
+            "message.parts",
+            "a task envelope starts a task; it cannot be sent on an existing one",
+        ));
+    }
     let config = req.configuration.unwrap_or_default();
     let history = validate::history_length(config.history_length, "configuration.historyLength")?;
     let accepted = |intake| Accepted {
@@ -107,28 +185,43 @@ async fn intake(h: &Harness, req: SendMessageRequest) -> Result<Accepted, A2aErr
     }
 
     if let Some(task_id) = h.store.message_task(&tenant, &message.message_id).await? {
-        return Ok(accepted(duplicate(h, &tenant, &task_id, &message).await?));
+        return Ok(accepted(
+            duplicate(h, &tenant, &task_id, &message, caller).await?,
+        ));
     }
 
     let outcome = if message.task_id.is_empty() {
-        start_task(h, &tenant, message.clone(), push.is_some()).await
+        start_task(h, &tenant, message.clone(), push.is_some(), &sender, envelope).await
     } else {
-        continue_task(h, &tenant, message.clone()).await
+        let on = Sender {
+            id: &sender,
+            caller,
+            channel: channel.as_ref(),
+        };
+        continue_task(h, &tenant, message.clone(), on).await
     };
     match outcome {
         Ok(Stored::Direct(reply)) => Ok(accepted(Intake::Direct(reply))),
-        Ok(Stored::Task { record, message }) => {
+        Ok(Stored::Task {
+            record,
+            runnable,
+            replay_from,
+        }) => {
             let record = *record;
             if let Some(push) = push {
                 push_config::attach(h, record.clone(), push).await?;
             }
-            let run = h.engine.start(record.task.id.clone(), message);
-            Ok(accepted(Intake::Running { record, run }))
+            let run = runnable.then(|| h.engine.start(record.task.id.clone()));
+            Ok(accepted(Intake::Stored {
+                record,
+                run,
+                replay_from,
+            }))
         }
         // Two copies of one message raced; the other stored it first.
-        Err(IntakeError::Store(StoreError::DuplicateMessage { task_id, .. })) => {
-            Ok(accepted(duplicate(h, &tenant, &task_id, &message).await?))
-        }
+        Err(IntakeError::Store(StoreError::DuplicateMessage { task_id, .. })) => Ok(accepted(
+            duplicate(h, &tenant, &task_id, &message, caller).await?,
+        )),
         Err(IntakeError::Store(e)) => Err(e.into()),
         Err(IntakeError::A2a(e)) => Err(e),
     }
@@ -137,11 +230,20 @@ async fn intake(h: &Harness, req: SendMessageRequest) -> Result<Accepted, A2aErr
 /// What was stored for a message that is not a duplicate.
 enum Stored {
     Direct(Message),
-    /// The message as stored (with its task's ids) and the task after it.
+    /// The task after the message, whether the message gives its agent work, and the
+    /// task's last seq before it.
     Task {
         record: Box<TaskRecord>,
-        message: Message,
+        runnable: bool,
+        replay_from: u64,
     },
+}
+
+/// Who a message on a task is from.
+struct Sender<'a> {
+    id: &'a str,
+    caller: &'a Caller,
+    channel: Option<&'a ChannelMessage>,
 }
 
 enum IntakeError {
@@ -166,6 +268,8 @@ async fn start_task(
     tenant: &str,
     mut message: Message,
     push: bool,
+    sender: &str,
+    envelope: Option<TaskExtension>,
 ) -> Result<Stored, IntakeError> {
     if message.context_id.is_empty() {
         message.context_id = new_id();
@@ -179,29 +283,75 @@ async fn start_task(
             .await?;
         return Ok(Stored::Direct(reply));
     }
-    let (mut record, created) = new_task(tenant, &mut message);
+    let ext = task_extension(h, envelope, &message, sender);
+    let mut record = new_task(tenant, &mut message, &ext);
+    if !h.engine.runs(&record) {
+        await_assignee(&mut record, &ext.goal);
+    }
     record.push = push;
     let inbound = InboundMessage {
         tenant: tenant.into(),
-        message: message.clone(),
+        message,
     };
     let record = h
         .store
-        .create_task(&record, &[created], Some(&inbound))
+        .create_task(&record, &[created(&record)], Some(&inbound))
         .await?;
     Ok(Stored::Task {
+        runnable: h.engine.runs(&record),
         record: Box::new(record),
-        message,
+        replay_from: 0,
     })
+}
+
+/// A new task's extension: the envelope's, or one named after the message's text; the
+/// sender is a participant (the reporter, unless the envelope gave them a role), and the
+/// harness's agent the assignee unless the envelope named one.
+fn task_extension(
+    h: &Harness,
+    envelope: Option<TaskExtension>,
+    message: &Message,
+    sender: &str,
+) -> TaskExtension {
+    let mut ext =
+        envelope.unwrap_or_else(|| TaskExtension::from_text(&channels::message_text(message)));
+    if ext.participant(sender).is_none() {
+        let reporter = Participant::new(sender, ParticipantKind::Human, Role::Reporter);
+        ext.participants.insert(0, reporter);
+    }
+    if ext.assignee().is_none() {
+        ext.add(Participant::new(
+            &h.config.agent_id,
+            ParticipantKind::Agent,
+            Role::Assignee,
+        ));
+    }
+    ext
 }
 
 async fn continue_task(
     h: &Harness,
     tenant: &str,
     mut message: Message,
+    from: Sender<'_>,
 ) -> Result<Stored, IntakeError> {
     loop {
-        let current = h.visible_task(tenant, &message.task_id).await?;
+        let found = h
+            .store
+            .load_task(&message.task_id)
+            .await?
+            .filter(|r| r.tenant == tenant);
+        let ext = found.as_ref().and_then(TaskRecord::ext);
+        let refusal = match &found {
+            None => Some("no such task"),
+            Some(rec) if !from.caller.may_see(rec) => Some(NOT_A_PARTICIPANT),
+            Some(_) => channels::admits(ext.as_ref(), Some(from.id)).err(),
+        };
+        let (Some(current), Some(ext), None) = (found.clone(), ext, refusal) else {
+            let reason = refusal.unwrap_or(NOT_A_PARTICIPANT);
+            refuse(h, tenant, found, &message, from.id, reason).await;
+            return Err(A2aError::task_not_found(&message.task_id).into());
+        };
         if !message.context_id.is_empty() && message.context_id != current.task.context_id {
             return Err(A2aError::invalid_field(
                 "message.contextId",
@@ -222,23 +372,105 @@ async fn continue_task(
         }
         let mut next = current.clone();
         accept_message(&mut next, &mut message);
+        let mut events = Vec::new();
+        let runnable = if !h.engine.runs(&current) {
+            // A participant's task: their message is its outcome; others' are remarks.
+            let from_assignee = ext.assignee().is_some_and(|a| a.id == from.id);
+            if from_assignee {
+                let outcome = agent_message(
+                    &next.task,
+                    vec![Part::text(channels::message_text(&message))],
+                );
+                events.push(set_status(
+                    &mut next,
+                    TaskState::Completed,
+                    Some(outcome),
+                    None,
+                ));
+            }
+            from_assignee
+        } else if let Some(pending) = next.agent.pending_help.clone() {
+            // A task waiting on a question resumes only for its reply.
+            let answers = pending.answered_by(from.id, from.channel);
+            if answers {
+                next.agent.pending_help = None;
+                next.agent.replies.push(Reply {
+                    message_id: message.message_id.clone(),
+                    participant_id: from.id.to_owned(),
+                    question: pending.question.clone(),
+                });
+                events.push(set_status(&mut next, TaskState::Working, None, None));
+            }
+            answers
+        } else {
+            true
+        };
         let inbound = InboundMessage {
             tenant: tenant.into(),
             message: message.clone(),
         };
         match h
             .store
-            .commit(&next, current.version, &[], Some(&inbound))
+            .commit(&next, current.version, &events, Some(&inbound))
             .await
         {
             Ok(record) => {
+                h.announce(&record, &events);
                 return Ok(Stored::Task {
                     record: Box::new(record),
-                    message,
-                })
+                    runnable,
+                    replay_from: current.last_seq,
+                });
             }
             Err(StoreError::Conflict { .. }) => continue,
             Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// Records a refused message; on a task that waits for input, also says why in a status
+/// update in the same state, which ends the streams that follow it. The sender's answer
+/// is not decided here: it is the same not-found whatever happened.
+async fn refuse(
+    h: &Harness,
+    tenant: &str,
+    task: Option<TaskRecord>,
+    message: &Message,
+    sender: &str,
+    reason: &str,
+) {
+    let record = AuditRecord {
+        at: Some(Timestamp::now()),
+        tenant: tenant.into(),
+        operation: "SendMessage".into(),
+        task_id: message.task_id.clone(),
+        message_id: message.message_id.clone(),
+        participant: sender.into(),
+        accepted: false,
+        detail: reason.into(),
+    };
+    tracing::info!(participant = sender, reason, "message refused");
+    if let Err(e) = h.store.audit(&record).await {
+        tracing::warn!(error = %e, "the refusal could not be audited");
+    }
+    let mut task = task;
+    while let Some(rec) = task.take() {
+        if rec.state() != TaskState::InputRequired {
+            return;
+        }
+        let mut next = rec.clone();
+        let why = agent_message(
+            &next.task,
+            vec![Part::text(format!("message not accepted: {reason}"))],
+        );
+        let event = set_status(&mut next, TaskState::InputRequired, Some(why), None);
+        let events = [event];
+        match h.store.commit(&next, rec.version, &events, None).await {
+            Ok(stored) => h.announce(&stored, &events),
+            Err(StoreError::Conflict { .. }) => {
+                task = h.store.load_task(rec.id()).await.ok().flatten();
+            }
+            Err(e) => tracing::warn!(error = %e, "the refusal could not be announced"),
         }
     }
 }
@@ -249,6 +481,7 @@ async fn duplicate(
     tenant: &str,
     task_id: &str,
     message: &Message,
+    caller: &Caller,
 ) -> Result<Intake, A2aError> {
     if task_id.is_empty() {
         let mut message = message.clone();
@@ -263,5 +496,7 @@ async fn duplicate(
         })?;
         return Ok(Intake::Direct(reply));
     }
-    Ok(Intake::Duplicate(h.visible_task(tenant, task_id).await?))
+    Ok(Intake::Duplicate(
+        h.visible_task(tenant, task_id, caller).await?,
+    ))
 }

@@ -1,7 +1,7 @@
 //! SubscribeToTask: the current Task, then the task's event log from the start, then live
 //! events until the task is terminal or interrupted.
 
-use super::Harness;
+use super::{Caller, Harness};
 use crate::a2a::{validate, A2aError, StreamResponse, SubscribeToTaskRequest};
 use crate::engine::follow::{follow, EventStream, Follow};
 use crate::engine::transition::view;
@@ -10,9 +10,10 @@ use crate::engine::transition::view;
 pub async fn subscribe_to_task(
     h: &Harness,
     req: SubscribeToTaskRequest,
+    caller: &Caller,
 ) -> Result<EventStream, A2aError> {
     validate::required_id(&req.id, "id")?;
-    let rec = h.visible_task(&req.tenant, &req.id).await?;
+    let rec = h.visible_task(&req.tenant, &req.id, caller).await?;
     if rec.state().is_terminal() {
         return Err(A2aError::UnsupportedOperation(format!(
             "Task {} is in terminal state {}; there is nothing to subscribe to",

@@ -117,7 +117,8 @@ fn decode_task(item: &Item) -> Result<TaskRecord, StoreError> {
 
 fn task_item(rec: &TaskRecord) -> Result<Item, StoreError> {
     let id = &rec.task.id;
-    Ok(HashMap::from([
+    let members = rec.members();
+    let mut item = HashMap::from([
         ("pk".into(), s(task_pk(id))),
         ("sk".into(), s("TASK")),
         ("gsi1pk".into(), s(gsi1pk(&rec.tenant))),
@@ -127,7 +128,12 @@ fn task_item(rec: &TaskRecord) -> Result<Item, StoreError> {
         ("version".into(), n(rec.version)),
         ("last_seq".into(), n(rec.last_seq)),
         ("record".into(), s(to_json(rec)?)),
-    ]))
+    ]);
+    // ListTasks filters on it; DynamoDB has no empty sets.
+    if !members.is_empty() {
+        item.insert("members".into(), AttributeValue::Ss(members));
+    }
+    Ok(item)
 }
 
 fn put(
@@ -597,8 +603,11 @@ impl Store for DynamoStore {
     }
 
     async fn list_tasks(&self, q: &TaskQuery) -> Result<TaskPage, StoreError> {
-        let mut filters = Vec::new();
-        let mut values: Item = HashMap::from([(":t".to_owned(), s(gsi1pk(&q.tenant)))]);
+        let mut filters = vec!["contains(members, :p)"];
+        let mut values: Item = HashMap::from([
+            (":t".to_owned(), s(gsi1pk(&q.tenant))),
+            (":p".to_owned(), s(&q.participant)),
+        ]);
         let mut names = HashMap::new();
         if let Some(ctx) = &q.context_id {
             filters.push("context_id = :c");
@@ -614,7 +623,7 @@ impl Store for DynamoStore {
             key.push_str(" AND gsi1sk >= :after");
             values.insert(":after".into(), s(format!("{:015}", after.millis().max(0))));
         }
-        let filter = (!filters.is_empty()).then(|| filters.join(" AND "));
+        let filter = Some(filters.join(" AND "));
         let names = (!names.is_empty()).then_some(names);
         let query = || {
             self.client
@@ -778,6 +787,39 @@ impl Store for DynamoStore {
             .await
             .map_err(unavailable)?;
         Ok(())
+    }
+
+    async fn audit_trail(&self, task_id: &str) -> Result<Vec<AuditRecord>, StoreError> {
+        let now = Timestamp::now().millis() / 1000;
+        let mut records = Vec::new();
+        let mut start: Option<Item> = None;
+        loop {
+            let out = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("pk = :pk")
+                .expression_attribute_values(":pk", s(format!("AUDIT#{task_id}")))
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(unavailable)?;
+            for item in out.items() {
+                // TTL deletion is lazy: an expired row may still be there.
+                let expired = item
+                    .get(TTL_ATTRIBUTE)
+                    .and_then(|v| v.as_n().ok())
+                    .and_then(|v| v.parse::<i64>().ok())
+                    .is_some_and(|at| at <= now);
+                if !expired {
+                    records.push(serde_json::from_str(get_s(item, "record")?).map_err(corrupt)?);
+                }
+            }
+            start = out.last_evaluated_key().cloned();
+            if start.is_none() {
+                return Ok(records);
+            }
+        }
     }
 
     fn changes(&self) -> broadcast::Receiver<String> {

@@ -37,7 +37,8 @@ CREATE TABLE IF NOT EXISTS tasks (
     status_ms INTEGER NOT NULL,
     version INTEGER NOT NULL,
     last_seq INTEGER NOT NULL,
-    record TEXT NOT NULL
+    record TEXT NOT NULL,
+    members TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS tasks_by_status ON tasks (tenant, status_ms DESC, id DESC);
 CREATE TABLE IF NOT EXISTS events (
@@ -63,9 +64,47 @@ CREATE TABLE IF NOT EXISTS push_configs (
 CREATE TABLE IF NOT EXISTS audit (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     at_ms INTEGER NOT NULL,
-    record TEXT NOT NULL
+    record TEXT NOT NULL,
+    task_id TEXT NOT NULL DEFAULT ''
 );
 ";
+
+/// Columns added after the first release: (table, column, definition). A store written by
+/// an older build gets them when it is opened.
+const ADDED_COLUMNS: &[(&str, &str, &str)] = &[
+    ("tasks", "members", "TEXT NOT NULL DEFAULT ''"),
+    ("audit", "task_id", "TEXT NOT NULL DEFAULT ''"),
+];
+
+fn migrate(conn: &Connection) -> Result<(), StoreError> {
+    for (table, column, definition) in ADDED_COLUMNS {
+        let present: i64 = conn
+            .query_row(
+                &format!("SELECT COUNT(*) FROM pragma_table_info('{table}') WHERE name = ?1"),
+                params![column],
+                |r| r.get(0),
+            )
+            .map_err(backend)?;
+        if present == 0 {
+            conn.execute_batch(&format!(
+                "ALTER TABLE {table} ADD COLUMN {column} {definition}"
+            ))
+            .map_err(backend)?;
+        }
+    }
+    conn.execute_batch("CREATE INDEX IF NOT EXISTS audit_by_task ON audit (task_id, seq)")
+        .map_err(backend)
+}
+
+/// Participant ids as one column ListTasks can match with `instr`: `\n<id>\n<id>\n`
+/// (ids hold no control characters).
+fn members_column(rec: &TaskRecord) -> String {
+    let ids = rec.members();
+    if ids.is_empty() {
+        return String::new();
+    }
+    format!("\n{}\n", ids.join("\n"))
+}
 
 type Completion = Box<dyn FnOnce(Result<(), StoreError>) + Send>;
 /// Runs its work on the connection it is given (None: the transaction could not start, so
@@ -116,6 +155,7 @@ impl EmbeddedStore {
                 | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
         writer.execute_batch(SCHEMA).map_err(backend)?;
+        migrate(&writer)?;
         let readers = (0..READERS)
             .map(|_| {
                 open(
@@ -284,14 +324,15 @@ fn decode_record((json, version, last_seq): (String, i64, i64)) -> Result<TaskRe
 
 fn write_task(conn: &Connection, rec: &TaskRecord, insert: bool) -> Result<usize, StoreError> {
     let sql = if insert {
-        "INSERT OR IGNORE INTO tasks (id, tenant, context_id, state, status_ms, version, last_seq, record)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
+        "INSERT OR IGNORE INTO tasks (id, tenant, context_id, state, status_ms, version, last_seq, record, members)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
     } else {
         "UPDATE tasks SET tenant = ?2, context_id = ?3, state = ?4, status_ms = ?5, version = ?6,
-         last_seq = ?7, record = ?8 WHERE id = ?1 AND version = ?9"
+         last_seq = ?7, record = ?8, members = ?9 WHERE id = ?1 AND version = ?10"
     };
     let mut stmt = conn.prepare_cached(sql).map_err(backend)?;
     let json = to_json(rec)?;
+    let members = members_column(rec);
     let (state, status_ms) = (rec.state().number(), rec.status_millis());
     let (version, last_seq, expected) = (
         rec.version as i64,
@@ -307,6 +348,7 @@ fn write_task(conn: &Connection, rec: &TaskRecord, insert: bool) -> Result<usize
         &version,
         &last_seq,
         &json,
+        &members,
     ];
     if !insert {
         values.push(&expected);
@@ -474,8 +516,11 @@ impl Store for EmbeddedStore {
     async fn list_tasks(&self, q: &TaskQuery) -> Result<TaskPage, StoreError> {
         let q = q.clone();
         self.read(move |conn| {
-            let mut filter = String::from("tenant = ?1");
-            let mut args: Vec<rusqlite::types::Value> = vec![q.tenant.clone().into()];
+            let mut filter = String::from("tenant = ?1 AND instr(members, ?2) > 0");
+            let mut args: Vec<rusqlite::types::Value> = vec![
+                q.tenant.clone().into(),
+                format!("\n{}\n", q.participant).into(),
+            ];
             if let Some(ctx) = &q.context_id {
                 args.push(ctx.clone().into());
                 filter += &format!(" AND context_id = ?{}", args.len());
@@ -605,14 +650,33 @@ impl Store for EmbeddedStore {
         let r = record.clone();
         self.write(move |conn| {
             conn.execute(
-                "INSERT INTO audit (at_ms, record) VALUES (?1, ?2)",
+                "INSERT INTO audit (at_ms, record, task_id) VALUES (?1, ?2, ?3)",
                 params![
                     r.at.map(|t| t.millis()).unwrap_or_else(now_ms),
-                    to_json(&r)?
+                    to_json(&r)?,
+                    r.task_id
                 ],
             )
             .map_err(backend)?;
             Ok(())
+        })
+        .await
+    }
+
+    async fn audit_trail(&self, task_id: &str) -> Result<Vec<AuditRecord>, StoreError> {
+        let task_id = task_id.to_owned();
+        self.read(move |conn| {
+            let mut stmt = conn
+                .prepare_cached("SELECT record FROM audit WHERE task_id = ?1 ORDER BY seq")
+                .map_err(backend)?;
+            let rows = stmt
+                .query_map(params![task_id], |r| r.get::<_, String>(0))
+                .map_err(backend)?;
+            rows.map(|r| {
+                r.map_err(backend)
+                    .and_then(|json| serde_json::from_str(&json).map_err(corrupt))
+            })
+            .collect()
         })
         .await
     }

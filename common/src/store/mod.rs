@@ -43,6 +43,16 @@ impl TaskRecord {
         self.task.state()
     }
 
+    /// The task extension's data (participants, links), if the task has it.
+    pub fn ext(&self) -> Option<crate::ext::task::TaskExtension> {
+        crate::ext::task::TaskExtension::of(&self.task)
+    }
+
+    /// The ids of the task's participants, which ListTasks filters on.
+    pub fn members(&self) -> Vec<String> {
+        crate::ext::task::participant_ids(&self.task)
+    }
+
     /// The record as created with `events` (seq 0 onwards): version 1.
     pub fn created(&self, events: usize) -> TaskRecord {
         TaskRecord {
@@ -93,6 +103,8 @@ pub struct InboundMessage {
 #[derive(Debug, Clone, Default)]
 pub struct TaskQuery {
     pub tenant: String,
+    /// Only tasks this participant is a member of.
+    pub participant: String,
     pub context_id: Option<String>,
     pub state: Option<TaskState>,
     pub status_after: Option<Timestamp>,
@@ -114,15 +126,20 @@ pub struct TaskPage {
     pub total: u64,
 }
 
-/// One intake decision, accepted or refused, kept for audit.
+/// One refused intake (or other decision worth keeping), for audit. An accepted message
+/// is its own record: the stored message names its sender and when it arrived.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct AuditRecord {
     pub at: Option<Timestamp>,
     pub tenant: String,
     pub operation: String,
     pub task_id: String,
     pub message_id: String,
+    /// The participant the message or request asserted (empty: none).
+    pub participant: String,
     pub accepted: bool,
+    /// Why it was refused.
     pub detail: String,
 }
 
@@ -204,6 +221,10 @@ pub trait Store: Send + Sync + 'static {
     async fn delete_push_config(&self, task_id: &str, id: &str) -> Result<(), StoreError>;
 
     async fn audit(&self, record: &AuditRecord) -> Result<(), StoreError>;
+
+    /// The audit records kept under a task id (the id as the request named it, whether or
+    /// not such a task exists), oldest first.
+    async fn audit_trail(&self, task_id: &str) -> Result<Vec<AuditRecord>, StoreError>;
 
     /// A signal for every committed change: the id of the task that changed. Writers in
     /// other processes are not signalled; readers also re-check on a timer.

@@ -1,0 +1,212 @@
+//! Participants and channels (seeds 000 and 001): who a message is from, whether they
+//! may speak on a task, what a waiting task takes as the reply to its help request, and
+//! the `help.decided` choice between asking and creating a task (`help`).
+//!
+//! A task's channel is the task itself: its members are the task's participants, a send
+//! from the harness is an event in the task's log (committed before any reader sees it),
+//! and a participant sends with SendMessage on the task. Identity is self-asserted
+//! (`metadata.participant_id`, else the `X-Participant-Id` header) and fails closed.
+
+pub mod help;
+
+use crate::a2a::{Message, Part};
+use crate::ext::channel::{ChannelKind, ChannelMessage};
+use crate::ext::task::TaskExtension;
+use crate::ext::{CHANNEL_MEDIA_TYPE, EVENT_MEDIA_TYPE};
+
+/// The message metadata key naming its sender.
+pub const PARTICIPANT_KEY: &str = "participant_id";
+/// The header naming the participant a request comes from.
+pub const PARTICIPANT_HEADER: &str = "x-participant-id";
+/// Why a message with no sender is refused (the wire text of the -32602 error).
+pub const NO_PARTICIPANT: &str = "no participant asserted";
+/// Why a message from a non-member is refused (audit and the waiting task's status).
+pub const NOT_A_PARTICIPANT: &str = "not a participant";
+/// Longest participant id accepted.
+pub const MAX_ID_LEN: usize = 256;
+
+/// The participant a message names in its metadata, if any (an empty string is none).
+pub fn asserted(message: &Message) -> Option<&str> {
+    message
+        .metadata
+        .as_ref()?
+        .get(PARTICIPANT_KEY)?
+        .as_str()
+        .filter(|s| !s.is_empty())
+}
+
+/// A participant id from outside is at most 256 characters with no control characters
+/// (so it can key an index and sit in a log line).
+pub fn valid_id(id: &str) -> bool {
+    !id.is_empty() && id.chars().count() <= MAX_ID_LEN && !id.chars().any(char::is_control)
+}
+
+/// Records `sender` as the message's asserted participant, so the stored message says who
+/// sent it even when only a header (or the default) named them.
+pub fn assert_sender(message: &mut Message, sender: &str) {
+    message
+        .metadata
+        .get_or_insert_with(Default::default)
+        .insert(PARTICIPANT_KEY.into(), sender.into());
+}
+
+/// The text a message carries for the model: its text parts; with none, the text of its
+/// channel part. Envelope parts are not text (their data lands in the task extension);
+/// other data parts are given as JSON.
+pub fn message_text(m: &Message) -> String {
+    let texts: Vec<String> = m.parts.iter().filter_map(|p| p.text.clone()).collect();
+    if !texts.is_empty() {
+        let data: Vec<String> = m.parts.iter().filter_map(other_data).collect();
+        return texts.into_iter().chain(data).collect::<Vec<_>>().join("\n");
+    }
+    m.parts
+        .iter()
+        .filter_map(|p| {
+            if p.media_type == CHANNEL_MEDIA_TYPE {
+                let data = p.data.as_ref()?;
+                serde_json::from_value::<ChannelMessage>(data.clone())
+                    .ok()
+                    .map(|c| c.body())
+            } else {
+                other_data(p)
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn other_data(p: &Part) -> Option<String> {
+    if p.media_type == CHANNEL_MEDIA_TYPE || p.media_type == EVENT_MEDIA_TYPE {
+        return None;
+    }
+    p.data.as_ref().map(|d| d.to_string())
+}
+
+/// A question the agent asked on the task's channel, waiting for its reply.
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize, serde::Deserialize)]
+pub struct HelpRequest {
+    pub participant_id: String,
+    pub question: String,
+    #[serde(default)]
+    pub options: Vec<String>,
+    /// The id of the status message that carried the question.
+    pub message_id: String,
+    /// The tool call that asked.
+    pub call_id: String,
+}
+
+impl HelpRequest {
+    /// The question as shown to people: with its options on a second line.
+    pub fn display(&self) -> String {
+        if self.options.is_empty() {
+            self.question.clone()
+        } else {
+            format!("{}\nOptions: {}", self.question, self.options.join(", "))
+        }
+    }
+
+    /// The INPUT_REQUIRED status message: the question as text, plus the channel part.
+    pub fn status_parts(&self, task_id: &str, sender: &str) -> Vec<Part> {
+        vec![
+            Part::text(self.display()),
+            ChannelMessage::new(task_id, sender, ChannelKind::HelpRequest, &self.question).part(),
+        ]
+    }
+
+    /// Whether a member's message answers it: it is from the participant asked and, when
+    /// it names what it replies to, names this request.
+    pub fn answered_by(&self, sender: &str, channel: Option<&ChannelMessage>) -> bool {
+        sender == self.participant_id
+            && channel
+                .and_then(|c| c.in_reply_to.as_deref())
+                .is_none_or(|r| r == self.message_id)
+    }
+
+    /// How the reply reaches the model.
+    pub fn frame_reply(&self, text: &str) -> String {
+        format!(
+            "Reply from {} to \"{}\": {}",
+            self.participant_id, self.question, text
+        )
+    }
+}
+
+/// What happens to a message from `sender` on a task: refused (with the reason kept in
+/// the audit trail) unless the sender is one of the task's participants.
+pub fn admits(ext: Option<&TaskExtension>, sender: Option<&str>) -> Result<(), &'static str> {
+    match sender {
+        None => Err(NO_PARTICIPANT),
+        Some(_) if ext.is_some_and(|e| e.is_participant(sender)) => Ok(()),
+        Some(_) => Err(NOT_A_PARTICIPANT),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ext::task::{Participant, ParticipantKind, Role};
+    use serde_json::json;
+
+    fn ext() -> TaskExtension {
+        let mut e = TaskExtension::from_text("x");
+        e.add(Participant::new("alice", ParticipantKind::Human, Role::Reporter));
+        e
+    }
+
+    /// `test_channel_membership.py::test_non_member_rejected_without_task_existence`:
+    /// a stranger, an empty and a missing sender get the same answer with or without a
+    /// task, naming neither the task nor its members.
+    #[test]
+    fn non_member_rejected_without_task_existence() {
+        let e = ext();
+        for sender in [Some("mallory"), Some("")] {
+            assert_eq!(admits(Some(&e), sender), Err(NOT_A_PARTICIPANT));
+            assert_eq!(admits(None, sender), Err(NOT_A_PARTICIPANT));
+        }
+        assert_eq!(admits(Some(&e), None), admits(None, None));
+        assert!(!NOT_A_PARTICIPANT.contains("alice"));
+        assert_eq!(admits(Some(&e), Some("alice")), Ok(()));
+    }
+
+    #[test]
+    fn a_reply_must_come_from_the_participant_asked_and_name_the_request_if_it_names_one() {
+        let req = HelpRequest {
+            participant_id: "alice".into(),
+            question: "Which colour?".into(),
+            options: vec!["red".into(), "blue".into()],
+            message_id: "t:help:3".into(),
+            call_id: "c1".into(),
+        };
+        assert_eq!(req.display(), "Which colour?\nOptions: red, blue");
+        assert!(req.answered_by("alice", None));
+        assert!(!req.answered_by("bob", None));
+        let mut reply = ChannelMessage::new("t", "alice", ChannelKind::HelpReply, "red");
+        reply.in_reply_to = Some("t:help:3".into());
+        assert!(req.answered_by("alice", Some(&reply)));
+        reply.in_reply_to = Some("t:help:9".into());
+        assert!(!req.answered_by("alice", Some(&reply)));
+        assert_eq!(
+            req.frame_reply("red"),
+            "Reply from alice to \"Which colour?\": red"
+        );
+    }
+
+    #[test]
+    fn the_text_of_a_message_is_its_text_parts_else_its_channel_part() {
+        let channel_only = Message {
+            parts: vec![ChannelMessage::new("t", "a", ChannelKind::HelpReply, "blue").part()],
+            ..Default::default()
+        };
+        assert_eq!(message_text(&channel_only), "blue");
+        let mixed = Message {
+            parts: vec![
+                Part::text("hello"),
+                ChannelMessage::new("t", "a", ChannelKind::Message, "dup").part(),
+                Part::data(json!({"k": 1})),
+            ],
+            ..Default::default()
+        };
+        assert_eq!(message_text(&mixed), "hello\n{\"k\":1}");
+        assert!(valid_id("u-1") && !valid_id("a\nb") && !valid_id(""));
+    }
+}

@@ -1,0 +1,320 @@
+//! The task extension's data: name, goal, acceptance criteria, participants and the links
+//! between tasks, kept in `Task.metadata["io.github.madarauchiha-314.tiny-harness/task"]`
+//! and checked against `schemas/task-v1.schema.json` whenever it comes from outside.
+
+use std::sync::OnceLock;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{compile, problems, TASK_METADATA_KEY, TASK_SCHEMA};
+use crate::a2a::Task;
+
+/// A participant's role on a task; exactly one per participant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// Does the work (the harness's own agent, or the participant of a participant task).
+    Assignee,
+    /// Asked for the work.
+    Reporter,
+    /// Follows it.
+    Watcher,
+    /// May change roles.
+    Admin,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Assignee => "assignee",
+            Role::Reporter => "reporter",
+            Role::Watcher => "watcher",
+            Role::Admin => "admin",
+        }
+    }
+}
+
+impl std::str::FromStr for Role {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "assignee" => Ok(Role::Assignee),
+            "reporter" => Ok(Role::Reporter),
+            "watcher" => Ok(Role::Watcher),
+            "admin" => Ok(Role::Admin),
+            other => Err(format!(
+                "unknown role {other:?} (assignee, reporter, watcher or admin)"
+            )),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ParticipantKind {
+    Human,
+    Agent,
+}
+
+impl ParticipantKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ParticipantKind::Human => "human",
+            ParticipantKind::Agent => "agent",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Participant {
+    pub id: String,
+    pub kind: ParticipantKind,
+    pub role: Role,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub display_name: String,
+}
+
+impl Participant {
+    pub fn new(id: impl Into<String>, kind: ParticipantKind, role: Role) -> Self {
+        Participant {
+            id: id.into(),
+            kind,
+            role,
+            display_name: String::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Criterion {
+    pub text: String,
+    #[serde(default)]
+    pub met: bool,
+}
+
+/// A link to another task; `agent` is null for a task of this harness.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskRef {
+    pub task_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<Value>,
+}
+
+impl TaskRef {
+    pub fn local(task_id: impl Into<String>) -> Self {
+        TaskRef {
+            task_id: task_id.into(),
+            agent: None,
+        }
+    }
+}
+
+/// The task extension's data (`TaskExtensionData` of the schema).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct TaskExtension {
+    pub name: String,
+    pub goal: String,
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    #[serde(default)]
+    pub acceptance_criteria: Vec<Criterion>,
+    #[serde(default)]
+    pub participants: Vec<Participant>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parent_tasks: Vec<TaskRef>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sub_tasks: Vec<TaskRef>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<Value>,
+}
+
+fn validator() -> &'static jsonschema::Validator {
+    static V: OnceLock<jsonschema::Validator> = OnceLock::new();
+    V.get_or_init(|| compile(TASK_SCHEMA))
+}
+
+/// Longest task name taken from a message's first line.
+const NAME_CHARS: usize = 60;
+
+impl TaskExtension {
+    /// Data from outside (a task envelope): checked against the schema first, so every
+    /// problem is named with its path.
+    pub fn parse(value: &Value) -> Result<Self, String> {
+        if let Some(p) = problems(validator(), value) {
+            return Err(p);
+        }
+        serde_json::from_value(value.clone()).map_err(|e| e.to_string())
+    }
+
+    /// The extension of a task started by a plain message: name = its first line (at most
+    /// 60 characters, "task" when empty), goal = the whole text.
+    pub fn from_text(text: &str) -> Self {
+        let text = text.trim();
+        let first = text.lines().next().unwrap_or("").trim();
+        let name: String = first.chars().take(NAME_CHARS).collect();
+        TaskExtension {
+            name: if name.is_empty() { "task".into() } else { name },
+            goal: text.to_owned(),
+            ..Default::default()
+        }
+    }
+
+    /// The task's data; None when it has none (or it cannot be read, which fails closed:
+    /// a task without participants is visible to no one).
+    pub fn of(task: &Task) -> Option<Self> {
+        let v = task.metadata.as_ref()?.get(TASK_METADATA_KEY)?;
+        serde_json::from_value(v.clone()).ok()
+    }
+
+    /// Writes the data into the task's metadata.
+    pub fn store(&self, task: &mut Task) {
+        let value = serde_json::to_value(self).unwrap_or(Value::Null);
+        task.metadata
+            .get_or_insert_with(Default::default)
+            .insert(TASK_METADATA_KEY.to_owned(), value);
+    }
+
+    pub fn participant(&self, id: &str) -> Option<&Participant> {
+        self.participants.iter().find(|p| p.id == id)
+    }
+
+    /// False for no id at all: membership fails closed.
+    pub fn is_participant(&self, id: Option<&str>) -> bool {
+        id.is_some_and(|id| self.participant(id).is_some())
+    }
+
+    pub fn has_role(&self, id: Option<&str>, role: Role) -> bool {
+        id.and_then(|id| self.participant(id))
+            .is_some_and(|p| p.role == role)
+    }
+
+    pub fn assignee(&self) -> Option<&Participant> {
+        self.participants.iter().find(|p| p.role == Role::Assignee)
+    }
+
+    /// Adds `p` unless a participant with its id is already there.
+    pub fn add(&mut self, p: Participant) {
+        if self.participant(&p.id).is_none() {
+            self.participants.push(p);
+        }
+    }
+
+    /// One line per participant, `- <id> (<kind>): <role>` plus ` — <display name>`.
+    pub fn render_participants(&self) -> String {
+        if self.participants.is_empty() {
+            return "(no participants)".into();
+        }
+        self.participants
+            .iter()
+            .map(|p| {
+                let mut line = format!("- {} ({}): {}", p.id, p.kind.as_str(), p.role.as_str());
+                if !p.display_name.is_empty() {
+                    line.push_str(" — ");
+                    line.push_str(&p.display_name);
+                }
+                line
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+/// The task extension a message's event envelope (`application/vnd.tiny-harness.event+json`,
+/// `{"kind": "task" | "status_update" | "artifact_update", "payload": {...}}`) carries:
+/// Some for a valid `task` envelope, None when there is no `task` envelope, invalid
+/// params naming the part when an envelope or its payload is malformed.
+pub fn envelope_of(m: &crate::a2a::Message) -> Result<Option<TaskExtension>, crate::a2a::A2aError> {
+    use crate::a2a::A2aError;
+    let Some((i, part)) = m
+        .parts
+        .iter()
+        .enumerate()
+        .find(|(_, p)| p.media_type == super::EVENT_MEDIA_TYPE)
+    else {
+        return Ok(None);
+    };
+    let field = format!("message.parts[{i}].data");
+    let bad = |why: String| A2aError::invalid_field(&field, why);
+    let obj = part
+        .data
+        .as_ref()
+        .and_then(Value::as_object)
+        .ok_or_else(|| bad("invalid event envelope: not a JSON object".into()))?;
+    if let Some(k) = obj.keys().find(|k| *k != "kind" && *k != "payload") {
+        return Err(bad(format!("invalid event envelope: unknown field {k:?}")));
+    }
+    let payload = obj
+        .get("payload")
+        .filter(|p| p.is_object())
+        .ok_or_else(|| bad("invalid event envelope: payload must be an object".into()))?;
+    match obj.get("kind").and_then(Value::as_str) {
+        Some("task") => TaskExtension::parse(payload)
+            .map(Some)
+            .map_err(|e| bad(format!("invalid task extension: {e}"))),
+        Some("status_update" | "artifact_update") => Ok(None),
+        other => Err(bad(format!(
+            "invalid event envelope: kind {other:?} is not task, status_update or artifact_update"
+        ))),
+    }
+}
+
+/// The ids of a task's participants (empty when it has no extension data).
+pub fn participant_ids(task: &Task) -> Vec<String> {
+    TaskExtension::of(task)
+        .map(|e| e.participants.into_iter().map(|p| p.id).collect())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_valid_envelope_payload_parses_and_round_trips_through_the_metadata() {
+        let v = json!({
+            "name": "Review", "goal": "Review the PR",
+            "acceptance_criteria": [{"text": "tests pass"}],
+            "participants": [{"id": "alice", "kind": "human", "role": "admin", "display_name": "Alice"}]
+        });
+        let ext = TaskExtension::parse(&v).unwrap();
+        assert_eq!(ext.acceptance_criteria[0].met, false);
+        assert!(ext.has_role(Some("alice"), Role::Admin));
+        let mut task = Task::default();
+        ext.store(&mut task);
+        assert_eq!(TaskExtension::of(&task), Some(ext));
+    }
+
+    #[test]
+    fn schema_problems_are_named_with_their_paths() {
+        let err = TaskExtension::parse(&json!({
+            "name": "x", "goal": "y",
+            "participants": [{"id": "bob", "kind": "robot", "role": "boss"}],
+            "colour": "red"
+        }))
+        .unwrap_err();
+        assert!(err.contains("/participants/0/kind"), "{err}");
+        assert!(err.contains("/participants/0/role"), "{err}");
+        assert!(err.contains("colour"), "{err}");
+        assert!(TaskExtension::parse(&json!({"name": "x"}))
+            .unwrap_err()
+            .contains("goal"));
+    }
+
+    #[test]
+    fn membership_fails_closed_and_roles_are_exact() {
+        let mut ext = TaskExtension::from_text("Fix the build\nIt is red.");
+        assert_eq!(ext.name, "Fix the build");
+        assert_eq!(ext.goal, "Fix the build\nIt is red.");
+        ext.add(Participant::new("u-1", ParticipantKind::Human, Role::Reporter));
+        assert!(!ext.is_participant(None));
+        assert!(!ext.is_participant(Some("")));
+        assert!(ext.is_participant(Some("u-1")));
+        assert!(!ext.has_role(Some("u-1"), Role::Admin));
+        assert_eq!(ext.render_participants(), "- u-1 (human): reporter");
+        assert_eq!(TaskExtension::from_text("  ").name, "task");
+    }
+}
