@@ -55,13 +55,9 @@ where
 
 /// A participant id from the environment, refused if it could not be one.
 fn checked_id(name: &str) -> Result<Option<String>, Error> {
-    match var(name) {
-        Some(v) if !crate::channels::valid_id(&v) => Err(format!(
-            "{name}={v:?}: not a participant id (1-256 characters, no control characters)"
-        )
-        .into()),
-        v => Ok(v),
-    }
+    var(name)
+        .map(|v| crate::channels::parse_id(&v).map_err(|e| format!("{name}: {e}").into()))
+        .transpose()
 }
 
 /// The configuration the environment describes.

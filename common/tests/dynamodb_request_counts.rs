@@ -19,7 +19,7 @@ use aws_smithy_runtime_api::client::interceptors::Intercept;
 use aws_smithy_types::config_bag::ConfigBag;
 use common::a2a::{CancelTaskRequest, GetTaskRequest, ListTasksRequest, Message, Part, Role};
 use common::a2a::{SendMessageRequest, TaskState};
-use common::ops::{execute, Answer, Call, Harness};
+use common::ops::{execute, Answer, Call, Caller, Harness};
 use common::store::DynamoStore;
 use serde_json::Value;
 
@@ -98,7 +98,7 @@ fn send(id: &str, task_id: &str) -> Call {
 }
 
 async fn run(h: &Harness, call: Call) -> Value {
-    match execute(h, call).await {
+    match execute(h, call, &Caller::named("alice")).await {
         Ok(Answer::Json(v)) => v,
         Ok(Answer::Stream(_)) => panic!("a stream"),
         Err(e) => panic!("{e}"),

@@ -68,9 +68,11 @@ impl Deployment {
         ));
         std::fs::create_dir_all(&dir).expect("create the store directory");
         let store = EmbeddedStore::open(&dir).expect("open the embedded store");
+        // The recorded events carry no identity: one participant stands for it.
         let config = Config {
             public_url: String::new(),
             rate_limit_per_minute: 0,
+            default_participant: Some("anonymous".into()),
             ..config
         };
         let harness =

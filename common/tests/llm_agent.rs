@@ -10,7 +10,7 @@ use common::agent::llm::LlmAgent;
 use common::agent::tools::ToolRegistry;
 use common::models::scripted::Scripted;
 use common::models::{ChatMessage, ChatRequest, ChatResponse, Model, ModelError};
-use common::ops::{execute, Answer, Call, Harness};
+use common::ops::{execute, Answer, Call, Caller, Harness};
 use common::store::{EmbeddedStore, Store};
 use serde_json::Value;
 
@@ -76,6 +76,7 @@ async fn send(h: &Harness, text: &str) -> Value {
             message: Some(message),
             ..Default::default()
         }),
+        &Caller::named("alice"),
     )
     .await
     {
@@ -100,15 +101,28 @@ async fn a_tool_call_then_an_answer_completes_the_task_with_the_answer() {
     let requests = model.requests.lock().expect("requests");
     assert_eq!(requests.len(), 2);
     assert_eq!(
-        requests[0].messages,
-        vec![ChatMessage::User {
+        requests[0].messages[1..],
+        [ChatMessage::User {
             text: "What time is it?".into()
-        }]
+        }],
+        "the task section, then the message as the human wrote it"
+    );
+    assert!(
+        matches!(&requests[0].messages[0], ChatMessage::User { text } if text.starts_with("<task>\nname: What time is it?")),
+        "{:?}",
+        requests[0].messages[0]
+    );
+    assert!(
+        requests[0]
+            .system
+            .contains("- alice (human): reporter\n- tiny-harness (agent): assignee"),
+        "every participant's role is in the system prompt: {}",
+        requests[0].system
     );
     assert!(requests[0].tools.iter().any(|t| t.name == "current_time"));
     let ChatMessage::Tool {
         content, is_error, ..
-    } = &requests[1].messages[2]
+    } = &requests[1].messages[3]
     else {
         panic!(
             "the second input ends with the tool result: {:?}",
@@ -162,7 +176,7 @@ async fn an_unknown_tool_comes_back_to_the_model_as_an_error_result() {
     let requests = model.requests.lock().expect("requests");
     let ChatMessage::Tool {
         content, is_error, ..
-    } = &requests[1].messages[2]
+    } = &requests[1].messages[3]
     else {
         panic!("a tool result")
     };
@@ -195,11 +209,7 @@ async fn a_resumed_run_never_repeats_a_committed_model_call() {
     );
     let before = model.requests.lock().expect("requests").len();
 
-    let input = next.task.history[0].clone();
-    h.engine
-        .start(id.clone(), input)
-        .await
-        .expect("resumed run");
+    h.engine.start(id.clone()).await.expect("resumed run");
 
     let turns: Vec<usize> = model.requests.lock().expect("requests")[before..]
         .iter()
@@ -224,16 +234,21 @@ async fn a_task_that_chose_its_model_is_answered_by_that_model() {
         parts: vec![Part::text("hi")],
         ..Default::default()
     };
-    let (mut rec, created) = common::engine::transition::new_task("", &mut message);
+    common::channels::assert_sender(&mut message, "alice");
+    let mut ext = common::ext::task::TaskExtension::from_text("hi");
+    ext.add(common::ext::task::Participant::new(
+        "tiny-harness",
+        common::ext::task::ParticipantKind::Agent,
+        common::ext::task::Role::Assignee,
+    ));
+    let mut rec = common::engine::transition::new_task("", &mut message, &ext);
+    let created = common::engine::transition::created(&rec);
     rec.agent.model = Some(format!("scripted:{}", script.display()));
     let rec = store
         .create_task(&rec, &[created], None)
         .await
         .expect("create");
-    h.engine
-        .start(rec.task.id.clone(), message)
-        .await
-        .expect("run");
+    h.engine.start(rec.task.id.clone()).await.expect("run");
 
     let done = store
         .load_task(&rec.task.id)
@@ -291,12 +306,21 @@ async fn the_task_section_shows_name_goal_criteria_and_sub_tasks() {
         parts: vec![Part::text("go")],
         ..Default::default()
     };
-    let (mut rec, created) = common::engine::transition::new_task("", &mut message);
+    common::channels::assert_sender(&mut message, "alice");
+    let mut ext = common::ext::task::TaskExtension::from_text("hi");
+    ext.add(common::ext::task::Participant::new(
+        "tiny-harness",
+        common::ext::task::ParticipantKind::Agent,
+        common::ext::task::Role::Assignee,
+    ));
+    let mut rec = common::engine::transition::new_task("", &mut message, &ext);
+    let created = common::engine::transition::created(&rec);
     let data = serde_json::json!({
         "name": "Release notes",
         "goal": "Write the 1.2 release notes",
         "acceptance_criteria": [{"text": "mentions every fix", "met": true}, {"text": "under 300 words"}],
-        "sub_tasks": [{"task_id": "t-9"}]
+        "sub_tasks": [{"task_id": "t-9"}],
+        "participants": [{"id": "tiny-harness", "kind": "agent", "role": "assignee"}]
     });
     rec.task.metadata = Some(serde_json::Map::from_iter([(
         common::ext::TASK_METADATA_KEY.to_owned(),
@@ -306,10 +330,7 @@ async fn the_task_section_shows_name_goal_criteria_and_sub_tasks() {
         .create_task(&rec, &[created], None)
         .await
         .expect("create");
-    h.engine
-        .start(rec.task.id.clone(), message)
-        .await
-        .expect("run");
+    h.engine.start(rec.task.id.clone()).await.expect("run");
 
     let requests = model.requests.lock().expect("requests");
     let ChatMessage::User { text } = &requests[0].messages[0] else {

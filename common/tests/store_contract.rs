@@ -8,7 +8,9 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use common::a2a::{Message, Part, Role, StreamResponse, TaskState};
-use common::engine::transition::{new_task, set_status};
+use common::engine::transition::{created, new_task, set_status};
+use common::ext::task::{Participant, ParticipantKind, Role as ParticipantRole, TaskExtension};
+use common::store::AuditRecord;
 use common::store::{
     DynamoStore, EmbeddedStore, InboundMessage, Store, StoreError, TaskQuery, TaskRecord,
 };
@@ -41,9 +43,30 @@ fn message(id: &str) -> Message {
     }
 }
 
+/// A task whose participants are `alice` (reporter) and the harness (assignee).
+fn ext_for(member: &str) -> TaskExtension {
+    let mut ext = TaskExtension::from_text("hello");
+    ext.add(Participant::new(
+        member,
+        ParticipantKind::Human,
+        ParticipantRole::Reporter,
+    ));
+    ext.add(Participant::new(
+        "tiny-harness",
+        ParticipantKind::Agent,
+        ParticipantRole::Assignee,
+    ));
+    ext
+}
+
 async fn create(store: &dyn Store, tenant: &str, message_id: &str) -> TaskRecord {
+    create_for(store, tenant, message_id, "alice").await
+}
+
+async fn create_for(store: &dyn Store, tenant: &str, message_id: &str, member: &str) -> TaskRecord {
     let mut m = message(message_id);
-    let (rec, event) = new_task(tenant, &mut m);
+    let rec = new_task(tenant, &mut m, &ext_for(member));
+    let event = created(&rec);
     let inbound = InboundMessage {
         tenant: tenant.into(),
         message: m,
@@ -130,7 +153,8 @@ async fn a_commit_at_a_stale_version_is_refused(store: Arc<dyn Store>) {
 async fn a_repeated_message_id_is_stored_once(store: Arc<dyn Store>) {
     let first = create(store.as_ref(), "t", "m-dup").await;
     let mut m = message("m-dup");
-    let (rec, event) = new_task("t", &mut m);
+    let rec = new_task("t", &mut m, &ext_for("alice"));
+    let event = created(&rec);
     let inbound = InboundMessage {
         tenant: "t".into(),
         message: m,
@@ -172,6 +196,7 @@ async fn list_pages_cover_every_task_once_newest_first(store: Arc<dyn Store>) {
     let mut seen = Vec::new();
     let mut query = TaskQuery {
         tenant: "pages".into(),
+        participant: "alice".into(),
         page_size: 3,
         ..Default::default()
     };
@@ -274,7 +299,82 @@ contract!(
     list_pages_cover_every_task_once_newest_first,
     push_configs_are_kept_per_task_and_deletes_are_idempotent,
     list_filters_by_context_state_and_time,
+    a_participant_lists_only_their_own_tasks,
+    refusals_are_kept_in_the_audit_trail_of_the_task_id_named,
 );
+
+async fn a_participant_lists_only_their_own_tasks(store: Arc<dyn Store>) {
+    let tenant = format!("members-{}", uuid_like());
+    let mut alices = HashSet::new();
+    for i in 0..4 {
+        let member = if i % 2 == 0 { "alice" } else { "bob" };
+        let rec = create_for(
+            store.as_ref(),
+            &tenant,
+            &format!("m-{i}-{}", uuid_like()),
+            member,
+        )
+        .await;
+        if member == "alice" {
+            alices.insert(rec.task.id);
+        }
+    }
+    let query = |participant: &str| TaskQuery {
+        tenant: tenant.clone(),
+        participant: participant.into(),
+        page_size: 1,
+        ..Default::default()
+    };
+    let mut seen = HashSet::new();
+    let mut q = query("alice");
+    loop {
+        let page = store.list_tasks(&q).await.expect("list");
+        assert_eq!(page.total, 2, "the count is of alice's tasks only");
+        seen.extend(page.tasks.into_iter().map(|t| t.task.id));
+        match page.next {
+            Some(c) => q.cursor = Some(c),
+            None => break,
+        }
+    }
+    assert_eq!(seen, alices);
+    // The harness is a member of every task; a stranger, and a prefix of an id, of none.
+    assert_eq!(
+        store
+            .list_tasks(&query("tiny-harness"))
+            .await
+            .unwrap()
+            .total,
+        4
+    );
+    for stranger in ["mallory", "ali", "alice\nbob"] {
+        let page = store.list_tasks(&query(stranger)).await.unwrap();
+        assert_eq!((page.total, page.tasks.len()), (0, 0), "{stranger:?}");
+    }
+}
+
+async fn refusals_are_kept_in_the_audit_trail_of_the_task_id_named(store: Arc<dyn Store>) {
+    let task_id = format!("no-such-task-{}", uuid_like());
+    for who in ["mallory", ""] {
+        let record = AuditRecord {
+            at: Some(common::a2a::Timestamp::now()),
+            tenant: "t".into(),
+            operation: "SendMessage".into(),
+            task_id: task_id.clone(),
+            message_id: format!("m-{who}"),
+            participant: who.into(),
+            accepted: false,
+            detail: "not a participant".into(),
+        };
+        store.audit(&record).await.expect("audit");
+    }
+    let trail = store.audit_trail(&task_id).await.expect("trail");
+    let who: Vec<&str> = trail.iter().map(|r| r.participant.as_str()).collect();
+    assert_eq!(who, ["mallory", ""]);
+    assert!(trail
+        .iter()
+        .all(|r| !r.accepted && r.detail == "not a participant"));
+    assert!(store.audit_trail("other").await.unwrap().is_empty());
+}
 
 async fn list_filters_by_context_state_and_time(store: Arc<dyn Store>) {
     let a = create(store.as_ref(), "filters", "m-f-1").await;
@@ -289,6 +389,7 @@ async fn list_filters_by_context_state_and_time(store: Arc<dyn Store>) {
     let query = |f: fn(&mut TaskQuery)| {
         let mut q = TaskQuery {
             tenant: "filters".into(),
+            participant: "alice".into(),
             page_size: 10,
             ..Default::default()
         };
@@ -320,6 +421,7 @@ async fn list_filters_by_context_state_and_time(store: Arc<dyn Store>) {
     );
     let other = TaskQuery {
         tenant: "someone-else".into(),
+        participant: "alice".into(),
         page_size: 10,
         ..Default::default()
     };

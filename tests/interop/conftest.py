@@ -95,6 +95,8 @@ def harness_server() -> Iterator[HarnessServer]:
         HARNESS_LISTEN=listen,
         HARNESS_STATE_DIR=str(state_dir),
         HARNESS_AGENT='conformance',
+        # The protocol suite sends no identity: it stands for one participant.
+        HARNESS_DEFAULT_PARTICIPANT='anonymous',
         HARNESS_RATE_LIMIT_PER_MINUTE='100000',
     )
     env.setdefault('RUST_LOG', 'info')

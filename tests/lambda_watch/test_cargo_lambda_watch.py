@@ -234,6 +234,8 @@ def watch(request: pytest.FixtureRequest) -> Iterator[Watch]:
         'CARGO_TERM_COLOR': 'never',
         'HARNESS_PUBLIC_URL': base,
         'HARNESS_AGENT': 'conformance',
+        # The protocol checks send no identity: it stands for one participant.
+        'HARNESS_DEFAULT_PARTICIPANT': 'anonymous',
         'RUST_LOG': os.environ.get('RUST_LOG', 'info'),
         **_store_env(store, str(state_dir)),
     }

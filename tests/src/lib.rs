@@ -69,6 +69,12 @@ pub fn server_binary() -> PathBuf {
     bin
 }
 
+/// The default participant the test servers are started with: who a request without an
+/// identity stands for.
+pub const ANONYMOUS: &str = "anonymous";
+/// Give to [`Server::start_with`] for a server with no default participant (fail closed).
+pub const FAIL_CLOSED: &str = "<fail-closed>";
+
 /// One running `harness-local`. Drop kills it (SIGKILL) and removes its state directory.
 pub struct Server {
     child: Option<Child>,
@@ -103,7 +109,18 @@ impl Server {
         if !extra.contains(&"--agent") {
             args.extend(["--agent".to_owned(), "conformance".to_owned()]);
         }
-        args.extend(extra.iter().map(|s| s.to_string()));
+        // They send no identity unless they test identity: `anonymous` stands for it.
+        // `FAIL_CLOSED` (not passed on) starts the server as deployed, without a default.
+        let fail_closed = extra.contains(&FAIL_CLOSED);
+        if !fail_closed && !extra.contains(&"--default-participant") {
+            args.extend(["--default-participant".to_owned(), ANONYMOUS.to_owned()]);
+        }
+        args.extend(
+            extra
+                .iter()
+                .filter(|a| **a != FAIL_CLOSED)
+                .map(|s| s.to_string()),
+        );
         let mut server = Server {
             child: None,
             _stdout: None,

@@ -8,11 +8,14 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use super::context::{untrusted, SystemPrompt};
-use super::tools::ToolRegistry;
+use super::intrinsics;
+use super::tools::{Checked, ToolOutcome, ToolRegistry};
 use super::Agent;
 use crate::a2a::{Artifact, Message, Part, Role, TaskState};
+use crate::channels::help::{HelpDecider, ModelDecider};
 use crate::engine::transition::new_id;
 use crate::engine::{RunError, TaskRun};
+use crate::ext::task::ParticipantKind;
 use std::collections::HashMap;
 
 use crate::models::config::ModelCatalog;
@@ -98,6 +101,8 @@ pub struct LlmAgent {
     turn_limit: usize,
     /// Chosen models, built once per process.
     chosen: tokio::sync::Mutex<HashMap<String, ModelChoice>>,
+    /// The body of `help.decided`.
+    decider: Arc<dyn HelpDecider>,
 }
 
 impl LlmAgent {
@@ -115,7 +120,14 @@ impl LlmAgent {
             catalog: ModelCatalog::default(),
             turn_limit: DEFAULT_TURN_LIMIT,
             chosen: tokio::sync::Mutex::new(HashMap::new()),
+            decider: ModelDecider::shared(),
         }
+    }
+
+    /// Replaces the body of `help.decided` (its decisions are still validated).
+    pub fn with_help_decider(mut self, decider: Arc<dyn HelpDecider>) -> Self {
+        self.decider = decider;
+        self
     }
 
     pub fn with_turn_limit(mut self, turn_limit: usize) -> Self {
@@ -154,6 +166,18 @@ impl LlmAgent {
 /// extension's metadata, as a first user message in `<task>` tags, so the system prompt
 /// stays the same for every task. None when the task carries no such data.
 fn task_section(rec: &crate::store::TaskRecord) -> Option<ChatMessage> {
+    let text = task_lines(rec)?;
+    Some(ChatMessage::User {
+        text: format!("<task>\n{text}\n</task>"),
+    })
+}
+
+/// The task as the model reads it (also what `help.decided` is shown).
+pub fn render_task(rec: &crate::store::TaskRecord) -> String {
+    task_lines(rec).unwrap_or_else(|| format!("state: {}", rec.state().as_str()))
+}
+
+fn task_lines(rec: &crate::store::TaskRecord) -> Option<String> {
     let data = rec
         .task
         .metadata
@@ -206,57 +230,178 @@ fn task_section(rec: &crate::store::TaskRecord) -> Option<ChatMessage> {
     if !subs.is_empty() {
         lines.push(format!("sub-tasks: {}", subs.join(", ")));
     }
-    Some(ChatMessage::User {
-        text: format!("<task>\n{}\n</task>", lines.join("\n")),
-    })
+    Some(lines.join("\n"))
 }
 
-/// A client message as the model sees it: a human's text as it is, an agent's inside an
-/// untrusted block.
-fn input_text(m: &Message) -> String {
-    let text: String = m
-        .parts
+/// Client messages the conversation does not have yet, in the order they were accepted,
+/// framed for the model: the message that started the task as it is; the reply to a help
+/// request as `Reply from <id> to "<question>": <text>`; others as `[<id>] <text>`. What
+/// an agent participant (or any agent-role message) says is inside an untrusted block.
+fn new_inputs(rec: &crate::store::TaskRecord) -> Vec<(String, String, ChatMessage)> {
+    let ext = rec.ext().unwrap_or_default();
+    rec.task
+        .history
         .iter()
-        .map(|p| match (&p.text, &p.data) {
-            (Some(t), _) => t.clone(),
-            (None, Some(d)) => d.to_string(),
-            _ => String::new(),
+        .enumerate()
+        .filter_map(|(i, m)| {
+            let sender = crate::channels::asserted(m)?;
+            if rec.agent.inputs.contains(&m.message_id) {
+                return None;
+            }
+            let is_agent = m.role == Role::Agent
+                || ext.participant(sender).map(|p| p.kind) == Some(ParticipantKind::Agent);
+            let text = crate::channels::message_text(m);
+            let text = if is_agent {
+                untrusted("agent", &text)
+            } else {
+                text
+            };
+            let reply = rec
+                .agent
+                .replies
+                .iter()
+                .find(|r| r.message_id == m.message_id);
+            let framed = match reply {
+                Some(r) => crate::channels::frame_reply(&r.participant_id, &r.question, &text),
+                None if i == 0 => text,
+                None => format!("[{sender}] {text}"),
+            };
+            Some((
+                m.message_id.clone(),
+                sender.to_owned(),
+                ChatMessage::User { text: framed },
+            ))
         })
-        .collect::<Vec<_>>()
-        .join("\n");
-    if m.role == Role::Agent {
-        untrusted("agent", &text)
-    } else {
-        text
+        .collect()
+}
+
+/// How a sub-task's outcome reaches its parent's model: `Sub-task <id> is <STATE>:
+/// <summary>`, inside an untrusted block (another participant wrote it).
+fn sub_task_note(child: Option<&crate::store::TaskRecord>, id: &str) -> ChatMessage {
+    let (state, summary) = match child {
+        Some(c) => {
+            let summary: String = c
+                .task
+                .status
+                .as_ref()
+                .and_then(|s| s.message.as_ref())
+                .map(crate::channels::message_text)
+                .unwrap_or_default()
+                .chars()
+                .take(SUMMARY_CHARS)
+                .collect();
+            let state = c.state().as_str().trim_start_matches("TASK_STATE_");
+            (state.to_owned(), summary)
+        }
+        None => ("GONE".to_owned(), "it no longer exists".to_owned()),
+    };
+    ChatMessage::User {
+        text: untrusted("agent", &format!("Sub-task {id} is {state}: {summary}")),
+    }
+}
+
+/// Longest sub-task summary a parent is given.
+const SUMMARY_CHARS: usize = 500;
+
+impl LlmAgent {
+    /// Takes new client messages into the conversation (one commit).
+    async fn take_inputs(run: &mut TaskRun) -> Result<(), RunError> {
+        let inputs = new_inputs(run.record());
+        if inputs.is_empty() {
+            return Ok(());
+        }
+        run.update_agent(|a| {
+            for (id, sender, said) in &inputs {
+                if !a.inputs.contains(id) {
+                    a.inputs.push(id.clone());
+                    a.conversation.push(said.clone());
+                    a.actor = Some(sender.clone());
+                }
+            }
+        })
+        .await
+    }
+
+    /// Takes the outcome of ended sub-tasks into the conversation; true while one has not
+    /// ended (the task then waits, WORKING, for it to wake it).
+    async fn take_sub_tasks(run: &mut TaskRun) -> Result<bool, RunError> {
+        let subs = run.record().ext().map(|e| e.sub_tasks).unwrap_or_default();
+        let mut notes = Vec::new();
+        let mut unresolved = false;
+        for sub in subs.iter().filter(|s| s.agent.is_none()) {
+            if run.record().agent.noted.contains(&sub.task_id) {
+                continue;
+            }
+            let child = run.store().load_task(&sub.task_id).await?;
+            match &child {
+                Some(c) if !c.state().is_terminal() => unresolved = true,
+                _ => notes.push((
+                    sub.task_id.clone(),
+                    sub_task_note(child.as_ref(), &sub.task_id),
+                )),
+            }
+        }
+        if !notes.is_empty() {
+            run.update_agent(|a| {
+                for (id, note) in &notes {
+                    if !a.noted.contains(id) {
+                        a.noted.push(id.clone());
+                        a.conversation.push(note.clone());
+                    }
+                }
+            })
+            .await?;
+        }
+        Ok(unresolved)
+    }
+
+    /// Runs the pending tool calls of the last answer, committing each result.
+    async fn run_tools(&self, run: &mut TaskRun) -> Result<(), RunError> {
+        for call in run.record().agent.pending_calls() {
+            let outcome = match self.tools.check(&call) {
+                Err(refused) => refused,
+                Ok(Checked::Tool(tool)) => match tool.run(&call.arguments).await {
+                    Ok(output) => ToolOutcome::output(output),
+                    Err(e) => ToolOutcome::error(e),
+                },
+                Ok(Checked::Intrinsic) => {
+                    let (model, model_id) = self
+                        .model_for(run.record().agent.model.as_deref())
+                        .await
+                        .unwrap_or_else(|_| (self.model.clone(), self.model_id.clone()));
+                    let ctx = intrinsics::Context {
+                        model: model.as_ref(),
+                        model_id: &model_id,
+                        decider: self.decider.as_ref(),
+                    };
+                    intrinsics::call(&ctx, run, &call).await?;
+                    continue;
+                }
+            };
+            let result = intrinsics::result_message(&call, &outcome);
+            run.update_agent(|a| a.conversation.push(result.clone()))
+                .await?;
+        }
+        Ok(())
     }
 }
 
 #[async_trait]
 impl Agent for LlmAgent {
-    async fn run(&self, run: &mut TaskRun, input: &Message) -> Result<(), RunError> {
-        if !run.record().agent.inputs.contains(&input.message_id) {
-            let (id, text) = (input.message_id.clone(), input_text(input));
-            run.update_agent(|a| {
-                a.inputs.push(id.clone());
-                a.conversation
-                    .push(ChatMessage::User { text: text.clone() });
-            })
-            .await?;
-        }
-        if run.record().state() != TaskState::Working {
-            run.set_status(TaskState::Working, None).await?;
-        }
+    async fn run(&self, run: &mut TaskRun, _input: &Message) -> Result<(), RunError> {
         loop {
-            for call in run.record().agent.pending_calls() {
-                let outcome = self.tools.call(&call).await;
-                let result = ChatMessage::Tool {
-                    call_id: call.id.clone(),
-                    name: call.name.clone(),
-                    content: untrusted("tool", &outcome.content),
-                    is_error: outcome.is_error,
-                };
-                run.update_agent(|a| a.conversation.push(result.clone()))
-                    .await?;
+            self.run_tools(run).await?;
+            if run.record().agent.pending_help.is_some() {
+                // Asked: nothing runs until the reply resumes the task.
+                return Ok(());
+            }
+            if run.record().state() != TaskState::Working {
+                run.set_status(TaskState::Working, None).await?;
+            }
+            Self::take_inputs(run).await?;
+            if Self::take_sub_tasks(run).await? {
+                // A parent does not go on while a sub-task is unresolved.
+                return Ok(());
             }
             let state = &run.record().agent;
             if state.model_calls >= self.turn_limit {
@@ -275,9 +420,14 @@ impl Agent for LlmAgent {
                     return Self::fail(run, &format!("The task's model cannot be used: {e}")).await
                 }
             };
+            let participants = run
+                .record()
+                .ext()
+                .map(|e| e.render_participants())
+                .unwrap_or_default();
             let request = ChatRequest {
                 model: model_id,
-                system: self.prompt.render(),
+                system: self.prompt.render_with_participants(&participants),
                 messages: task_section(run.record())
                     .into_iter()
                     .chain(state.conversation.iter().cloned())

@@ -3,6 +3,7 @@
 
 pub mod conformance;
 pub mod context;
+pub mod intrinsics;
 pub mod llm;
 pub mod tools;
 

@@ -18,6 +18,15 @@ use crate::models::{ToolCall, ToolSpec};
 /// The schema file of the `current_time` tool.
 pub const CURRENT_TIME_SCHEMA: &str = include_str!("../../../schemas/tools/current_time.json");
 
+/// The schema files of the intrinsic tools: the agent runs these itself, on the task
+/// (see `agent::intrinsics`), after the registry has checked their arguments.
+pub const INTRINSIC_SCHEMAS: &[&str] = &[
+    include_str!("../../../schemas/tools/ask_participant.json"),
+    include_str!("../../../schemas/tools/create_task_for_participant.json"),
+    include_str!("../../../schemas/tools/set_participant_role.json"),
+    include_str!("../../../schemas/tools/request_help.json"),
+];
+
 /// Why a tool failed; reaches the model as `[code] message`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("[{code}] {message}")]
@@ -50,14 +59,14 @@ pub struct ToolOutcome {
 }
 
 impl ToolOutcome {
-    fn output(content: String) -> Self {
+    pub fn output(content: String) -> Self {
         ToolOutcome {
             content,
             is_error: false,
         }
     }
 
-    fn error(error: ToolError) -> Self {
+    pub fn error(error: ToolError) -> Self {
         ToolOutcome {
             content: error.to_string(),
             is_error: true,
@@ -96,7 +105,14 @@ struct SchemaFile {
 struct Entry {
     spec: ToolSpec,
     validator: jsonschema::Validator,
-    tool: Box<dyn Tool>,
+    /// None for an intrinsic, which the agent runs itself.
+    tool: Option<Box<dyn Tool>>,
+}
+
+/// A call that passed its checks: a tool to run, or an intrinsic for the agent.
+pub enum Checked<'a> {
+    Tool(&'a dyn Tool),
+    Intrinsic,
 }
 
 /// The tools a model may call, in registration order.
@@ -118,13 +134,23 @@ impl ToolRegistry {
         Self::default()
     }
 
-    /// The built-in tools: `current_time`.
+    /// The built-in tools: `current_time` and the participant intrinsics.
     pub fn builtin() -> Self {
         let mut registry = Self::new();
         registry
             .register(CURRENT_TIME_SCHEMA, CurrentTime)
             .expect("the built-in tool schemas are valid");
+        for schema in INTRINSIC_SCHEMAS {
+            registry
+                .register_intrinsic(schema)
+                .expect("the intrinsic tool schemas are valid");
+        }
         registry
+    }
+
+    /// Adds a tool the agent runs itself; its schema file is checked like any other.
+    pub fn register_intrinsic(&mut self, schema: &str) -> Result<(), RegistrationError> {
+        self.add(schema, None)
     }
 
     /// Adds a tool described by its schema file (the JSON text). Refuses a file that does
@@ -132,6 +158,10 @@ impl ToolRegistry {
     /// description, and parameters that are not a valid JSON Schema of an object with
     /// `"additionalProperties": false`.
     pub fn register<T: Tool>(&mut self, schema: &str, tool: T) -> Result<(), RegistrationError> {
+        self.add(schema, Some(Box::new(tool)))
+    }
+
+    fn add(&mut self, schema: &str, tool: Option<Box<dyn Tool>>) -> Result<(), RegistrationError> {
         let file: SchemaFile = serde_json::from_str(schema)
             .map_err(|e| RegistrationError::InvalidFile(e.to_string()))?;
         let SchemaFile {
@@ -167,7 +197,7 @@ impl ToolRegistry {
                 parameters,
             },
             validator,
-            tool: Box::new(tool),
+            tool,
         });
         Ok(())
     }
@@ -177,30 +207,40 @@ impl ToolRegistry {
         self.entries.iter().map(|e| e.spec.clone()).collect()
     }
 
-    /// Runs the call if it names a registered tool and its arguments pass the tool's
-    /// schema; otherwise (and when the tool fails) gives an error result.
-    pub async fn call(&self, call: &ToolCall) -> ToolOutcome {
+    /// The call's tool, if it names a registered one and its arguments pass the tool's
+    /// schema; otherwise the error result the model gets (and nothing runs).
+    pub fn check(&self, call: &ToolCall) -> Result<Checked<'_>, ToolOutcome> {
         let Some(entry) = self.entries.iter().find(|e| e.spec.name == call.name) else {
-            return ToolOutcome::error(ToolError::new(
+            return Err(ToolOutcome::error(ToolError::new(
                 "unknown_tool",
                 format!("no tool named {:?}", call.name),
-            ));
+            )));
         };
-        let problems: Vec<String> = entry
-            .validator
-            .iter_errors(&call.arguments)
-            .map(|e| {
-                let path = e.instance_path().as_str();
-                let path = if path.is_empty() { "(root)" } else { path };
-                format!("{path}: {e}")
-            })
-            .collect();
-        if !problems.is_empty() {
-            return ToolOutcome::error(ToolError::new("invalid_arguments", problems.join("; ")));
+        if let Some(problems) = crate::ext::problems(&entry.validator, &call.arguments) {
+            return Err(ToolOutcome::error(ToolError::new(
+                "invalid_arguments",
+                problems,
+            )));
         }
-        match entry.tool.run(&call.arguments).await {
-            Ok(output) => ToolOutcome::output(output),
-            Err(error) => ToolOutcome::error(error),
+        Ok(match &entry.tool {
+            Some(tool) => Checked::Tool(tool.as_ref()),
+            None => Checked::Intrinsic,
+        })
+    }
+
+    /// Runs the call if it passes [`check`](Self::check); an intrinsic cannot run here
+    /// (it needs a task), and a tool's failure is an error result.
+    pub async fn call(&self, call: &ToolCall) -> ToolOutcome {
+        match self.check(call) {
+            Err(outcome) => outcome,
+            Ok(Checked::Intrinsic) => ToolOutcome::error(ToolError::new(
+                "tool.unbound",
+                "no task is bound to this intrinsic",
+            )),
+            Ok(Checked::Tool(tool)) => match tool.run(&call.arguments).await {
+                Ok(output) => ToolOutcome::output(output),
+                Err(error) => ToolOutcome::error(error),
+            },
         }
     }
 }
@@ -301,7 +341,19 @@ mod tests {
 
     #[test]
     fn builtin_registry_lists_current_time_with_the_schema_from_its_file() {
-        let specs = ToolRegistry::builtin().specs();
+        let mut specs = ToolRegistry::builtin().specs();
+        let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "current_time",
+                "ask_participant",
+                "create_task_for_participant",
+                "set_participant_role",
+                "request_help"
+            ]
+        );
+        specs.truncate(1);
         let file: Value = serde_json::from_str(CURRENT_TIME_SCHEMA).unwrap();
         assert_eq!(
             specs,
@@ -321,7 +373,8 @@ mod tests {
     fn tools_are_listed_in_registration_order() {
         let (registry, _) = registry_with_repeat(None);
         let names: Vec<String> = registry.specs().into_iter().map(|s| s.name).collect();
-        assert_eq!(names, ["current_time", "repeat"]);
+        assert_eq!(names.first().map(String::as_str), Some("current_time"));
+        assert_eq!(names.last().map(String::as_str), Some("repeat"));
     }
 
     #[tokio::test]
@@ -496,7 +549,37 @@ mod tests {
             error,
             RegistrationError::DuplicateName("current_time".into())
         );
-        assert_eq!(registry.specs().len(), 1);
+        assert_eq!(registry.specs().len(), 1 + INTRINSIC_SCHEMAS.len());
+    }
+
+    /// `test_intrinsic_schemas.py`: every intrinsic is closed, described, and runs only
+    /// on a task (the registry alone answers `tool.unbound` once the arguments pass).
+    #[tokio::test]
+    async fn intrinsics_are_closed_and_described_and_need_a_task() {
+        let registry = ToolRegistry::builtin();
+        for schema in INTRINSIC_SCHEMAS {
+            let file: Value = serde_json::from_str(schema).unwrap();
+            assert_eq!(file["parameters"]["additionalProperties"], false);
+            assert!(!file["description"].as_str().unwrap().is_empty());
+        }
+        let outcome = registry
+            .call(&call(
+                "ask_participant",
+                json!({"participant_id": "alice", "question": "?"}),
+            ))
+            .await;
+        assert_eq!(
+            outcome.content,
+            "[tool.unbound] no task is bound to this intrinsic"
+        );
+        let outcome = registry
+            .call(&call("ask_participant", json!({"participant_id": "alice"})))
+            .await;
+        assert!(
+            outcome.content.starts_with("[invalid_arguments] "),
+            "{}",
+            outcome.content
+        );
     }
 
     #[test]

@@ -183,9 +183,7 @@ impl ModelDecider {
             input.task_text, input.participants_text
         );
         if let Some(o) = input.objection {
-            text.push_str(&format!(
-                "\n\nYour previous decision was rejected: {o}"
-            ));
+            text.push_str(&format!("\n\nYour previous decision was rejected: {o}"));
         }
         text
     }
@@ -214,7 +212,11 @@ impl HelpDecider for ModelDecider {
             .chat(&request)
             .await
             .map_err(|e| format!("the help decision model call failed: {e}"))?;
-        let output = match answer.tool_calls.into_iter().find(|c| c.name == DECIDE_TOOL) {
+        let output = match answer
+            .tool_calls
+            .into_iter()
+            .find(|c| c.name == DECIDE_TOOL)
+        {
             Some(call) => Ok(call.arguments),
             None => serde_json::from_str::<Value>(answer.text.as_deref().unwrap_or("{}"))
                 .map_err(|e| format!("the decision is not JSON: {e}")),
@@ -275,23 +277,27 @@ mod tests {
     }
 
     fn ask(question: Option<&str>) -> HelpDecision {
-        HelpDecision::parse(&json!({"route": "ask", "participant_id": "alice", "question": question}))
-            .unwrap()
+        HelpDecision::parse(
+            &json!({"route": "ask", "participant_id": "alice", "question": question}),
+        )
+        .unwrap()
     }
 
     /// `test_channels.py`: the validator rejects an ask for blocking work.
     #[test]
     fn validator_rejects_ask_for_blocking_work() {
         let n = need(Some(true));
-        assert!(objection(&ask(Some("q")), &n).unwrap().contains("create_task"));
+        assert!(objection(&ask(Some("q")), &n)
+            .unwrap()
+            .contains("create_task"));
         assert_eq!(objection(&ask(Some("q")), &need(None)), None);
         let empty = HelpNeed::default();
         assert_eq!(
             objection(&ask(None), &empty).as_deref(),
             Some("an ask needs a question")
         );
-        let task = HelpDecision::parse(&json!({"route": "create_task", "participant_id": "a"}))
-            .unwrap();
+        let task =
+            HelpDecision::parse(&json!({"route": "create_task", "participant_id": "a"})).unwrap();
         assert_eq!(
             objection(&task, &empty).as_deref(),
             Some("a created task needs a goal")

@@ -41,6 +41,17 @@ pub fn valid_id(id: &str) -> bool {
     !id.is_empty() && id.chars().count() <= MAX_ID_LEN && !id.chars().any(char::is_control)
 }
 
+/// A participant id from configuration, or why it cannot be one.
+pub fn parse_id(id: &str) -> Result<String, String> {
+    if valid_id(id) {
+        Ok(id.to_owned())
+    } else {
+        Err(format!(
+            "{id:?} is not a participant id (1 to {MAX_ID_LEN} characters, no control characters)"
+        ))
+    }
+}
+
 /// Records `sender` as the message's asserted participant, so the stored message says who
 /// sent it even when only a header (or the default) named them.
 pub fn assert_sender(message: &mut Message, sender: &str) {
@@ -124,11 +135,13 @@ impl HelpRequest {
 
     /// How the reply reaches the model.
     pub fn frame_reply(&self, text: &str) -> String {
-        format!(
-            "Reply from {} to \"{}\": {}",
-            self.participant_id, self.question, text
-        )
+        frame_reply(&self.participant_id, &self.question, text)
     }
+}
+
+/// How a reply to a help request reaches the model.
+pub fn frame_reply(participant_id: &str, question: &str, text: &str) -> String {
+    format!("Reply from {participant_id} to \"{question}\": {text}")
 }
 
 /// What happens to a message from `sender` on a task: refused (with the reason kept in
@@ -149,7 +162,11 @@ mod tests {
 
     fn ext() -> TaskExtension {
         let mut e = TaskExtension::from_text("x");
-        e.add(Participant::new("alice", ParticipantKind::Human, Role::Reporter));
+        e.add(Participant::new(
+            "alice",
+            ParticipantKind::Human,
+            Role::Reporter,
+        ));
         e
     }
 

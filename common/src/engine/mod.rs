@@ -103,8 +103,8 @@ impl Engine {
     /// the task if it is terminal afterwards (its parents may be waiting on it).
     async fn drive_locked(&self, task_id: &str) -> Result<Option<TaskRecord>, RunError> {
         let record = self.store.load_task(task_id).await?.ok_or(RunError::Gone)?;
-        let waiting = record.state() == TaskState::InputRequired
-            && record.agent.pending_help.is_some();
+        let waiting =
+            record.state() == TaskState::InputRequired && record.agent.pending_help.is_some();
         if record.state().is_terminal() || !self.runs(&record) || waiting {
             return Ok(record.state().is_terminal().then_some(record));
         }

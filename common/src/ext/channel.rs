@@ -136,7 +136,9 @@ mod tests {
         let text = err.to_string();
         assert!(text.contains("invalid channel message"), "{text}");
         assert!(text.contains("sender") && text.contains("gossip"), "{text}");
-        assert!(matches!(err, A2aError::InvalidParams { field: Some(f), .. } if f == "message.parts[1].data"));
+        assert!(
+            matches!(err, A2aError::InvalidParams { field: Some(f), .. } if f == "message.parts[1].data")
+        );
     }
 
     #[test]

@@ -43,7 +43,11 @@ pub fn problems(validator: &jsonschema::Validator, value: &serde_json::Value) ->
         .iter_errors(value)
         .map(|e| {
             let path = e.instance_path().as_str().to_owned();
-            let path = if path.is_empty() { "(root)".into() } else { path };
+            let path = if path.is_empty() {
+                "(root)".into()
+            } else {
+                path
+            };
             format!("{path}: {e}")
         })
         .collect();

@@ -309,7 +309,11 @@ mod tests {
         let mut ext = TaskExtension::from_text("Fix the build\nIt is red.");
         assert_eq!(ext.name, "Fix the build");
         assert_eq!(ext.goal, "Fix the build\nIt is red.");
-        ext.add(Participant::new("u-1", ParticipantKind::Human, Role::Reporter));
+        ext.add(Participant::new(
+            "u-1",
+            ParticipantKind::Human,
+            Role::Reporter,
+        ));
         assert!(!ext.is_participant(None));
         assert!(!ext.is_participant(Some("")));
         assert!(ext.is_participant(Some("u-1")));

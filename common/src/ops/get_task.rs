@@ -5,11 +5,7 @@ use crate::a2a::{validate, A2aError, GetTaskRequest, Task};
 use crate::engine::transition::view;
 
 #[tracing::instrument(skip_all, fields(task_id = %req.id))]
-pub async fn get_task(
-    h: &Harness,
-    req: GetTaskRequest,
-    caller: &Caller,
-) -> Result<Task, A2aError> {
+pub async fn get_task(h: &Harness, req: GetTaskRequest, caller: &Caller) -> Result<Task, A2aError> {
     validate::required_id(&req.id, "id")?;
     let history = validate::history_length(req.history_length, "historyLength")?;
     let rec = h.visible_task(&req.tenant, &req.id, caller).await?;

@@ -14,7 +14,7 @@ use crate::a2a::{
     TaskState, Timestamp,
 };
 use crate::agent::llm::Reply;
-use crate::channels::{self, NO_PARTICIPANT, NOT_A_PARTICIPANT};
+use crate::channels::{self, NOT_A_PARTICIPANT, NO_PARTICIPANT};
 use crate::engine::follow::{follow, EventStream, Follow};
 use crate::engine::transition::{
     accept_message, agent_message, await_assignee, created, new_id, new_task, set_status, view,
@@ -156,7 +156,11 @@ fn channel_of(message: &Message, sender: &str) -> Result<Option<ChannelMessage>,
     Ok(Some(c))
 }
 
-async fn intake(h: &Harness, req: SendMessageRequest, caller: &Caller) -> Result<Accepted, A2aError> {
+async fn intake(
+    h: &Harness,
+    req: SendMessageRequest,
+    caller: &Caller,
+) -> Result<Accepted, A2aError> {
     let mut message = req
         .message
         .ok_or_else(|| A2aError::invalid_field("message", "message is required"))?;
@@ -191,7 +195,15 @@ async fn intake(h: &Harness, req: SendMessageRequest, caller: &Caller) -> Result
     }
 
     let outcome = if message.task_id.is_empty() {
-        start_task(h, &tenant, message.clone(), push.is_some(), &sender, envelope).await
+        start_task(
+            h,
+            &tenant,
+            message.clone(),
+            push.is_some(),
+            &sender,
+            envelope,
+        )
+        .await
     } else {
         let on = Sender {
             id: &sender,

@@ -56,6 +56,13 @@ struct Args {
     /// Allow push webhooks on loopback and private addresses (off: SSRF protection).
     #[arg(long, env = "HARNESS_PUSH_ALLOW_PRIVATE_URLS")]
     push_allow_private_urls: bool,
+    /// The harness's own participant id: the assignee of the tasks its agent runs.
+    #[arg(long, env = "HARNESS_AGENT_ID", default_value = common::config::DEFAULT_AGENT_ID, value_parser = common::channels::parse_id)]
+    agent_id: String,
+    /// Who a message or request asserting no participant stands for. Unset (the default),
+    /// such messages are refused and such requests see no task.
+    #[arg(long, env = "HARNESS_DEFAULT_PARTICIPANT", value_parser = common::channels::parse_id)]
+    default_participant: Option<String>,
 }
 
 #[tokio::main]
@@ -86,6 +93,8 @@ async fn run() -> Result<(), common::lambda::Error> {
         max_body_bytes: args.max_body_bytes,
         rate_limit_per_minute: args.rate_limit_per_minute,
         push_allow_private_urls: args.push_allow_private_urls,
+        agent_id: args.agent_id,
+        default_participant: args.default_participant,
         ..Config::default()
     };
     // A bad model setting stops start-up before anything is written.

@@ -1,0 +1,454 @@
+//! The participant intrinsics: tools the LLM agent runs on its task rather than through
+//! the registry, because what they do is a change to the task (or a new task) that must
+//! be committed together with their result.
+//!
+//! - `ask_participant`: the question goes out on the task's channel as the message of the
+//!   INPUT_REQUIRED status, in the same commit as the pending request and the result;
+//!   the run then ends and nothing runs until the reply.
+//! - `create_task_for_participant`: a sub-task `<parent>.<n>` assigned to the participant,
+//!   linked both ways; the parent does not call the model again until it has ended.
+//! - `set_participant_role`: admins only (the actor is the sender of the message the agent
+//!   took in last).
+//! - `request_help`: `help.decided` picks one of the first two.
+//!
+//! Refusals are error results `[code] message` that reveal nothing about who is on the
+//! task beyond what the model already sees.
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::context::untrusted;
+use super::tools::{ToolError, ToolOutcome};
+use crate::a2a::{Message, Part, Role as MessageRole, TaskState};
+use crate::channels::help::{self, HelpDecidedIn, HelpDecider, HelpDecision, HelpNeed, Route};
+use crate::channels::{self, HelpRequest};
+use crate::engine::transition::{await_assignee, created, new_task_with_id, set_status};
+use crate::engine::{RunError, TaskRun};
+use crate::ext::task::{Criterion, Participant, Role, TaskExtension, TaskRef};
+use crate::models::{ChatMessage, Model, ToolCall, Usage};
+use crate::store::{StoreError, TaskRecord};
+
+/// The names the agent dispatches here.
+pub const NAMES: &[&str] = &[
+    "ask_participant",
+    "create_task_for_participant",
+    "set_participant_role",
+    "request_help",
+];
+
+const NOT_A_MEMBER: &str = "channel.not_a_member";
+
+/// What an intrinsic may use besides the task: the task's model (for `help.decided`) and
+/// the body of `help.decided`.
+pub struct Context<'a> {
+    pub model: &'a dyn Model,
+    pub model_id: &'a str,
+    pub decider: &'a dyn HelpDecider,
+}
+
+/// The result message of a call, as every tool result is framed.
+pub fn result_message(call: &ToolCall, outcome: &ToolOutcome) -> ChatMessage {
+    ChatMessage::Tool {
+        call_id: call.id.clone(),
+        name: call.name.clone(),
+        content: untrusted("tool", &outcome.content),
+        is_error: outcome.is_error,
+    }
+}
+
+/// Runs an intrinsic call and commits its result (with whatever it changed).
+pub async fn call(ctx: &Context<'_>, run: &mut TaskRun, call: &ToolCall) -> Result<(), RunError> {
+    let refused = match call.name.as_str() {
+        "ask_participant" => match parse(call) {
+            Ok(a) => return ask(run, call, a).await,
+            Err(e) => e,
+        },
+        "create_task_for_participant" => match parse(call) {
+            Ok(a) => return create_task(run, call, a).await,
+            Err(e) => e,
+        },
+        "set_participant_role" => match parse(call) {
+            Ok(a) => return set_role(run, call, a).await,
+            Err(e) => e,
+        },
+        "request_help" => match parse(call) {
+            Ok(a) => return request_help(ctx, run, call, a).await,
+            Err(e) => e,
+        },
+        other => ToolError::new("unknown_tool", format!("no tool named {other:?}")),
+    };
+    commit_result(run, call, Err(refused)).await
+}
+
+fn parse<T: for<'de> Deserialize<'de>>(call: &ToolCall) -> Result<T, ToolError> {
+    serde_json::from_value(call.arguments.clone())
+        .map_err(|e| ToolError::new("invalid_arguments", e.to_string()))
+}
+
+fn outcome(result: Result<String, ToolError>) -> ToolOutcome {
+    match result {
+        Ok(text) => ToolOutcome::output(text),
+        Err(e) => ToolOutcome::error(e),
+    }
+}
+
+async fn commit_result(
+    run: &mut TaskRun,
+    call: &ToolCall,
+    result: Result<String, ToolError>,
+) -> Result<(), RunError> {
+    let message = result_message(call, &outcome(result));
+    run.apply(|rec| {
+        rec.agent.conversation.push(message.clone());
+        Vec::new()
+    })
+    .await
+}
+
+fn ext_of(rec: &TaskRecord) -> TaskExtension {
+    rec.ext().unwrap_or_default()
+}
+
+fn no_such_participant() -> ToolError {
+    ToolError::new(NOT_A_MEMBER, "no such participant on this task")
+}
+
+/// The validator of `help.decided`, for a decision the model made by calling an
+/// intrinsic directly.
+fn check_decision(decision: HelpDecision) -> Result<(), ToolError> {
+    match help::objection(&decision, &HelpNeed::default()) {
+        Some(o) => Err(ToolError::new("help.rejected", o)),
+        None => Ok(()),
+    }
+}
+
+#[derive(Deserialize)]
+struct AskArgs {
+    participant_id: String,
+    question: String,
+    #[serde(default)]
+    options: Vec<String>,
+}
+
+async fn ask(run: &mut TaskRun, call: &ToolCall, a: AskArgs) -> Result<(), RunError> {
+    let checked = check_decision(HelpDecision {
+        route: Route::Ask,
+        participant_id: a.participant_id.clone(),
+        question: Some(a.question.clone()),
+        options: a.options.clone(),
+        name: None,
+        goal: None,
+        acceptance_criteria: Vec::new(),
+        reason: String::new(),
+    });
+    let ext = ext_of(run.record());
+    let checked = checked.and_then(|()| {
+        ext.participant(&a.participant_id)
+            .map(|_| ())
+            .ok_or_else(no_such_participant)
+    });
+    if let Err(e) = checked {
+        return commit_result(run, call, Err(e)).await;
+    }
+    let sender = ext
+        .assignee()
+        .map(|p| p.id.clone())
+        .unwrap_or_else(|| crate::config::DEFAULT_AGENT_ID.into());
+    let task_id = run.record().task.id.clone();
+    let request = HelpRequest {
+        message_id: format!("{task_id}:help:{}", run.record().last_seq + 1),
+        participant_id: a.participant_id,
+        question: a.question,
+        options: a.options,
+        call_id: call.id.clone(),
+    };
+    let result = result_message(
+        call,
+        &ToolOutcome::output(format!(
+            "asked {}; waiting for the reply",
+            request.participant_id
+        )),
+    );
+    // The question, the pending request, the result and INPUT_REQUIRED in one commit.
+    run.apply(|rec| {
+        rec.agent.conversation.push(result.clone());
+        rec.agent.pending_help = Some(request.clone());
+        let question = Message {
+            message_id: request.message_id.clone(),
+            context_id: rec.task.context_id.clone(),
+            task_id: rec.task.id.clone(),
+            role: MessageRole::Agent,
+            parts: request.status_parts(&rec.task.id, &sender),
+            ..Default::default()
+        };
+        vec![set_status(
+            rec,
+            TaskState::InputRequired,
+            Some(question),
+            None,
+        )]
+    })
+    .await
+}
+
+#[derive(Deserialize)]
+struct CreateArgs {
+    participant_id: String,
+    name: String,
+    goal: String,
+    #[serde(default)]
+    acceptance_criteria: Vec<String>,
+    #[serde(default)]
+    step: Option<String>,
+}
+
+/// Creates the sub-task, then links it in the same commit as the result.
+async fn create_task(run: &mut TaskRun, call: &ToolCall, a: CreateArgs) -> Result<(), RunError> {
+    if let Err(e) = check_decision(HelpDecision {
+        route: Route::CreateTask,
+        participant_id: a.participant_id.clone(),
+        question: None,
+        options: Vec::new(),
+        name: Some(a.name.clone()),
+        goal: Some(a.goal.clone()),
+        acceptance_criteria: a.acceptance_criteria.clone(),
+        reason: String::new(),
+    }) {
+        return commit_result(run, call, Err(e)).await;
+    }
+    let parent = run.record().clone();
+    let parent_ext = ext_of(&parent);
+    if parent_ext.participant(&a.participant_id).is_none() {
+        return commit_result(run, call, Err(no_such_participant())).await;
+    }
+    // Numbered by the links so far, so a retried call after a crash finds its own child.
+    let child_id = format!("{}.{}", parent.task.id, parent_ext.sub_tasks.len() + 1);
+    let harness = parent_ext
+        .assignee()
+        .map(|p| p.id.clone())
+        .unwrap_or_default();
+    let child_ext = TaskExtension {
+        name: a.name.clone(),
+        goal: a.goal.clone(),
+        acceptance_criteria: a
+            .acceptance_criteria
+            .iter()
+            .map(|t| Criterion {
+                text: t.clone(),
+                met: false,
+            })
+            .collect(),
+        participants: parent_ext
+            .participants
+            .iter()
+            .map(|p| {
+                let role = if p.id == a.participant_id {
+                    Role::Assignee
+                } else if p.role == Role::Assignee {
+                    Role::Watcher
+                } else {
+                    p.role
+                };
+                Participant { role, ..p.clone() }
+            })
+            .collect(),
+        parent_tasks: vec![TaskRef::local(&parent.task.id)],
+        ..Default::default()
+    };
+    // The harness asserts itself as the sender of what it delegates.
+    let mut first = Message {
+        message_id: format!("{child_id}:start"),
+        context_id: parent.task.context_id.clone(),
+        role: MessageRole::User,
+        parts: vec![Part::text(a.goal.clone())],
+        ..Default::default()
+    };
+    channels::assert_sender(&mut first, &harness);
+    let mut child = new_task_with_id(child_id.clone(), &parent.tenant, &mut first, &child_ext);
+    await_assignee(&mut child, &a.goal);
+    match run
+        .store()
+        .create_task(&child, &[created(&child)], None)
+        .await
+    {
+        Ok(_) => {}
+        Err(StoreError::Conflict { .. }) => {
+            let ours = run
+                .store()
+                .load_task(&child_id)
+                .await?
+                .and_then(|c| c.ext())
+                .is_some_and(|e| e.parent_tasks.iter().any(|p| p.task_id == parent.task.id));
+            if !ours {
+                let taken = ToolError::new("tool.failed", format!("task id {child_id} is taken"));
+                return commit_result(run, call, Err(taken)).await;
+            }
+        }
+        Err(e) => return Err(e.into()),
+    }
+    let result = result_message(
+        call,
+        &ToolOutcome::output(format!("task for {} created", a.participant_id)),
+    );
+    run.apply(|rec| {
+        let mut ext = ext_of(rec);
+        if !ext.sub_tasks.iter().any(|t| t.task_id == child_id) {
+            ext.sub_tasks.push(TaskRef::local(&child_id));
+            if let Some(step) = &a.step {
+                link_step(&mut ext, step, &child_id);
+            }
+        }
+        ext.store(&mut rec.task);
+        rec.agent.conversation.push(result.clone());
+        Vec::new()
+    })
+    .await
+}
+
+/// Adds the sub-task to the plan step with id `step`, if the plan has one.
+fn link_step(ext: &mut TaskExtension, step: &str, child_id: &str) {
+    let Some(steps) = ext
+        .plan
+        .as_mut()
+        .and_then(|p| p.get_mut("steps"))
+        .and_then(Value::as_array_mut)
+    else {
+        return;
+    };
+    for s in steps {
+        if s.get("id").and_then(Value::as_str) == Some(step) {
+            let linked = s.as_object_mut().map(|o| {
+                o.entry("linked_tasks")
+                    .or_insert_with(|| Value::Array(vec![]))
+            });
+            if let Some(Value::Array(list)) = linked {
+                list.push(serde_json::json!({"task_id": child_id}));
+            }
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct RoleArgs {
+    participant_id: String,
+    role: Role,
+}
+
+async fn set_role(run: &mut TaskRun, call: &ToolCall, a: RoleArgs) -> Result<(), RunError> {
+    let ext = ext_of(run.record());
+    let actor = run.record().agent.actor.clone();
+    let checked = if !ext.has_role(actor.as_deref(), Role::Admin) {
+        Err(ToolError::new(
+            NOT_A_MEMBER,
+            "only an admin may change roles",
+        ))
+    } else if ext.participant(&a.participant_id).is_none() {
+        Err(no_such_participant())
+    } else {
+        Ok(())
+    };
+    if let Err(e) = checked {
+        return commit_result(run, call, Err(e)).await;
+    }
+    let result = result_message(
+        call,
+        &ToolOutcome::output(format!("{} is now {}", a.participant_id, a.role.as_str())),
+    );
+    run.apply(|rec| {
+        let mut ext = ext_of(rec);
+        for p in ext.participants.iter_mut() {
+            if p.id == a.participant_id {
+                p.role = a.role;
+            }
+        }
+        ext.store(&mut rec.task);
+        rec.agent.conversation.push(result.clone());
+        Vec::new()
+    })
+    .await
+}
+
+#[derive(Deserialize)]
+struct RequestHelpArgs {
+    need: String,
+    blocking_work: bool,
+    #[serde(default)]
+    participant_id: Option<String>,
+}
+
+async fn request_help(
+    ctx: &Context<'_>,
+    run: &mut TaskRun,
+    call: &ToolCall,
+    a: RequestHelpArgs,
+) -> Result<(), RunError> {
+    let need = HelpNeed {
+        question: a.need.clone(),
+        options: Vec::new(),
+        blocking_work: Some(a.blocking_work),
+        participant_id: a.participant_id,
+    };
+    let ext = ext_of(run.record());
+    let task_text = super::llm::render_task(run.record());
+    let participants_text = ext.render_participants();
+    let decided = help::decide(
+        ctx.decider,
+        HelpDecidedIn {
+            task_id: &run.record().task.id,
+            need: &need,
+            task_text: &task_text,
+            participants_text: &participants_text,
+            objection: None,
+            model: ctx.model,
+            model_id: ctx.model_id,
+            turn: run.record().agent.model_calls,
+        },
+    )
+    .await;
+    let calls = match &decided {
+        Ok(o) => o.model_calls.clone(),
+        Err(_) => Vec::new(),
+    };
+    if !calls.is_empty() {
+        // The decision's model calls count like the agent's own.
+        run.update_agent(|s| count_calls(s, &calls)).await?;
+    }
+    let decision = match decided {
+        Ok(o) => o.decision,
+        Err(why) => {
+            return commit_result(run, call, Err(ToolError::new("help.rejected", why))).await
+        }
+    };
+    match decision.route {
+        Route::Ask => {
+            let args = AskArgs {
+                participant_id: decision.participant_id,
+                question: decision.question.unwrap_or(a.need),
+                options: decision.options,
+            };
+            ask(run, call, args).await
+        }
+        Route::CreateTask => {
+            let goal = decision.goal.unwrap_or(a.need);
+            let args = CreateArgs {
+                participant_id: decision.participant_id,
+                name: decision
+                    .name
+                    .filter(|n| !n.trim().is_empty())
+                    .unwrap_or_else(|| TaskExtension::from_text(&goal).name),
+                goal,
+                acceptance_criteria: decision.acceptance_criteria,
+                step: None,
+            };
+            create_task(run, call, args).await
+        }
+    }
+}
+
+fn count_calls(state: &mut super::llm::AgentState, calls: &[Usage]) {
+    for u in calls {
+        state.model_calls += 1;
+        state.usage.input_tokens += u.input_tokens;
+        state.usage.output_tokens += u.output_tokens;
+    }
+}
