@@ -281,7 +281,7 @@ mod tests {
             "participants": [{"id": "alice", "kind": "human", "role": "admin", "display_name": "Alice"}]
         });
         let ext = TaskExtension::parse(&v).unwrap();
-        assert_eq!(ext.acceptance_criteria[0].met, false);
+        assert!(!ext.acceptance_criteria[0].met);
         assert!(ext.has_role(Some("alice"), Role::Admin));
         let mut task = Task::default();
         ext.store(&mut task);

@@ -213,7 +213,7 @@ async fn intake(
         continue_task(h, &tenant, message.clone(), on).await
     };
     match outcome {
-        Ok(Stored::Direct(reply)) => Ok(accepted(Intake::Direct(reply))),
+        Ok(Stored::Direct(reply)) => Ok(accepted(Intake::Direct(*reply))),
         Ok(Stored::Task {
             record,
             runnable,
@@ -241,7 +241,7 @@ async fn intake(
 
 /// What was stored for a message that is not a duplicate.
 enum Stored {
-    Direct(Message),
+    Direct(Box<Message>),
     /// The task after the message, whether the message gives its agent work, and the
     /// task's last seq before it.
     Task {
@@ -293,7 +293,7 @@ async fn start_task(
                 message,
             })
             .await?;
-        return Ok(Stored::Direct(reply));
+        return Ok(Stored::Direct(Box::new(reply)));
     }
     let ext = task_extension(h, envelope, &message, sender);
     let mut record = new_task(tenant, &mut message, &ext);
