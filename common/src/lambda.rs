@@ -85,6 +85,14 @@ pub fn config_from_env() -> Result<Config, Error> {
     })
 }
 
+/// The DynamoDB store on `table`, its client configured by the standard chain: region,
+/// credentials and `AWS_ENDPOINT_URL_DYNAMODB`.
+pub async fn dynamo_store(table: String, retention_days: u64) -> DynamoStore {
+    let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+    let client = aws_sdk_dynamodb::Client::new(&sdk);
+    DynamoStore::new(client, table).with_retention(Duration::from_secs(retention_days * 24 * 3600))
+}
+
 /// The store the environment names, with its SDK client built once per cold start.
 pub async fn store_from_env() -> Result<Arc<dyn Store>, Error> {
     match var("HARNESS_STORE").as_deref().unwrap_or("dynamodb") {
@@ -92,13 +100,7 @@ pub async fn store_from_env() -> Result<Arc<dyn Store>, Error> {
             let table = var("HARNESS_TABLE")
                 .ok_or("HARNESS_TABLE is required with HARNESS_STORE=dynamodb")?;
             let days: u64 = parse("HARNESS_AUDIT_RETENTION_DAYS", 30)?;
-            // The standard chain: region, credentials and AWS_ENDPOINT_URL_DYNAMODB.
-            let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
-            let client = aws_sdk_dynamodb::Client::new(&sdk);
-            Ok(Arc::new(
-                DynamoStore::new(client, table)
-                    .with_retention(Duration::from_secs(days * 24 * 3600)),
-            ))
+            Ok(Arc::new(dynamo_store(table, days).await))
         }
         "embedded" => {
             let dir = var("HARNESS_STATE_DIR").unwrap_or_else(|| ".harness".into());

@@ -75,6 +75,50 @@ pub const ANONYMOUS: &str = "anonymous";
 /// Give to [`Server::start_with`] for a server with no default participant (fail closed).
 pub const FAIL_CLOSED: &str = "<fail-closed>";
 
+/// Where a test server keeps its state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// The embedded store in the server's state directory.
+    Embedded,
+    /// A fresh table on the DynamoDB Local that `tests/run` starts.
+    DynamoDb,
+}
+
+/// A client for the test DynamoDB Local, or None (with a note) when none is configured;
+/// `HARNESS_TEST_REQUIRE_DYNAMODB` makes a missing one an error.
+pub fn dynamo_client() -> Option<aws_sdk_dynamodb::Client> {
+    use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
+    let Ok(endpoint) = std::env::var("HARNESS_TEST_DYNAMODB_ENDPOINT") else {
+        assert!(
+            std::env::var_os("HARNESS_TEST_REQUIRE_DYNAMODB").is_none(),
+            "HARNESS_TEST_DYNAMODB_ENDPOINT is not set but DynamoDB tests are required"
+        );
+        eprintln!("skipped: set HARNESS_TEST_DYNAMODB_ENDPOINT (tests/run starts DynamoDB Local)");
+        return None;
+    };
+    let config = aws_sdk_dynamodb::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .endpoint_url(endpoint)
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("test", "test", None, None, "static"))
+        .build();
+    Some(aws_sdk_dynamodb::Client::from_conf(config))
+}
+
+/// A new table on DynamoDB Local, created from the definition `template.yaml` deploys.
+pub async fn fresh_table(client: &aws_sdk_dynamodb::Client) -> String {
+    let path = std::env::var("HARNESS_TEST_TABLE_DEFINITION").expect(
+        "HARNESS_TEST_TABLE_DEFINITION names the table definition taken from template.yaml",
+    );
+    let text = std::fs::read_to_string(&path).expect("table definition file");
+    let definition: Value = serde_json::from_str(&text).expect("table definition is JSON");
+    let table = unique("harness-e2e");
+    common::store::DynamoStore::create_table(client, &table, &definition)
+        .await
+        .expect("create table");
+    table
+}
+
 /// One running `harness-local`. Drop kills it (SIGKILL) and removes its state directory.
 pub struct Server {
     child: Option<Child>,
@@ -85,6 +129,8 @@ pub struct Server {
     pub state_dir: PathBuf,
     args: Vec<String>,
     pub http: reqwest::Client,
+    /// The DynamoDB table the server keeps its state in, if not the embedded store.
+    pub table: Option<String>,
 }
 
 impl Server {
@@ -96,6 +142,18 @@ impl Server {
     /// A server with extra command-line arguments (`--max-body-bytes 2048`, …).
     /// `--rate-limit-per-minute 0` is added unless `extra` sets a rate limit itself.
     pub async fn start_with(extra: &[&str]) -> Server {
+        Server::start_on(Backend::Embedded, extra)
+            .await
+            .expect("the embedded store is always there")
+    }
+
+    /// A server on `backend`; None when it is DynamoDB and no DynamoDB Local is configured
+    /// (allowed only outside `tests/run`).
+    pub async fn start_on(backend: Backend, extra: &[&str]) -> Option<Server> {
+        let table = match backend {
+            Backend::Embedded => None,
+            Backend::DynamoDb => Some(fresh_table(&dynamo_client()?).await),
+        };
         let state_dir = std::env::temp_dir().join(unique("harness-e2e"));
         std::fs::create_dir_all(&state_dir).expect("create state dir");
         let mut args: Vec<String> = Vec::new();
@@ -131,9 +189,23 @@ impl Server {
                 .pool_max_idle_per_host(0)
                 .build()
                 .expect("reqwest client"),
+            table,
         };
         server.spawn().await;
-        server
+        Some(server)
+    }
+
+    /// What the server stored, read directly: its embedded store (shared safely with
+    /// the running process) or its DynamoDB table.
+    pub fn store(&self) -> std::sync::Arc<dyn common::store::Store> {
+        match (&self.table, dynamo_client()) {
+            (Some(table), Some(client)) => std::sync::Arc::new(
+                common::store::DynamoStore::new(client, table.clone()),
+            ),
+            _ => std::sync::Arc::new(
+                common::store::EmbeddedStore::open(&self.state_dir).expect("open the store"),
+            ),
+        }
     }
 
     async fn spawn(&mut self) {
@@ -144,6 +216,7 @@ impl Server {
             .arg(&self.state_dir)
             .args(&self.args)
             .env_remove("HARNESS_PUBLIC_URL")
+            .env_remove("HARNESS_TABLE")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(if std::env::var_os("HARNESS_E2E_LOG").is_some() {
@@ -151,6 +224,17 @@ impl Server {
             } else {
                 Stdio::null()
             });
+        if let (Some(table), Ok(endpoint)) = (
+            &self.table,
+            std::env::var("HARNESS_TEST_DYNAMODB_ENDPOINT"),
+        ) {
+            cmd.arg("--table")
+                .arg(table)
+                .env("AWS_ENDPOINT_URL_DYNAMODB", endpoint)
+                .env("AWS_ACCESS_KEY_ID", "test")
+                .env("AWS_SECRET_ACCESS_KEY", "test")
+                .env("AWS_REGION", "us-east-1");
+        }
         let mut child = cmd.spawn().expect("spawn harness-local");
         let stdout = child.stdout.take().expect("piped stdout");
         let read = tokio::task::spawn_blocking(move || {

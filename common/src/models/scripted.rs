@@ -2,7 +2,8 @@
 //! `{"turns": [ ... ]}`; the n-th model call of a task (0-based, counting the calls the
 //! task has already committed: `ChatRequest::turn`) returns `turns[n]`. A turn is
 //! `{"text": "..."}`, `{"tool_calls": [{"name": "...", "arguments": {...}}]}`, or both.
-//! Past the last turn the call fails permanently, with a message saying so.
+//! Past the last turn the call fails permanently, with a message saying so. Optional
+//! `call_log` and `request_log` files record each call's turn and whole request.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -40,6 +41,10 @@ struct Script {
     /// A file each call appends `turn <n>` to, so calls can be counted across restarts.
     #[serde(default)]
     call_log: Option<std::path::PathBuf>,
+    /// A file each call appends its whole request to, as one JSON line, so tests can see
+    /// what the model was given.
+    #[serde(default)]
+    request_log: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug)]
@@ -47,6 +52,7 @@ pub struct Scripted {
     source: String,
     turns: Vec<Turn>,
     call_log: Option<std::path::PathBuf>,
+    request_log: Option<std::path::PathBuf>,
     calls: AtomicUsize,
 }
 
@@ -74,6 +80,7 @@ impl Scripted {
             source: source.to_owned(),
             turns: script.turns,
             call_log: script.call_log,
+            request_log: script.request_log,
             calls: AtomicUsize::new(0),
         })
     }
@@ -84,24 +91,29 @@ impl Scripted {
     }
 }
 
+/// Appends a line to a log file, durably (the logs count calls across a crash).
+fn append(log: &Path, line: &str) -> Result<(), ModelError> {
+    use std::io::Write;
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .and_then(|mut f| f.write_all(line.as_bytes()).and_then(|()| f.sync_all()))
+        .map_err(|e| {
+            ModelError::permanent(format!("cannot write the log {}: {e}", log.display()))
+        })
+}
+
 #[async_trait]
 impl Model for Scripted {
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
         self.calls.fetch_add(1, Ordering::SeqCst);
+        if let Some(log) = &self.request_log {
+            let line = serde_json::to_string(request).unwrap_or_default() + "\n";
+            append(log, &line)?;
+        }
         if let Some(log) = &self.call_log {
-            use std::io::Write;
-            let line = format!("turn {}\n", request.turn);
-            let appended = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(log)
-                .and_then(|mut f| f.write_all(line.as_bytes()).and_then(|()| f.sync_all()));
-            if let Err(e) = appended {
-                return Err(ModelError::permanent(format!(
-                    "cannot write the call log {}: {e}",
-                    log.display()
-                )));
-            }
+            append(log, &format!("turn {}\n", request.turn))?;
         }
         let turn = self.turns.get(request.turn).ok_or_else(|| {
             ModelError::permanent(format!(

@@ -9,7 +9,7 @@ use common::agent::AgentKind;
 use common::config::{Config, RestContentType};
 use common::models::config::ModelCatalog;
 use common::ops::Harness;
-use common::store::EmbeddedStore;
+use common::store::{EmbeddedStore, Store};
 
 /// Runs the whole harness locally, with its state in a directory.
 #[derive(Debug, Parser)]
@@ -56,6 +56,10 @@ struct Args {
     /// Allow push webhooks on loopback and private addresses (off: SSRF protection).
     #[arg(long, env = "HARNESS_PUSH_ALLOW_PRIVATE_URLS")]
     push_allow_private_urls: bool,
+    /// Keep state in this DynamoDB table instead of the embedded store (credentials,
+    /// region and `AWS_ENDPOINT_URL_DYNAMODB` from the standard AWS environment).
+    #[arg(long, env = "HARNESS_TABLE")]
+    table: Option<String>,
     /// The harness's own participant id: the assignee of the tasks its agent runs.
     #[arg(long, env = "HARNESS_AGENT_ID", default_value = common::config::DEFAULT_AGENT_ID, value_parser = common::channels::parse_id)]
     agent_id: String,
@@ -109,8 +113,18 @@ async fn run() -> Result<(), common::lambda::Error> {
         turn_limit: args.turn_limit,
     };
     let agent = common::agent::build(args.agent, &settings).await?;
-    let store = Arc::new(EmbeddedStore::open(&args.state_dir)?);
-    let unfinished = store.unfinished_tasks().await?;
+    let (store, unfinished): (Arc<dyn Store>, Vec<String>) = match &args.table {
+        // A DynamoDB table (AWS, or DynamoDB Local through AWS_ENDPOINT_URL_DYNAMODB).
+        Some(table) => {
+            let store = common::lambda::dynamo_store(table.clone(), 30).await;
+            (Arc::new(store), Vec::new())
+        }
+        None => {
+            let store = EmbeddedStore::open(&args.state_dir)?;
+            let unfinished = store.unfinished_tasks().await?;
+            (Arc::new(store), unfinished)
+        }
+    };
     let harness = Harness::new(store, agent, config)?;
     // Runs cut off by the last stop carry on from their checkpoints.
     for id in unfinished {
