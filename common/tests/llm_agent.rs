@@ -348,3 +348,211 @@ async fn the_task_section_shows_name_goal_criteria_and_sub_tasks() {
     drop(requests);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A task created directly in the store with `ext`, its first message from `sender` (or
+/// from no one), driven once; returns the task as it ended.
+async fn drive_new_task(
+    h: &Arc<Harness>,
+    store: &Arc<dyn Store>,
+    ext: common::ext::task::TaskExtension,
+    sender: Option<&str>,
+) -> common::store::TaskRecord {
+    let mut message = Message {
+        message_id: common::engine::transition::new_id(),
+        role: Role::User,
+        parts: vec![Part::text("please")],
+        ..Default::default()
+    };
+    if let Some(sender) = sender {
+        common::channels::assert_sender(&mut message, sender);
+    }
+    let rec = common::engine::transition::new_task("", &mut message, &ext);
+    let created = common::engine::transition::created(&rec);
+    let rec = store
+        .create_task(&rec, &[created], None)
+        .await
+        .expect("create");
+    h.engine.start(rec.task.id.clone()).await.expect("run");
+    store
+        .load_task(&rec.task.id)
+        .await
+        .expect("load")
+        .expect("task")
+}
+
+fn ext_with(people: &[(&str, common::ext::task::Role)]) -> common::ext::task::TaskExtension {
+    use common::ext::task::{Participant, ParticipantKind, Role as R};
+    let mut ext = common::ext::task::TaskExtension::from_text("please");
+    for (id, role) in people {
+        ext.add(Participant::new(*id, ParticipantKind::Human, *role));
+    }
+    ext.add(Participant::new(
+        "tiny-harness",
+        ParticipantKind::Agent,
+        R::Assignee,
+    ));
+    ext
+}
+
+/// The tool result of the first tool call the model was shown.
+fn first_tool_result(model: &Recording) -> String {
+    let requests = model.requests.lock().expect("requests");
+    requests
+        .iter()
+        .flat_map(|r| r.messages.iter())
+        .find_map(|m| match m {
+            ChatMessage::Tool { content, .. } => Some(content.clone()),
+            _ => None,
+        })
+        .expect("a tool result")
+}
+
+const PROMOTE_BOB: &str = r#"{"turns": [
+    {"tool_calls": [{"name": "set_participant_role", "arguments": {"participant_id": "bob", "role": "admin"}}]},
+    {"text": "done"}
+]}"#;
+
+/// `tests/security/test_role_change.py::test_role_change_requires_admin`, the case HTTP
+/// cannot reach: no actor at all (no message the agent took in named a sender).
+#[tokio::test]
+async fn role_change_requires_admin_and_no_actor_is_refused() {
+    use common::ext::task::Role as R;
+    let (h, model, store, dir) = setup(PROMOTE_BOB);
+    let people = [("alice", R::Admin), ("bob", R::Watcher)];
+    let done = drive_new_task(&h, &store, ext_with(&people), None).await;
+    assert_eq!(done.state(), TaskState::Completed);
+    let result = first_tool_result(&model);
+    assert!(
+        result.contains("[channel.not_a_member] only an admin may change roles"),
+        "{result}"
+    );
+    assert!(done.ext().expect("ext").has_role(Some("bob"), R::Watcher));
+    let _ = std::fs::remove_dir_all(dir);
+
+    // The same call with the admin as the actor changes the role.
+    let (h, model, store, dir) = setup(PROMOTE_BOB);
+    let done = drive_new_task(&h, &store, ext_with(&people), Some("alice")).await;
+    assert!(first_tool_result(&model).contains("bob is now admin"));
+    assert!(done.ext().expect("ext").has_role(Some("bob"), R::Admin));
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// `durable/test_core_loop.py`: a message that arrives while the agent is working is taken
+/// in at its next turn.
+#[tokio::test]
+async fn a_message_that_arrives_mid_run_reaches_the_model_at_the_next_turn() {
+    let script = r#"{"turns": [
+        {"tool_calls": [{"name": "current_time", "arguments": {}}], "delay_ms": 600},
+        {"text": "noted"}
+    ]}"#;
+    let (h, model, store, dir) = setup(script);
+    let first = Message {
+        message_id: "first".into(),
+        role: Role::User,
+        parts: vec![Part::text("start")],
+        ..Default::default()
+    };
+    let request = |m: Message| {
+        Call::SendMessage(SendMessageRequest {
+            message: Some(m),
+            configuration: Some(common::a2a::SendMessageConfiguration {
+                return_immediately: true,
+                ..Default::default()
+            }),
+            ..Default::default()
+        })
+    };
+    let alice = Caller::named("alice");
+    let Ok(Answer::Json(v)) = execute(&h, request(first), &alice).await else {
+        panic!("sent")
+    };
+    let id = v["task"]["id"].as_str().expect("id").to_owned();
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let later = Message {
+        message_id: "later".into(),
+        task_id: id.clone(),
+        role: Role::User,
+        parts: vec![Part::text("also paint the door")],
+        ..Default::default()
+    };
+    assert!(execute(&h, request(later), &alice).await.is_ok());
+    for _ in 0..100 {
+        let rec = store.load_task(&id).await.expect("load").expect("task");
+        if rec.state().is_terminal() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let requests = model.requests.lock().expect("requests");
+    assert_eq!(requests.len(), 2, "one run, two turns");
+    assert!(
+        requests[1].messages.contains(&ChatMessage::User {
+            text: "[alice] also paint the door".into()
+        }),
+        "{:?}",
+        requests[1].messages
+    );
+    drop(requests);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A `help.decided` body that always routes to an ask (wrong for blocking work).
+struct AlwaysAsk;
+
+#[async_trait]
+impl common::channels::help::HelpDecider for AlwaysAsk {
+    async fn decide(
+        &self,
+        input: &common::channels::help::HelpDecidedIn<'_>,
+    ) -> Result<common::channels::help::Decided, String> {
+        let decision = common::channels::help::HelpDecision::parse(&serde_json::json!({
+            "route": "ask", "participant_id": "alice", "question": input.need.question
+        }));
+        Ok(common::channels::help::Decided {
+            decision,
+            model_call: None,
+        })
+    }
+}
+
+/// `unit/channels/test_channels.py`: a replacement body of help.decided is still
+/// validated, and a second objection fails the request clearly (the model reads why).
+#[tokio::test]
+async fn a_replaced_help_decided_body_is_still_validated() {
+    let script = r#"{"turns": [
+        {"tool_calls": [{"name": "request_help", "arguments": {"need": "Migrate the database", "blocking_work": true}}]},
+        {"text": "I could not get help."}
+    ]}"#;
+    let dir = std::env::temp_dir().join(format!(
+        "harness-llm-{}",
+        common::engine::transition::new_id()
+    ));
+    let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(&dir).expect("store"));
+    let model = Arc::new(Recording {
+        inner: Scripted::parse("test", script).expect("script"),
+        requests: Mutex::new(vec![]),
+    });
+    let agent = LlmAgent::new(
+        model.clone(),
+        "scripted",
+        ToolRegistry::builtin(),
+        SystemPrompt::default(),
+    )
+    .with_help_decider(Arc::new(AlwaysAsk));
+    let h = Harness::new(store.clone(), Arc::new(agent), Default::default()).expect("harness");
+    let people = [("alice", common::ext::task::Role::Reporter)];
+    let done = drive_new_task(&h, &store, ext_with(&people), Some("alice")).await;
+    assert_eq!(done.state(), TaskState::Completed);
+    let result = first_tool_result(&model);
+    assert!(
+        result.contains("[help.rejected] help decision rejected twice: the need is work another participant must finish; route must be create_task"),
+        "{result}"
+    );
+    assert_eq!(
+        model.requests.lock().expect("requests").len(),
+        2,
+        "the replacement body made no model call"
+    );
+    assert!(done.agent.pending_help.is_none());
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -222,11 +222,64 @@ impl TaskExtension {
     }
 }
 
-/// The task extension a message's event envelope (`application/vnd.tiny-harness.event+json`,
-/// `{"kind": "task" | "status_update" | "artifact_update", "payload": {...}}`) carries:
-/// Some for a valid `task` envelope, None when there is no `task` envelope, invalid
-/// params naming the part when an envelope or its payload is malformed.
-pub fn envelope_of(m: &crate::a2a::Message) -> Result<Option<TaskExtension>, crate::a2a::A2aError> {
+/// A `task` event envelope found in a message: its payload, and the field naming its part
+/// (for errors about it).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskEnvelope {
+    pub payload: Value,
+    pub field: String,
+}
+
+/// Fields any participant may change with a task envelope on an existing task.
+const OPEN_FIELDS: &[&str] = &["name", "description", "acceptance_criteria"];
+/// Fields only an admin may change.
+const ADMIN_FIELDS: &[&str] = &["participants"];
+
+impl TaskEnvelope {
+    /// The extension of the task it starts.
+    pub fn starting(&self) -> Result<TaskExtension, crate::a2a::A2aError> {
+        TaskExtension::parse(&self.payload)
+            .map_err(|e| self.refuse(format!("invalid task extension: {e}")))
+    }
+
+    /// `ext` as changed by this envelope from a participant (`admin` when they are one):
+    /// name, description and acceptance criteria by anyone, participants by admins only,
+    /// nothing else; the result must still match the schema.
+    pub fn applied_to(
+        &self,
+        ext: &TaskExtension,
+        admin: bool,
+    ) -> Result<TaskExtension, crate::a2a::A2aError> {
+        let changes = self.payload.as_object().cloned().unwrap_or_default();
+        let fixed: Vec<&str> = changes
+            .keys()
+            .map(String::as_str)
+            .filter(|k| !OPEN_FIELDS.contains(k) && !ADMIN_FIELDS.contains(k))
+            .collect();
+        if !fixed.is_empty() {
+            return Err(self.refuse(format!("task envelope cannot change {}", fixed.join(", "))));
+        }
+        if !admin && changes.keys().any(|k| ADMIN_FIELDS.contains(&k.as_str())) {
+            return Err(self.refuse("admin required to change participants".into()));
+        }
+        let mut merged = serde_json::to_value(ext).unwrap_or_default();
+        if let Some(obj) = merged.as_object_mut() {
+            obj.extend(changes);
+        }
+        TaskExtension::parse(&merged)
+            .map_err(|e| self.refuse(format!("invalid task extension: {e}")))
+    }
+
+    fn refuse(&self, why: String) -> crate::a2a::A2aError {
+        crate::a2a::A2aError::invalid_field(&self.field, why)
+    }
+}
+
+/// The `task` event envelope (`application/vnd.tiny-harness.event+json`, `{"kind": "task" |
+/// "status_update" | "artifact_update", "payload": {...}}`) of a message: None when there
+/// is no `task` envelope (the other kinds are kept as ordinary message content), invalid
+/// params naming the part when an envelope is malformed.
+pub fn envelope_of(m: &crate::a2a::Message) -> Result<Option<TaskEnvelope>, crate::a2a::A2aError> {
     use crate::a2a::A2aError;
     let Some((i, part)) = m
         .parts
@@ -251,9 +304,10 @@ pub fn envelope_of(m: &crate::a2a::Message) -> Result<Option<TaskExtension>, cra
         .filter(|p| p.is_object())
         .ok_or_else(|| bad("invalid event envelope: payload must be an object".into()))?;
     match obj.get("kind").and_then(Value::as_str) {
-        Some("task") => TaskExtension::parse(payload)
-            .map(Some)
-            .map_err(|e| bad(format!("invalid task extension: {e}"))),
+        Some("task") => Ok(Some(TaskEnvelope {
+            payload: payload.clone(),
+            field,
+        })),
         Some("status_update" | "artifact_update") => Ok(None),
         other => Err(bad(format!(
             "invalid event envelope: kind {other:?} is not task, status_update or artifact_update"
@@ -272,6 +326,50 @@ pub fn participant_ids(task: &Task) -> Vec<String> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn envelope(payload: Value) -> TaskEnvelope {
+        TaskEnvelope {
+            payload,
+            field: "message.parts[0].data".into(),
+        }
+    }
+
+    /// `test_inbox_envelopes.py` / `durable/test_envelopes.py`: open fields from anyone,
+    /// participants from admins only, anything else refused.
+    #[test]
+    fn an_envelope_on_a_task_changes_open_fields_and_participants_only_for_admins() {
+        let mut ext = TaskExtension::from_text("Ship it");
+        ext.add(Participant::new(
+            "rita",
+            ParticipantKind::Human,
+            Role::Reporter,
+        ));
+        let criteria = envelope(json!({"acceptance_criteria": [{"text": "green build"}]}));
+        let changed = criteria.applied_to(&ext, false).unwrap();
+        assert_eq!(changed.acceptance_criteria[0].text, "green build");
+        assert_eq!(changed.goal, "Ship it");
+
+        let people = envelope(json!({"participants": [
+            {"id": "rita", "kind": "human", "role": "admin"}
+        ]}));
+        let err = people.applied_to(&ext, false).unwrap_err().to_string();
+        assert!(
+            err.contains("admin required to change participants"),
+            "{err}"
+        );
+        let by_admin = people.applied_to(&ext, true).unwrap();
+        assert!(by_admin.has_role(Some("rita"), Role::Admin));
+
+        let goal = envelope(json!({"goal": "something else", "sub_tasks": []}));
+        let err = goal.applied_to(&ext, true).unwrap_err().to_string();
+        assert!(
+            err.contains("task envelope cannot change goal, sub_tasks"),
+            "{err}"
+        );
+        let broken = envelope(json!({"acceptance_criteria": [{"met": true}]}));
+        let err = broken.applied_to(&ext, true).unwrap_err().to_string();
+        assert!(err.contains("invalid task extension"), "{err}");
+    }
 
     #[test]
     fn a_valid_envelope_payload_parses_and_round_trips_through_the_metadata() {

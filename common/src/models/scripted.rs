@@ -99,9 +99,7 @@ fn append(log: &Path, line: &str) -> Result<(), ModelError> {
         .append(true)
         .open(log)
         .and_then(|mut f| f.write_all(line.as_bytes()).and_then(|()| f.sync_all()))
-        .map_err(|e| {
-            ModelError::permanent(format!("cannot write the log {}: {e}", log.display()))
-        })
+        .map_err(|e| ModelError::permanent(format!("cannot write the log {}: {e}", log.display())))
 }
 
 #[async_trait]

@@ -20,7 +20,9 @@ use crate::engine::transition::{
     accept_message, agent_message, await_assignee, created, new_id, new_task, set_status, view,
 };
 use crate::ext::channel::{self as channel_part, ChannelMessage};
-use crate::ext::task::{envelope_of, Participant, ParticipantKind, Role, TaskExtension};
+use crate::ext::task::{
+    envelope_of, Participant, ParticipantKind, Role, TaskEnvelope, TaskExtension,
+};
 use crate::store::{AuditRecord, InboundMessage, StoreError, TaskRecord};
 
 /// What intake made of a message.
@@ -168,12 +170,6 @@ async fn intake(
     let sender = sender_of(&mut message, caller)?;
     let channel = channel_of(&message, &sender)?;
     let envelope = envelope_of(&message)?;
-    if envelope.is_some() && !message.task_id.is_empty() {
-        return Err(A2aError::invalid_field(
-            "message.parts",
-            "a task envelope starts a task; it cannot be sent on an existing one",
-        ));
-    }
     let config = req.configuration.unwrap_or_default();
     let history = validate::history_length(config.history_length, "configuration.historyLength")?;
     let accepted = |intake| Accepted {
@@ -195,20 +191,14 @@ async fn intake(
     }
 
     let outcome = if message.task_id.is_empty() {
-        start_task(
-            h,
-            &tenant,
-            message.clone(),
-            push.is_some(),
-            &sender,
-            envelope,
-        )
-        .await
+        let ext = envelope.as_ref().map(TaskEnvelope::starting).transpose()?;
+        start_task(h, &tenant, message.clone(), push.is_some(), &sender, ext).await
     } else {
         let on = Sender {
             id: &sender,
             caller,
             channel: channel.as_ref(),
+            envelope: envelope.as_ref(),
         };
         continue_task(h, &tenant, message.clone(), on).await
     };
@@ -251,11 +241,12 @@ enum Stored {
     },
 }
 
-/// Who a message on a task is from.
+/// Who a message on a task is from, and what it carries besides its text.
 struct Sender<'a> {
     id: &'a str,
     caller: &'a Caller,
     channel: Option<&'a ChannelMessage>,
+    envelope: Option<&'a TaskEnvelope>,
 }
 
 enum IntakeError {
@@ -383,6 +374,10 @@ async fn continue_task(
             .into());
         }
         let mut next = current.clone();
+        if let Some(envelope) = from.envelope {
+            let admin = ext.has_role(Some(from.id), Role::Admin);
+            envelope.applied_to(&ext, admin)?.store(&mut next.task);
+        }
         accept_message(&mut next, &mut message);
         let mut events = Vec::new();
         let runnable = if !h.engine.runs(&current) {
