@@ -405,16 +405,13 @@ async fn request_help(
         },
     )
     .await;
-    let calls = match &decided {
-        Ok(o) => o.model_calls.clone(),
-        Err(_) => Vec::new(),
-    };
-    if !calls.is_empty() {
-        // The decision's model calls count like the agent's own.
-        run.update_agent(|s| count_calls(s, &calls)).await?;
+    if !decided.model_calls.is_empty() {
+        // The decision's model calls count like the agent's own, decided or not.
+        run.update_agent(|s| count_calls(s, &decided.model_calls))
+            .await?;
     }
-    let decision = match decided {
-        Ok(o) => o.decision,
+    let decision = match decided.decision {
+        Ok(d) => d,
         Err(why) => {
             return commit_result(run, call, Err(ToolError::new("help.rejected", why))).await
         }

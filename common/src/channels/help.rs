@@ -125,42 +125,45 @@ pub trait HelpDecider: Send + Sync + 'static {
     async fn decide(&self, input: &HelpDecidedIn<'_>) -> Result<Decided, String>;
 }
 
-/// The outcome of `help.decided`: the accepted decision and the model calls it took.
+/// The outcome of `help.decided`: the accepted decision or why there is none, and the
+/// model calls it took either way (they count like any other).
 #[derive(Debug)]
 pub struct Outcome {
-    pub decision: HelpDecision,
+    pub decision: Result<HelpDecision, String>,
     pub model_calls: Vec<Usage>,
 }
 
 /// Runs `help.decided`: the body, the validator, one re-run with the objection, and a
 /// clear failure on the second objection.
-pub async fn decide(body: &dyn HelpDecider, input: HelpDecidedIn<'_>) -> Result<Outcome, String> {
+pub async fn decide(body: &dyn HelpDecider, input: HelpDecidedIn<'_>) -> Outcome {
     let mut model_calls = Vec::new();
     let mut objected: Option<String> = None;
-    loop {
+    let decision = loop {
         let attempt = HelpDecidedIn {
             objection: objected.as_deref(),
             turn: input.turn + model_calls.len(),
             ..input
         };
-        let decided = body.decide(&attempt).await?;
+        let decided = match body.decide(&attempt).await {
+            Ok(d) => d,
+            Err(failed) => break Err(failed),
+        };
         model_calls.extend(decided.model_call);
         let problem = match decided.decision {
             Ok(decision) => match objection(&decision, input.need) {
-                None => {
-                    return Ok(Outcome {
-                        decision,
-                        model_calls,
-                    })
-                }
+                None => break Ok(decision),
                 Some(o) => o,
             },
             Err(why) => why,
         };
         if objected.is_some() {
-            return Err(format!("help decision rejected twice: {problem}"));
+            break Err(format!("help decision rejected twice: {problem}"));
         }
         objected = Some(problem);
+    };
+    Outcome {
+        decision,
+        model_calls,
     }
 }
 
@@ -314,8 +317,8 @@ mod tests {
         ]});
         let model = Scripted::parse("t", &script.to_string()).unwrap();
         let n = need(Some(true));
-        let outcome = decide(&ModelDecider, input(&n, &model)).await.unwrap();
-        assert_eq!(outcome.decision.route, Route::CreateTask);
+        let outcome = decide(&ModelDecider, input(&n, &model)).await;
+        assert_eq!(outcome.decision.unwrap().route, Route::CreateTask);
         assert_eq!(outcome.model_calls.len(), 2);
         assert_eq!(model.calls(), 2);
         assert!(ModelDecider::prompt(&HelpDecidedIn {
@@ -334,7 +337,7 @@ mod tests {
         };
         let model = Scripted::parse("t", r#"{"turns": []}"#).unwrap();
         let n = need(Some(true));
-        let err = decide(&body, input(&n, &model)).await.unwrap_err();
+        let err = decide(&body, input(&n, &model)).await.decision.unwrap_err();
         assert!(err.starts_with("help decision rejected twice: "), "{err}");
         let seen = body.seen.lock().unwrap();
         assert_eq!(seen[0], None);
@@ -350,8 +353,14 @@ mod tests {
         ]});
         let model = Scripted::parse("t", &script.to_string()).unwrap();
         let n = need(None);
-        let err = decide(&ModelDecider, input(&n, &model)).await.unwrap_err();
+        let outcome = decide(&ModelDecider, input(&n, &model)).await;
+        let err = outcome.decision.unwrap_err();
         assert!(err.contains("not JSON"), "{err}");
+        assert_eq!(
+            outcome.model_calls.len(),
+            2,
+            "the failed attempts' calls count too"
+        );
         assert_eq!(model.calls(), 2);
     }
 }
