@@ -199,9 +199,9 @@ impl Server {
     /// the running process) or its DynamoDB table.
     pub fn store(&self) -> std::sync::Arc<dyn common::store::Store> {
         match (&self.table, dynamo_client()) {
-            (Some(table), Some(client)) => std::sync::Arc::new(
-                common::store::DynamoStore::new(client, table.clone()),
-            ),
+            (Some(table), Some(client)) => {
+                std::sync::Arc::new(common::store::DynamoStore::new(client, table.clone()))
+            }
             _ => std::sync::Arc::new(
                 common::store::EmbeddedStore::open(&self.state_dir).expect("open the store"),
             ),
@@ -224,10 +224,9 @@ impl Server {
             } else {
                 Stdio::null()
             });
-        if let (Some(table), Ok(endpoint)) = (
-            &self.table,
-            std::env::var("HARNESS_TEST_DYNAMODB_ENDPOINT"),
-        ) {
+        if let (Some(table), Ok(endpoint)) =
+            (&self.table, std::env::var("HARNESS_TEST_DYNAMODB_ENDPOINT"))
+        {
             cmd.arg("--table")
                 .arg(table)
                 .env("AWS_ENDPOINT_URL_DYNAMODB", endpoint)
