@@ -556,3 +556,53 @@ async fn a_replaced_help_decided_body_is_still_validated() {
     assert!(done.agent.pending_help.is_none());
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A sub-task that is cancelled rather than completed still wakes its parent, which
+/// reads the outcome and carries on.
+#[tokio::test]
+async fn a_cancelled_sub_task_wakes_its_parent() {
+    let script = r#"{"turns": [
+        {"tool_calls": [{"name": "create_task_for_participant", "arguments": {"participant_id": "alice", "name": "Measure", "goal": "Measure the shed"}}]},
+        {"text": "Done without the measurements."}
+    ]}"#;
+    let (h, model, store, dir) = setup(script);
+    let parent = send(&h, "Paint the shed").await;
+    let parent_id = parent["task"]["id"].as_str().expect("id").to_owned();
+    assert_eq!(
+        parent["task"]["status"]["state"],
+        TaskState::Working.as_str()
+    );
+    let child_id = format!("{parent_id}.1");
+    let cancel = Call::CancelTask(common::a2a::CancelTaskRequest {
+        id: child_id.clone(),
+        ..Default::default()
+    });
+    assert!(execute(&h, cancel, &Caller::named("alice")).await.is_ok());
+    let mut done = None;
+    for _ in 0..100 {
+        let rec = store
+            .load_task(&parent_id)
+            .await
+            .expect("load")
+            .expect("task");
+        if rec.state().is_terminal() {
+            done = Some(rec);
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        done.expect("the parent ended").state(),
+        TaskState::Completed
+    );
+    let requests = model.requests.lock().expect("requests");
+    let last = requests.last().expect("a request");
+    assert!(last
+        .messages
+        .iter()
+        .any(|m| matches!(m, ChatMessage::User { text }
+            if text.starts_with("<untrusted source=\"agent\">")
+                && text.contains(&format!("Sub-task {child_id} is CANCELED")))));
+    drop(requests);
+    let _ = std::fs::remove_dir_all(dir);
+}

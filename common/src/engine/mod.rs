@@ -130,8 +130,9 @@ impl Engine {
         Ok(rec.state().is_terminal().then_some(rec))
     }
 
-    /// A sub-task ended: its parents are driven, and take its outcome in.
-    fn wake_parents(self: &Arc<Self>, child: &TaskRecord) {
+    /// A sub-task ended (here, or by CancelTask): its parents are driven, and take its
+    /// outcome in.
+    pub fn wake_parents(self: &Arc<Self>, child: &TaskRecord) {
         for parent in child.ext().map(|e| e.parent_tasks).unwrap_or_default() {
             if parent.agent.is_none() {
                 self.start(parent.task_id);
