@@ -14,20 +14,17 @@
 //! One script and one request log serve every task of a server; the n-th model call of a
 //! task gets the n-th turn, and requests are told apart by the task's name.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
+use harness_e2e::participants::{
+    get_task_as, llm_server, participant, participants, rpc_as, send_as, task_envelope_part,
+    task_ext, Script, AGENT_ID,
+};
 use harness_e2e::{
-    assert_rpc_error, headers, json_of, reply_message, state, status_text, unique, Backend, Server,
+    assert_rpc_error, reply_message, state, status_text, task_id, unique, user_message, Backend,
 };
 use serde_json::{json, Value};
 
-/// Where a task keeps its participants, goal and links.
-const TASK_KEY: &str = "io.github.madarauchiha-314.tiny-harness/task";
-/// The media type of the data part that carries a task envelope.
-const EVENT_MEDIA_TYPE: &str = "application/vnd.tiny-harness.event+json";
-/// The harness's own participant id.
-const HARNESS: &str = "tiny-harness";
 /// How the system prompt of a `help.decided` model call starts.
 const ROUTER_PROMPT: &str = "You route a request for help on a task.";
 /// How a tool result reaches the model.
@@ -40,127 +37,18 @@ const WAIT: Duration = Duration::from_secs(15);
 
 // ---------------------------------------------------------------------------- helpers
 
-/// A model script and the request log it writes; both files are removed at drop.
-struct Script {
-    path: PathBuf,
-    log: PathBuf,
-}
-
-impl Script {
-    fn new(turns: Value) -> Script {
-        let dir = std::env::temp_dir();
-        let path = dir.join(format!("{}.json", unique("help-script")));
-        let log = dir.join(format!("{}.jsonl", unique("help-requests")));
-        let body = json!({"turns": turns, "request_log": log});
-        std::fs::write(&path, body.to_string()).expect("write script");
-        Script { path, log }
-    }
-
-    /// A server whose LLM agent runs on this script (None: no DynamoDB, skip).
-    async fn server(&self, backend: Backend) -> Option<Server> {
-        let model = format!("scripted:{}", self.path.display());
-        Server::start_on(backend, &["--agent", "llm", "--model", &model]).await
-    }
-
-    /// Every request the model was given so far, in order.
-    fn requests(&self) -> Vec<Value> {
-        std::fs::read_to_string(&self.log)
-            .unwrap_or_default()
-            .lines()
-            .filter(|l| !l.trim().is_empty())
-            .map(|l| serde_json::from_str(l).expect("request log line is JSON"))
-            .collect()
-    }
-
-    /// The requests made for the task named `name` (its task section or, for a
-    /// `help.decided` call, its task text names it).
-    fn requests_of(&self, name: &str) -> Vec<Value> {
-        let needle = format!("name: {name}\n");
-        self.requests()
-            .into_iter()
-            .filter(|r| {
-                r["messages"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .any(|m| m["text"].as_str().is_some_and(|t| t.contains(&needle)))
-            })
-            .collect()
-    }
-}
-
-impl Drop for Script {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
-        let _ = std::fs::remove_file(&self.log);
-    }
-}
-
-fn participant(id: &str, kind: &str, role: &str) -> Value {
-    json!({"id": id, "kind": kind, "role": role})
-}
-
 /// A first message carrying a task envelope (name, goal, participants) and some text.
 fn envelope(text: &str, name: &str, goal: &str, participants: Value) -> Value {
     json!({
         "messageId": unique("m"),
         "role": "ROLE_USER",
-        "parts": [
-            {"text": text},
-            {"mediaType": EVENT_MEDIA_TYPE, "data": {"kind": "task", "payload": {
-                "name": name, "goal": goal, "participants": participants
-            }}}
-        ]
+        "parts": [{"text": text}, task_envelope_part(name, goal, participants)]
     })
 }
 
-/// A JSON-RPC call as `who` (the `X-Participant-Id` header; None: the default
-/// participant); returns the whole envelope.
-async fn rpc_as(s: &Server, who: Option<&str>, method: &str, params: Value) -> Value {
-    let mut pairs = vec![("A2A-Version", "1.0"), ("Content-Type", "application/json")];
-    if let Some(who) = who {
-        pairs.push(("X-Participant-Id", who));
-    }
-    let body = json!({"jsonrpc": "2.0", "id": unique("req"), "method": method, "params": params});
-    let (status, resp) = json_of(s.rpc_raw(&headers(&pairs), body.to_string()).await).await;
-    assert_eq!(status, 200, "{method} answered HTTP {status}: {resp}");
-    resp
-}
-
-/// A blocking SendMessage as `who` that must succeed; returns its task.
-async fn send(s: &Server, who: Option<&str>, message: Value) -> Value {
-    let resp = rpc_as(s, who, "SendMessage", json!({ "message": message })).await;
-    assert!(
-        resp.get("error").is_none(),
-        "SendMessage as {who:?} failed: {resp}"
-    );
-    resp["result"]["task"].clone()
-}
-
-async fn get_as(s: &Server, who: &str, id: &str) -> Value {
-    let resp = rpc_as(s, Some(who), "GetTask", json!({ "id": id })).await;
-    assert!(
-        resp.get("error").is_none(),
-        "GetTask {id} as {who} failed: {resp}"
-    );
-    resp["result"].clone()
-}
-
-fn task_id(task: &Value) -> String {
-    task["id"]
-        .as_str()
-        .unwrap_or_else(|| panic!("task without id: {task}"))
-        .to_owned()
-}
-
-/// The task extension's data of a task.
-fn ext(task: &Value) -> &Value {
-    &task["metadata"][TASK_KEY]
-}
-
 /// The participants of a task as sorted `(id, kind, role)`.
-fn participants(task: &Value) -> Vec<(String, String, String)> {
-    let mut all: Vec<_> = ext(task)["participants"]
+fn sorted_participants(task: &Value) -> Vec<(String, String, String)> {
+    let mut all: Vec<_> = participants(task)
         .as_array()
         .unwrap_or_else(|| panic!("task without participants: {task}"))
         .iter()
@@ -178,7 +66,7 @@ fn who(id: &str, kind: &str, role: &str) -> (String, String, String) {
 }
 
 fn role_of<'a>(task: &'a Value, id: &str) -> &'a str {
-    ext(task)["participants"]
+    participants(task)
         .as_array()
         .into_iter()
         .flatten()
@@ -271,7 +159,7 @@ async fn sub_task_flow(backend: Backend) {
         })),
         {"text": "Release 2.0 shipped."}
     ]));
-    let Some(s) = script.server(backend).await else {
+    let Some(s) = llm_server(backend, &script).await else {
         return;
     };
     let name = unique("release");
@@ -282,23 +170,23 @@ async fn sub_task_flow(backend: Backend) {
         "Ship release 2.0",
         json!([alice]),
     );
-    let parent = send(&s, None, first).await;
+    let parent = send_as(&s, None, first).await;
     let parent_id = task_id(&parent);
     let child_id = format!("{parent_id}.1");
 
     // The parent waits for its child, WORKING, linked to it.
     assert_eq!(state(&parent), "TASK_STATE_WORKING", "{parent}");
     assert_eq!(
-        ext(&parent)["sub_tasks"],
+        task_ext(&parent)["sub_tasks"],
         json!([{ "task_id": child_id }]),
         "{parent}"
     );
     assert_eq!(
-        participants(&parent),
+        sorted_participants(&parent),
         [
             who("alice", "human", "watcher"),
             who("anonymous", "human", "reporter"),
-            who(HARNESS, "agent", "assignee"),
+            who(AGENT_ID, "agent", "assignee"),
         ]
     );
 
@@ -307,7 +195,7 @@ async fn sub_task_flow(backend: Backend) {
     let child = s.get_task(&child_id).await;
     assert_eq!(state(&child), "TASK_STATE_INPUT_REQUIRED", "{child}");
     assert_eq!(status_text(&child), "Provision the staging database");
-    let child_ext = ext(&child);
+    let child_ext = task_ext(&child);
     assert_eq!(child_ext["name"], "Provision staging", "{child}");
     assert_eq!(child_ext["goal"], "Provision the staging database");
     assert_eq!(
@@ -320,11 +208,11 @@ async fn sub_task_flow(backend: Backend) {
         "{child}"
     );
     assert_eq!(
-        participants(&child),
+        sorted_participants(&child),
         [
             who("alice", "human", "assignee"),
             who("anonymous", "human", "reporter"),
-            who(HARNESS, "agent", "watcher"),
+            who(AGENT_ID, "agent", "watcher"),
         ]
     );
     assert_eq!(
@@ -335,7 +223,7 @@ async fn sub_task_flow(backend: Backend) {
 
     // A remark from a participant who is not the assignee does not complete the child,
     // and the parent still waits without calling the model.
-    let remark = send(
+    let remark = send_as(
         &s,
         None,
         reply_message(&unique("m"), &child_id, "Any news?"),
@@ -349,7 +237,7 @@ async fn sub_task_flow(backend: Backend) {
 
     // The assignee's message is the child's outcome; the parent resumes and completes.
     let answer = "Staging database is up at db.staging:5432";
-    let done = send(
+    let done = send_as(
         &s,
         Some("alice"),
         reply_message(&unique("m"), &child_id, answer),
@@ -437,17 +325,17 @@ async fn role_change(backend: Backend) {
         call("set_participant_role", promote.clone()),
         {"text": "Roles handled."}
     ]));
-    let Some(s) = script.server(backend).await else {
+    let Some(s) = llm_server(backend, &script).await else {
         return;
     };
 
     // A reporter actor: refused, bob stays a watcher.
     let name = unique("reporter-asks");
     let first = envelope("Make bob an admin", &name, "Make bob an admin", role_cast());
-    let task = send(&s, Some("rita"), first).await;
+    let task = send_as(&s, Some("rita"), first).await;
     assert_eq!(state(&task), "TASK_STATE_COMPLETED", "{task}");
     assert_eq!(role_of(&task, "rita"), "reporter");
-    let stored = get_as(&s, "rita", &task_id(&task)).await;
+    let stored = get_task_as(&s, "rita", &task_id(&task)).await;
     assert_eq!(role_of(&stored, "bob"), "watcher", "{stored}");
     let reqs = script.requests_of(&name);
     assert_eq!(turns(&reqs), [0, 1], "{reqs:?}");
@@ -461,11 +349,11 @@ async fn role_change(backend: Backend) {
     // An admin actor: bob is an admin now.
     let name = unique("admin-asks");
     let first = envelope("Make bob an admin", &name, "Make bob an admin", role_cast());
-    let task = send(&s, Some("ada"), first).await;
+    let task = send_as(&s, Some("ada"), first).await;
     let admin_task = task_id(&task);
     assert_eq!(state(&task), "TASK_STATE_COMPLETED", "{task}");
     assert_eq!(role_of(&task, "bob"), "admin", "{task}");
-    let stored = get_as(&s, "ada", &admin_task).await;
+    let stored = get_task_as(&s, "ada", &admin_task).await;
     assert_eq!(role_of(&stored, "bob"), "admin", "{stored}");
     assert_eq!(role_of(&stored, "ada"), "admin", "{stored}");
     let reqs = script.requests_of(&name);
@@ -494,9 +382,9 @@ async fn role_change(backend: Backend) {
     )
     .await;
     assert_rpc_error(&absent, -32001, "TASK_NOT_FOUND");
-    let bob = get_as(&s, "ada", &admin_task).await;
+    let bob = get_task_as(&s, "ada", &admin_task).await;
     assert_eq!(
-        participants(&bob).len(),
+        sorted_participants(&bob).len(),
         5,
         "the stranger was not added: {bob}"
     );
@@ -508,18 +396,18 @@ async fn role_change(backend: Backend) {
         call("set_participant_role", promote),
         {"text": "Roles handled."}
     ]));
-    let Some(s) = script.server(backend).await else {
+    let Some(s) = llm_server(backend, &script).await else {
         return;
     };
     let name = unique("watcher-asks");
     let first = envelope("Sort out roles", &name, "Sort out roles", role_cast());
-    let task = send(&s, Some("ada"), first).await;
+    let task = send_as(&s, Some("ada"), first).await;
     assert_eq!(state(&task), "TASK_STATE_INPUT_REQUIRED", "{task}");
     let id = task_id(&task);
     let reply = reply_message(&unique("m"), &id, "Yes, make bob an admin");
-    let task = send(&s, Some("wendy"), reply).await;
+    let task = send_as(&s, Some("wendy"), reply).await;
     assert_eq!(state(&task), "TASK_STATE_COMPLETED", "{task}");
-    let stored = get_as(&s, "ada", &id).await;
+    let stored = get_task_as(&s, "ada", &id).await;
     assert_eq!(role_of(&stored, "bob"), "watcher", "{stored}");
     assert_eq!(role_of(&stored, "wendy"), "watcher", "{stored}");
     let reqs = script.requests_of(&name);
@@ -600,11 +488,11 @@ async fn valid_decision_is_used(backend: Backend) {
         decide(json!({"route": "ask", "participant_id": "alice", "question": question, "reason": "one message answers it"})),
         {"text": "Deployed to eu-west-1."}
     ]));
-    let Some(s) = script.server(backend).await else {
+    let Some(s) = llm_server(backend, &script).await else {
         return;
     };
     let name = unique("valid-decision");
-    let task = send(&s, None, needs_alice(&name)).await;
+    let task = send_as(&s, None, needs_alice(&name)).await;
     assert_eq!(state(&task), "TASK_STATE_INPUT_REQUIRED", "{task}");
     assert_eq!(status_text(&task), question, "{task}");
     let id = task_id(&task);
@@ -613,7 +501,7 @@ async fn valid_decision_is_used(backend: Backend) {
     assert!(!is_routing(&reqs[0]));
     assert_routing(&reqs[1], need, false);
 
-    let task = send(
+    let task = send_as(
         &s,
         Some("alice"),
         reply_message(&unique("m"), &id, "eu-west-1"),
@@ -643,19 +531,22 @@ async fn invalid_decision_is_rerun_with_the_objection(backend: Backend) {
         decide(json!({"route": "create_task", "participant_id": "alice", "name": "Provision staging", "goal": need, "reason": "work alice must finish"})),
         {"text": "Deployed on the new database."}
     ]));
-    let Some(s) = script.server(backend).await else {
+    let Some(s) = llm_server(backend, &script).await else {
         return;
     };
     let name = unique("rerun-decision");
-    let parent = send(&s, None, needs_alice(&name)).await;
+    let parent = send_as(&s, None, needs_alice(&name)).await;
     assert_eq!(state(&parent), "TASK_STATE_WORKING", "{parent}");
     let parent_id = task_id(&parent);
     let child_id = format!("{parent_id}.1");
-    assert_eq!(ext(&parent)["sub_tasks"], json!([{ "task_id": child_id }]));
+    assert_eq!(
+        task_ext(&parent)["sub_tasks"],
+        json!([{ "task_id": child_id }])
+    );
     let child = s.get_task(&child_id).await;
     assert_eq!(state(&child), "TASK_STATE_INPUT_REQUIRED", "{child}");
     assert_eq!(status_text(&child), need);
-    assert_eq!(ext(&child)["name"], "Provision staging");
+    assert_eq!(task_ext(&child)["name"], "Provision staging");
     assert_eq!(role_of(&child, "alice"), "assignee");
 
     let reqs = script.requests();
@@ -664,7 +555,7 @@ async fn invalid_decision_is_rerun_with_the_objection(backend: Backend) {
     assert_routing(&reqs[2], need, true);
 
     let done = "The database is up";
-    let child = send(
+    let child = send_as(
         &s,
         Some("alice"),
         reply_message(&unique("m"), &child_id, done),
@@ -699,11 +590,11 @@ async fn second_invalid_decision_fails_clearly(backend: Backend) {
         decide(ask),
         {"text": "Nobody could provision the database."}
     ]));
-    let Some(s) = script.server(backend).await else {
+    let Some(s) = llm_server(backend, &script).await else {
         return;
     };
     let name = unique("rejected-twice");
-    let task = send(&s, None, needs_alice(&name)).await;
+    let task = send_as(&s, None, needs_alice(&name)).await;
     let id = task_id(&task);
     let task = s.wait_for_state(&id, "TASK_STATE_COMPLETED", WAIT).await;
     assert_eq!(
@@ -711,7 +602,7 @@ async fn second_invalid_decision_fails_clearly(backend: Backend) {
         "Nobody could provision the database.",
         "{task}"
     );
-    assert!(ext(&task).get("sub_tasks").is_none(), "{task}");
+    assert!(task_ext(&task).get("sub_tasks").is_none(), "{task}");
 
     let reqs = script.requests();
     let after = reqs
@@ -763,18 +654,18 @@ async fn asking_a_stranger(backend: Backend) {
         call("ask_participant", json!({"participant_id": "mallory", "question": "Which region?"})),
         {"text": "Deployed without asking."}
     ]));
-    let Some(s) = script.server(backend).await else {
+    let Some(s) = llm_server(backend, &script).await else {
         return;
     };
     let text = format!("Deploy the service ({})", unique("stranger"));
-    let task = send(&s, None, harness_e2e::user_message(&unique("m"), &text)).await;
+    let task = send_as(&s, None, user_message(&unique("m"), &text)).await;
     assert_eq!(state(&task), "TASK_STATE_COMPLETED", "{task}");
     assert_eq!(status_text(&task), "Deployed without asking.");
     assert_eq!(
-        participants(&task),
+        sorted_participants(&task),
         [
             who("anonymous", "human", "reporter"),
-            who(HARNESS, "agent", "assignee"),
+            who(AGENT_ID, "agent", "assignee"),
         ]
     );
 
@@ -786,7 +677,7 @@ async fn asking_a_stranger(backend: Backend) {
         true,
         "[channel.not_a_member] no such participant on this task",
     );
-    for id in ["mallory", "anonymous", HARNESS] {
+    for id in ["mallory", "anonymous", AGENT_ID] {
         assert!(!content.contains(id), "the refusal names {id}: {content}");
     }
 }

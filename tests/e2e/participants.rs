@@ -11,145 +11,28 @@
 //! `tests/integration/a2a/test_access.py` (a) and (b), and the e2e `test_crash_recovery.py`
 //! (SIGKILL during INPUT_REQUIRED).
 
-use std::path::PathBuf;
-
+use harness_e2e::participants::*;
 use harness_e2e::*;
-use reqwest::header::HeaderMap;
 use reqwest::Method;
 use serde_json::{json, Value};
 
-/// Where a task carries the task extension's data (its participants).
-const TASK_KEY: &str = "io.github.madarauchiha-314.tiny-harness/task";
-const CHANNEL_MEDIA_TYPE: &str = "application/vnd.tiny-harness.channel+json";
-const EVENT_MEDIA_TYPE: &str = "application/vnd.tiny-harness.event+json";
-/// The harness's own participant id (the assignee of the tasks its agent runs).
-const AGENT_ID: &str = "tiny-harness";
+/// alice's first message: the task the model asks her about.
+const FIRST: &str = "Paint the shed";
 const QUESTION: &str = "Which colour?";
 const ANSWER: &str = "Painted it blue.";
 /// Text a stranger sends; it must never reach the model.
 const MALLORY_TEXT: &str = "MALLORY-SAYS: paint it black";
 
-// ------------------------------------------------------------------ scripted model
-
-/// A scripted model's script file and the log of the requests it was sent (both removed
-/// at drop).
-struct Script {
-    path: PathBuf,
-    log: PathBuf,
-}
-
-impl Script {
-    fn new(turns: Value) -> Script {
-        let path = std::env::temp_dir().join(format!("{}.json", unique("harness-script")));
-        let log = std::env::temp_dir().join(format!("{}.jsonl", unique("harness-requests")));
-        let script = json!({"turns": turns, "request_log": log});
-        std::fs::write(&path, script.to_string()).expect("write the model script");
-        Script { path, log }
-    }
-
-    /// Turn 0 asks alice which colour; turn 1 answers.
-    fn ask_alice_then_answer() -> Script {
-        Script::new(json!([
-            {"tool_calls": [{"name": "ask_participant", "arguments": {
-                "participant_id": "alice", "question": QUESTION, "options": ["red", "blue"]}}]},
-            {"text": ANSWER}
-        ]))
-    }
-
-    /// `--model` for this script.
-    fn model(&self) -> String {
-        format!("scripted:{}", self.path.display())
-    }
-
-    /// The raw request log (empty before the first call).
-    fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// Every request the model was sent, in order.
-    fn requests(&self) -> Vec<Value> {
-        self.log_text()
-            .lines()
-            .map(|l| serde_json::from_str(l).expect("a request log line is JSON"))
-            .collect()
-    }
-
-    /// The requests for turn `n`.
-    fn requests_for_turn(&self, n: u64) -> Vec<Value> {
-        self.requests()
-            .into_iter()
-            .filter(|r| r["turn"].as_u64() == Some(n))
-            .collect()
-    }
-}
-
-impl Drop for Script {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
-        let _ = std::fs::remove_file(&self.log);
-    }
-}
-
-/// A server whose LLM agent uses `script`; None when `backend` is not configured.
-async fn llm_server(backend: Backend, script: &Script) -> Option<Server> {
-    let model = script.model();
-    Server::start_on(backend, &["--agent", "llm", "--model", &model]).await
+/// A model whose turn 0 asks alice which colour and whose turn 1 answers.
+fn ask_alice_then_answer() -> Script {
+    Script::new(json!([
+        {"tool_calls": [{"name": "ask_participant", "arguments": {
+            "participant_id": "alice", "question": QUESTION, "options": ["red", "blue"]}}]},
+        {"text": ANSWER}
+    ]))
 }
 
 // ------------------------------------------------------------ requests as someone
-
-/// The 1.0 headers, plus `X-Participant-Id: who` when given.
-fn headers_as(who: Option<&str>) -> HeaderMap {
-    let mut h = default_headers();
-    if let Some(who) = who {
-        h.insert("x-participant-id", who.parse().expect("header value"));
-    }
-    h
-}
-
-/// A JSON-RPC call with request id `rpc_id` as `who` (header); the HTTP status and the
-/// raw body.
-async fn rpc_raw_as(
-    s: &Server,
-    who: Option<&str>,
-    rpc_id: &str,
-    method: &str,
-    params: Value,
-) -> (u16, String) {
-    let body = json!({"jsonrpc": "2.0", "id": rpc_id, "method": method, "params": params});
-    let resp = s.rpc_raw(&headers_as(who), body.to_string()).await;
-    let status = resp.status().as_u16();
-    (status, resp.text().await.expect("JSON-RPC body"))
-}
-
-/// A JSON-RPC call as `who`; the whole envelope.
-async fn rpc_as(s: &Server, who: Option<&str>, method: &str, params: Value) -> Value {
-    let (status, text) = rpc_raw_as(s, who, &unique("req"), method, params).await;
-    assert_eq!(
-        status, 200,
-        "JSON-RPC {method} as {who:?}: HTTP {status}: {text}"
-    );
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{method} answer is not JSON ({e})"))
-}
-
-/// The result of a JSON-RPC call as `who` that must succeed.
-async fn rpc_ok_as(s: &Server, who: Option<&str>, method: &str, params: Value) -> Value {
-    let resp = rpc_as(s, who, method, params.clone()).await;
-    assert!(
-        resp.get("error").is_none(),
-        "{method} {params} as {who:?} failed: {resp}"
-    );
-    resp["result"].clone()
-}
-
-/// SendMessage (blocking) as `who`; the Task of the answer.
-async fn send_as(s: &Server, who: &str, message: Value) -> Value {
-    let result = rpc_ok_as(s, Some(who), "SendMessage", send_params(message)).await;
-    result
-        .get("task")
-        .cloned()
-        .unwrap_or_else(|| panic!("SendMessage as {who} answered no task: {result}"))
-}
 
 /// A streaming JSON-RPC call as `who`: the events until the server closes the stream.
 async fn rpc_stream_as(s: &Server, who: &str, method: &str, params: Value) -> Vec<SseEvent> {
@@ -173,19 +56,21 @@ async fn rest_as(
     (status, resp.text().await.expect("REST body"))
 }
 
-fn parse(text: &str) -> Value {
-    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+/// A REST call as `who` that must answer HTTP 200; the JSON body.
+async fn rest_ok_as(
+    s: &Server,
+    who: Option<&str>,
+    method: Method,
+    path: &str,
+    body: Option<Value>,
+) -> Value {
+    let (status, text) = rest_as(s, who, method.clone(), path, body).await;
+    assert_eq!(status, 200, "{method} {path} as {who:?}: {text}");
+    parse(&text)
 }
 
-/// GetTask as `who` (the whole history).
-async fn get_task_as(s: &Server, who: &str, id: &str) -> Value {
-    rpc_ok_as(
-        s,
-        Some(who),
-        "GetTask",
-        json!({"id": id, "historyLength": 100}),
-    )
-    .await
+fn parse(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
 }
 
 /// `text` with every `(id, placeholder)` replaced, so answers about different ids compare.
@@ -225,16 +110,21 @@ fn framed_reply(who: &str, text: &str) -> String {
     format!("Reply from {who} to \"{QUESTION}\": {text}")
 }
 
-fn task_id(task: &Value) -> String {
-    task["id"].as_str().expect("task id").to_owned()
+fn message_id(message: &Value) -> String {
+    message["messageId"].as_str().expect("messageId").to_owned()
+}
+
+/// The ids of the messages in a task's history.
+fn history_ids(task: &Value) -> Vec<&str> {
+    task["history"]
+        .as_array()
+        .expect("history")
+        .iter()
+        .filter_map(|m| m["messageId"].as_str())
+        .collect()
 }
 
 // ---------------------------------------------------------------------- assertions
-
-/// The task's participants, as its task extension metadata lists them.
-fn participants(task: &Value) -> &Value {
-    &task["metadata"][TASK_KEY]["participants"]
-}
 
 /// A task started by `reporter`'s plain message: they are its reporter, the harness's
 /// agent its assignee.
@@ -242,8 +132,8 @@ fn assert_default_participants(task: &Value, reporter: &str) {
     assert_eq!(
         participants(task),
         &json!([
-            {"id": reporter, "kind": "human", "role": "reporter"},
-            {"id": AGENT_ID, "kind": "agent", "role": "assignee"}
+            participant(reporter, "human", "reporter"),
+            participant(AGENT_ID, "agent", "assignee")
         ]),
         "{task}"
     );
@@ -285,15 +175,24 @@ fn assert_asked(task: &Value) -> String {
     assert_question(&id, context, &task["status"]["message"])
 }
 
+/// alice starts the task with a plain message and the model asks her: the waiting task,
+/// its id and the help message id.
+async fn alice_is_asked(s: &Server) -> (Value, String, String) {
+    let task = send_as(s, Some("alice"), message_from("alice", FIRST, None)).await;
+    let id = task_id(&task);
+    let help_id = assert_asked(&task);
+    (task, id, help_id)
+}
+
 fn assert_answered(task: &Value) {
     assert_eq!(state(task), "TASK_STATE_COMPLETED", "{task}");
     assert_eq!(status_text(task), ANSWER, "{task}");
     assert_eq!(task["artifacts"][0]["parts"][0]["text"], ANSWER, "{task}");
 }
 
-/// Turn 0 saw the task's first message; turn 1 saw the question (the model's own
-/// `ask_participant` call and its result) and then, framed, the reply.
-fn assert_model_saw_the_reply(script: &Script, first: &str, reply: &str) {
+/// Turn 0 saw the task's first message ([`FIRST`]); turn 1 saw the question (the model's
+/// own `ask_participant` call and its result) and then, framed, alice's `reply`.
+fn assert_model_saw_the_reply(script: &Script, reply: &str) {
     let turn0 = script.requests_for_turn(0);
     assert_eq!(turn0.len(), 1, "one turn-0 request: {}", script.log_text());
     assert!(
@@ -301,8 +200,8 @@ fn assert_model_saw_the_reply(script: &Script, first: &str, reply: &str) {
             .as_array()
             .expect("messages")
             .iter()
-            .any(|m| m["role"] == "user" && m["text"] == first),
-        "turn 0 holds the first message {first:?}: {}",
+            .any(|m| m["role"] == "user" && m["text"] == FIRST),
+        "turn 0 holds the first message {FIRST:?}: {}",
         turn0[0]
     );
     let turn1 = script.requests_for_turn(1);
@@ -338,6 +237,34 @@ fn not_found_error(resp: &Value) -> Value {
     resp["error"].clone()
 }
 
+/// A REST call as `who` that must be refused as task-not-found (404); the raw body.
+async fn rest_not_found(
+    s: &Server,
+    who: Option<&str>,
+    method: Method,
+    path: &str,
+    body: Option<Value>,
+) -> String {
+    let (status, text) = rest_as(s, who, method, path, body).await;
+    assert_rest_error(status, &parse(&text), 404, "NOT_FOUND", "TASK_NOT_FOUND");
+    text
+}
+
+/// mallory's `message` sent with `X-Participant-Id: header`, over HTTP+JSON when `rest`,
+/// else over JSON-RPC with the fixed request id `r-1` (so that answers compare byte for
+/// byte); it must be refused as task-not-found. The raw answer.
+async fn refused_send(s: &Server, header: &str, rest: bool, message: Value) -> String {
+    let params = send_params(message);
+    if rest {
+        let path = "/message:send";
+        return rest_not_found(s, Some(header), Method::POST, path, Some(params)).await;
+    }
+    let (status, text) = rpc_raw_as(s, Some(header), "r-1", "SendMessage", params).await;
+    assert_eq!(status, 200, "{text}");
+    not_found_error(&parse(&text));
+    text
+}
+
 /// The error says "no participant asserted" (after the "Invalid params: " every invalid
 /// params message starts with).
 fn assert_no_participant(error: &Value) {
@@ -349,36 +276,33 @@ fn assert_no_participant(error: &Value) {
     );
 }
 
+/// A JSON-RPC answer that refuses a message naming no participant: invalid params, "no
+/// participant asserted".
+fn assert_rpc_no_participant(resp: &Value) {
+    assert_rpc_error(resp, -32602, "INVALID_PARAMS");
+    assert_no_participant(&resp["error"]);
+}
+
 // ===================================================== help round trip: ask → reply
 
 /// alice starts the task with an envelope that also names bob (a watcher); bob's remark
 /// while the task waits is stored but does not answer; alice's plain-text reply does.
 async fn help_round_trip_over_jsonrpc(backend: Backend) {
-    let script = Script::ask_alice_then_answer();
+    let script = ask_alice_then_answer();
     let Some(s) = llm_server(backend, &script).await else {
         return;
     };
-    let envelope = json!({"kind": "task", "payload": {
-    "name": "Paint the shed", "goal": "Paint the shed",
-    "participants": [
-        {"id": "alice", "kind": "human", "role": "reporter"},
-        {"id": "bob", "kind": "human", "role": "watcher"}
-    ]}});
-    let mut first = message_from("alice", "Paint the shed", None);
-    first["parts"]
-        .as_array_mut()
-        .expect("parts")
-        .push(json!({"data": envelope, "mediaType": EVENT_MEDIA_TYPE}));
-    let task = send_as(&s, "alice", first).await;
+    let alice = participant("alice", "human", "reporter");
+    let bob = participant("bob", "human", "watcher");
+    let envelope = task_envelope_part("Paint the shed", "Paint the shed", json!([alice, bob]));
+    let mut first = message_from("alice", FIRST, None);
+    first["parts"].as_array_mut().expect("parts").push(envelope);
+    let task = send_as(&s, Some("alice"), first).await;
     let id = task_id(&task);
     assert_asked(&task);
     assert_eq!(
         participants(&task),
-        &json!([
-            {"id": "alice", "kind": "human", "role": "reporter"},
-            {"id": "bob", "kind": "human", "role": "watcher"},
-            {"id": AGENT_ID, "kind": "agent", "role": "assignee"}
-        ]),
+        &json!([alice, bob, participant(AGENT_ID, "agent", "assignee")]),
         "{task}"
     );
     assert_eq!(
@@ -388,8 +312,8 @@ async fn help_round_trip_over_jsonrpc(backend: Backend) {
 
     // bob is on the task but was not asked: his message is kept, the task still waits.
     let remark = message_from("bob", "Red would be nicer", Some(&id));
-    let remark_id = remark["messageId"].clone();
-    let after_bob = send_as(&s, "bob", remark).await;
+    let remark_id = message_id(&remark);
+    let after_bob = send_as(&s, Some("bob"), remark).await;
     assert_eq!(
         state(&after_bob),
         "TASK_STATE_INPUT_REQUIRED",
@@ -398,20 +322,16 @@ async fn help_round_trip_over_jsonrpc(backend: Backend) {
     let stored = get_task_as(&s, "alice", &id).await;
     assert_eq!(state(&stored), "TASK_STATE_INPUT_REQUIRED", "{stored}");
     assert!(
-        stored["history"]
-            .as_array()
-            .expect("history")
-            .iter()
-            .any(|m| m["messageId"] == remark_id),
+        history_ids(&stored).contains(&remark_id.as_str()),
         "bob's message is stored: {stored}"
     );
     assert_eq!(script.requests().len(), 1, "bob's remark called no model");
 
-    let done = send_as(&s, "alice", message_from("alice", "blue", Some(&id))).await;
+    let done = send_as(&s, Some("alice"), message_from("alice", "blue", Some(&id))).await;
     assert_eq!(task_id(&done), id);
     assert_answered(&done);
     assert_answered(&get_task_as(&s, "alice", &id).await);
-    assert_model_saw_the_reply(&script, "Paint the shed", "blue");
+    assert_model_saw_the_reply(&script, "blue");
 }
 
 /// `tests/integration/help/test_help_requests.py` (a) ask/reply, over JSON-RPC (blocking):
@@ -431,47 +351,33 @@ async fn test_help_requests_a_ask_reply_over_jsonrpc_on_dynamodb() {
 /// Over HTTP+JSON: the reply is a channel `help_reply` part naming the question; one that
 /// names another message is stored but does not answer.
 async fn help_round_trip_over_rest(backend: Backend) {
-    let script = Script::ask_alice_then_answer();
+    let script = ask_alice_then_answer();
     let Some(s) = llm_server(backend, &script).await else {
         return;
     };
     let send = |message: Value| {
         let s = &s;
         async move {
-            let body = json!({"message": message});
-            let (status, text) =
-                rest_as(s, Some("alice"), Method::POST, "/message:send", Some(body)).await;
-            assert_eq!(status, 200, "POST /message:send: {text}");
-            parse(&text)["task"].clone()
+            let body = Some(send_params(message));
+            let answer = rest_ok_as(s, Some("alice"), Method::POST, "/message:send", body).await;
+            answer["task"].clone()
         }
     };
-    let task = send(message_from("alice", "Paint the shed", None)).await;
+    let task = send(message_from("alice", FIRST, None)).await;
     let id = task_id(&task);
     let help_id = assert_asked(&task);
     assert_default_participants(&task, "alice");
 
     // A help_reply naming another message is not the reply.
     let stray = help_reply("alice", &id, &format!("{id}:help:999999"), "green");
-    let stray_id = stray["messageId"].clone();
+    let stray_id = message_id(&stray);
     let waiting = send(stray).await;
     assert_eq!(state(&waiting), "TASK_STATE_INPUT_REQUIRED", "{waiting}");
-    let (status, text) = rest_as(
-        &s,
-        Some("alice"),
-        Method::GET,
-        &format!("/tasks/{id}?historyLength=100"),
-        None,
-    )
-    .await;
-    assert_eq!(status, 200, "{text}");
-    let stored = parse(&text);
+    let path = format!("/tasks/{id}?historyLength=100");
+    let stored = rest_ok_as(&s, Some("alice"), Method::GET, &path, None).await;
     assert_eq!(state(&stored), "TASK_STATE_INPUT_REQUIRED", "{stored}");
     assert!(
-        stored["history"]
-            .as_array()
-            .expect("history")
-            .iter()
-            .any(|m| m["messageId"] == stray_id),
+        history_ids(&stored).contains(&stray_id.as_str()),
         "the stray reply is stored: {stored}"
     );
     assert_eq!(
@@ -483,7 +389,7 @@ async fn help_round_trip_over_rest(backend: Backend) {
     let done = send(help_reply("alice", &id, &help_id, "blue")).await;
     assert_eq!(task_id(&done), id);
     assert_answered(&done);
-    assert_model_saw_the_reply(&script, "Paint the shed", "blue");
+    assert_model_saw_the_reply(&script, "blue");
 }
 
 /// `tests/integration/help/test_help_requests.py` (a) ask/reply, over HTTP+JSON
@@ -503,11 +409,11 @@ async fn test_help_requests_a_ask_reply_over_rest_on_dynamodb() {
 /// Streamed: the first stream ends at the INPUT_REQUIRED update carrying the question;
 /// the reply's stream is the Task, WORKING, …, COMPLETED.
 async fn help_round_trip_streamed(backend: Backend) {
-    let script = Script::ask_alice_then_answer();
+    let script = ask_alice_then_answer();
     let Some(s) = llm_server(backend, &script).await else {
         return;
     };
-    let first = message_from("alice", "Paint the shed", None);
+    let first = message_from("alice", FIRST, None);
     let asked = rpc_stream_as(&s, "alice", "SendStreamingMessage", send_params(first)).await;
     assert_eq!(asked[0].kind(), "task", "{asked:?}");
     let task = asked[0].payload().clone();
@@ -552,7 +458,7 @@ async fn help_round_trip_streamed(backend: Backend) {
         "the stream ends at COMPLETED: {events:?}"
     );
     assert_answered(&get_task_as(&s, "alice", &id).await);
-    assert_model_saw_the_reply(&script, "Paint the shed", "blue");
+    assert_model_saw_the_reply(&script, "blue");
 }
 
 /// `tests/integration/help/test_help_requests.py` (a) ask/reply, streamed
@@ -574,75 +480,29 @@ async fn test_help_requests_a_ask_reply_streamed_on_dynamodb() {
 /// task: each is refused with the very bytes a missing task gets, audited, and said in a
 /// same-state status update; nothing of it reaches the model; alice's reply still works.
 async fn mallory_is_refused_while_the_task_waits(backend: Backend) {
-    let script = Script::ask_alice_then_answer();
+    let script = ask_alice_then_answer();
     let Some(s) = llm_server(backend, &script).await else {
         return;
     };
-    let task = send_as(&s, "alice", message_from("alice", "Paint the shed", None)).await;
-    let id = task_id(&task);
-    assert_asked(&task);
+    let (_, id, _) = alice_is_asked(&s).await;
     let missing = unique("missing-task");
 
-    // JSON-RPC: the whole response body, byte for byte, once the ids are masked.
+    // JSON-RPC (mallory's own header, then alice's header with mallory in the metadata)
+    // and HTTP+JSON: the whole answer, byte for byte, once the ids are masked.
     let mut refused = Vec::new();
-    for header in ["mallory", "alice"] {
+    for (header, rest) in [("mallory", false), ("alice", false), ("mallory", true)] {
         let on_task = message_from("mallory", MALLORY_TEXT, Some(&id));
         let on_missing = message_from("mallory", MALLORY_TEXT, Some(&missing));
-        let (m1, m2) = (
-            on_task["messageId"].clone(),
-            on_missing["messageId"].clone(),
-        );
-        let (st1, body1) =
-            rpc_raw_as(&s, Some(header), "r-1", "SendMessage", send_params(on_task)).await;
-        let (st2, body2) = rpc_raw_as(
-            &s,
-            Some(header),
-            "r-1",
-            "SendMessage",
-            send_params(on_missing),
-        )
-        .await;
-        assert_eq!((st1, st2), (200, 200), "{body1} / {body2}");
-        not_found_error(&parse(&body1));
-        let (m1, m2) = (m1.as_str().unwrap(), m2.as_str().unwrap());
+        let (m1, m2) = (message_id(&on_task), message_id(&on_missing));
+        let body1 = refused_send(&s, header, rest, on_task).await;
+        let body2 = refused_send(&s, header, rest, on_missing).await;
         assert_eq!(
-            masked(&body1, &[(&id, "<TASK>"), (m1, "<MSG>")]),
-            masked(&body2, &[(&missing, "<TASK>"), (m2, "<MSG>")]),
-            "a stranger learns nothing (X-Participant-Id: {header})"
+            masked(&body1, &[(&id, "<TASK>"), (&m1, "<MSG>")]),
+            masked(&body2, &[(&missing, "<TASK>"), (&m2, "<MSG>")]),
+            "a stranger learns nothing (X-Participant-Id: {header}, REST: {rest})"
         );
-        refused.push(m1.to_owned());
+        refused.push(m1);
     }
-    // HTTP+JSON: the 404 bodies, byte for byte, once the ids are masked.
-    let on_task = message_from("mallory", MALLORY_TEXT, Some(&id));
-    let on_missing = message_from("mallory", MALLORY_TEXT, Some(&missing));
-    let (m1, m2) = (
-        on_task["messageId"].as_str().unwrap().to_owned(),
-        on_missing["messageId"].as_str().unwrap().to_owned(),
-    );
-    let (st1, body1) = rest_as(
-        &s,
-        Some("mallory"),
-        Method::POST,
-        "/message:send",
-        Some(json!({"message": on_task})),
-    )
-    .await;
-    let (st2, body2) = rest_as(
-        &s,
-        Some("mallory"),
-        Method::POST,
-        "/message:send",
-        Some(json!({"message": on_missing})),
-    )
-    .await;
-    assert_rest_error(st1, &parse(&body1), 404, "NOT_FOUND", "TASK_NOT_FOUND");
-    assert_eq!(st2, 404, "{body2}");
-    assert_eq!(
-        masked(&body1, &[(&id, "<TASK>"), (&m1, "<MSG>")]),
-        masked(&body2, &[(&missing, "<TASK>"), (&m2, "<MSG>")]),
-        "the REST refusal is the missing task's"
-    );
-    refused.push(m1);
 
     // Each refusal on the task is audited (records of one millisecond may come in any
     // order, so the message ids are compared as sets).
@@ -670,20 +530,18 @@ async fn mallory_is_refused_while_the_task_waits(backend: Backend) {
         json!([{"text": "message not accepted: not a participant"}]),
         "{now}"
     );
-    let history = now["history"].as_array().expect("history");
     assert!(
-        history
+        history_ids(&now)
             .iter()
-            .filter_map(|m| m["messageId"].as_str())
             .all(|mid| !refused.iter().any(|r| r == mid)),
         "refused messages are not stored: {now}"
     );
     assert!(!now.to_string().contains(MALLORY_TEXT), "{now}");
 
     // alice's reply still answers the question.
-    let done = send_as(&s, "alice", message_from("alice", "blue", Some(&id))).await;
+    let done = send_as(&s, Some("alice"), message_from("alice", "blue", Some(&id))).await;
     assert_answered(&done);
-    assert_model_saw_the_reply(&script, "Paint the shed", "blue");
+    assert_model_saw_the_reply(&script, "blue");
     let log = script.log_text();
     assert_eq!(script.requests().len(), 2, "{log}");
     assert!(
@@ -718,7 +576,7 @@ async fn foreign_participants_get_not_found(backend: Backend) {
     // alice's task (by header) waits for input; bob's (by metadata only) too.
     let alice_task = send_as(
         &s,
-        "alice",
+        Some("alice"),
         user_message(&unique("tck-input-required"), "alice's task"),
     )
     .await;
@@ -806,24 +664,10 @@ async fn foreign_participants_get_not_found(backend: Backend) {
     ];
     for (method, path, body) in &routes {
         for who in [Some("mallory"), None] {
-            let (st1, b1) = rest_as(
-                &s,
-                who,
-                method.clone(),
-                &path.replace("{}", &id),
-                body.clone(),
-            )
-            .await;
-            let (st2, b2) = rest_as(
-                &s,
-                who,
-                method.clone(),
-                &path.replace("{}", &missing),
-                body.clone(),
-            )
-            .await;
-            assert_rest_error(st1, &parse(&b1), 404, "NOT_FOUND", "TASK_NOT_FOUND");
-            assert_eq!(st2, 404, "{b2}");
+            let on_task = path.replace("{}", &id);
+            let on_missing = path.replace("{}", &missing);
+            let b1 = rest_not_found(&s, who, method.clone(), &on_task, body.clone()).await;
+            let b2 = rest_not_found(&s, who, method.clone(), &on_missing, body.clone()).await;
             assert_eq!(
                 masked(&b1, &[(&id, "<TASK>")]),
                 masked(&b2, &[(&missing, "<TASK>")]),
@@ -866,12 +710,10 @@ async fn foreign_participants_get_not_found(backend: Backend) {
         assert!(ids(&list).is_empty(), "{who:?} sees nothing: {list}");
         assert_eq!(list["totalSize"], 0, "{list}");
     }
-    let (st, body) = rest_as(&s, None, Method::GET, "/tasks", None).await;
-    assert_eq!(st, 200, "{body}");
-    assert!(ids(&parse(&body)).is_empty(), "{body}");
-    let (st, body) = rest_as(&s, Some("bob"), Method::GET, "/tasks", None).await;
-    assert_eq!(st, 200, "{body}");
-    assert_eq!(ids(&parse(&body)), [task_id(&bob_task)], "{body}");
+    let list = rest_ok_as(&s, None, Method::GET, "/tasks", None).await;
+    assert!(ids(&list).is_empty(), "{list}");
+    let list = rest_ok_as(&s, Some("bob"), Method::GET, "/tasks", None).await;
+    assert_eq!(ids(&list), [task_id(&bob_task)], "{list}");
 }
 
 /// `tests/integration/a2a/test_access.py` (a) foreign participant: GetTask, CancelTask,
@@ -902,14 +744,12 @@ async fn no_participant_is_refused_and_stores_nothing(backend: Backend) {
         send_params(user_message(&message_id, "who am I?")),
     )
     .await;
-    assert_rpc_error(&resp, -32602, "INVALID_PARAMS");
-    assert_no_participant(&resp["error"]);
+    assert_rpc_no_participant(&resp);
     // An empty header or metadata participant is none either.
     let mut empty = user_message(&unique("tck-complete-task"), "who am I?");
     empty["metadata"] = json!({"participant_id": ""});
     let resp = rpc_as(&s, Some(""), "SendMessage", send_params(empty)).await;
-    assert_rpc_error(&resp, -32602, "INVALID_PARAMS");
-    assert_no_participant(&resp["error"]);
+    assert_rpc_no_participant(&resp);
 
     let rest_id = unique("tck-complete-task");
     let (st, body) = rest_as(
@@ -930,8 +770,7 @@ async fn no_participant_is_refused_and_stores_nothing(backend: Backend) {
         send_params(user_message(&unique("tck-complete-task"), "who am I?")),
     )
     .await;
-    assert_rpc_error(&resp, -32602, "INVALID_PARAMS");
-    assert_no_participant(&resp["error"]);
+    assert_rpc_no_participant(&resp);
 
     // Nothing was stored: no message, no task anyone can list.
     let store = s.store();
@@ -985,23 +824,22 @@ async fn test_access_b_no_participant_is_refused_on_dynamodb() {
 /// it still waits with the same question, and alice's reply completes it without the
 /// model being asked turn 0 again.
 async fn sigkill_during_input_required(backend: Backend) {
-    let script = Script::ask_alice_then_answer();
+    let script = ask_alice_then_answer();
     let Some(mut s) = llm_server(backend, &script).await else {
         return;
     };
-    let task = send_as(&s, "alice", message_from("alice", "Paint the shed", None)).await;
-    let id = task_id(&task);
-    let help_id = assert_asked(&task);
+    let (task, id, help_id) = alice_is_asked(&s).await;
 
     s.restart().await; // SIGKILL, then the same state directory / table
 
     let after = get_task_as(&s, "alice", &id).await;
     assert_eq!(assert_asked(&after), help_id);
     assert_eq!(after["status"], task["status"], "unchanged by the restart");
-    let done = send_as(&s, "alice", help_reply("alice", &id, &help_id, "blue")).await;
+    let reply = help_reply("alice", &id, &help_id, "blue");
+    let done = send_as(&s, Some("alice"), reply).await;
     assert_answered(&done);
     assert_answered(&get_task_as(&s, "alice", &id).await);
-    assert_model_saw_the_reply(&script, "Paint the shed", "blue");
+    assert_model_saw_the_reply(&script, "blue");
     assert_eq!(script.requests().len(), 2, "{}", script.log_text());
 }
 

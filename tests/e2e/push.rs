@@ -239,10 +239,6 @@ fn assert_delivery_headers(r: &Received, credentials: &str, token: &str) {
     assert_eq!(r.header("x-a2a-notification-token"), Some(token), "{r:?}");
 }
 
-fn task_id(task: &Value) -> String {
-    task["id"].as_str().expect("task id").to_owned()
-}
-
 // --------------------------------------------------------------------- tests
 
 #[tokio::test]

@@ -1,7 +1,9 @@
 //! End-to-end test harness for `harness-local`: a [`Server`] fixture that starts the
 //! binary on a free port over a private state directory (removed at drop), and helpers to
 //! speak both A2A bindings to it — JSON-RPC calls, REST calls, SSE streams — plus the
-//! assertions on the spec's error shapes that every test file shares.
+//! assertions on the spec's error shapes that every test file shares. [`participants`]
+//! holds what the tests of participants and help requests share: a scripted model and
+//! calls made as a participant.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -13,6 +15,8 @@ use futures::StreamExt;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
 use reqwest::{Method, Response};
 use serde_json::{json, Value};
+
+pub mod participants;
 
 /// How long an SSE stream may stay open before a test gives up on it.
 pub const STREAM_TIMEOUT: Duration = Duration::from_secs(20);
@@ -542,6 +546,14 @@ pub fn user_message(message_id: &str, text: &str) -> Value {
 /// A user message continuing task `task_id`.
 pub fn reply_message(message_id: &str, task_id: &str, text: &str) -> Value {
     json!({"messageId": message_id, "taskId": task_id, "role": "ROLE_USER", "parts": [{"text": text}]})
+}
+
+/// `task.id` (panics when absent).
+pub fn task_id(task: &Value) -> String {
+    task["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("task without id: {task}"))
+        .to_owned()
 }
 
 /// `task.status.state` as a string ("" when absent).
