@@ -4,6 +4,7 @@
 pub mod a2a;
 pub mod agent;
 pub mod channels;
+pub mod commands;
 pub mod config;
 pub mod engine;
 pub mod ext;

@@ -122,7 +122,7 @@ async fn agent_card(State(h): State<Arc<Harness>>, headers: HeaderMap) -> Respon
         };
         derived = PublishedCard {
             last_modified: h.card.last_modified.clone(),
-            ..PublishedCard::new(card::build(&config))
+            ..PublishedCard::new(card::build(&config, &h.commands.specs()))
         };
         &derived
     } else {

@@ -5,6 +5,7 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use super::types::{AgentCapabilities, AgentCard, AgentExtension, AgentInterface, AgentSkill};
+use crate::commands::CommandSpec;
 use crate::config::Config;
 use crate::ext;
 
@@ -23,7 +24,9 @@ fn interface_url(public_url: &str) -> String {
     format!("{}/", public_url.trim_end_matches('/'))
 }
 
-pub fn build(config: &Config) -> AgentCard {
+/// The card for `config`, listing `commands` (in registration order) in the commands
+/// extension's params.
+pub fn build(config: &Config, commands: &[CommandSpec]) -> AgentCard {
     let rest_url = interface_url(&config.public_url);
     let rpc_url = config
         .jsonrpc_url
@@ -53,7 +56,7 @@ pub fn build(config: &Config) -> AgentCard {
         AgentExtension {
             uri: ext::COMMANDS_EXTENSION.into(),
             description: "tiny-harness commands: /name args messages run on the harness".into(),
-            params: json!({"commands": []}).as_object().cloned(),
+            params: json!({ "commands": commands }).as_object().cloned(),
             ..Default::default()
         },
     ];

@@ -15,18 +15,18 @@
 //! task beyond what the model already sees.
 
 use serde::Deserialize;
-use serde_json::Value;
 
 use super::context::untrusted;
 use super::tools::{ToolError, ToolOutcome};
-use crate::a2a::{Message, Part, Role as MessageRole, TaskState};
+use crate::a2a::{Message, Role as MessageRole, TaskState};
 use crate::channels::help::{self, HelpDecidedIn, HelpDecider, HelpDecision, HelpNeed, Route};
-use crate::channels::{self, HelpRequest};
-use crate::engine::transition::{await_assignee, created, new_task_with_id, set_status};
+use crate::channels::subtask::{self, CreateError, ParticipantTask};
+use crate::channels::HelpRequest;
+use crate::engine::transition::set_status;
 use crate::engine::{RunError, TaskRun};
-use crate::ext::task::{Criterion, Participant, Role, TaskExtension, TaskRef};
+use crate::ext::task::{Role, TaskExtension};
 use crate::models::{ChatMessage, Model, ToolCall, Usage};
-use crate::store::{StoreError, TaskRecord};
+use crate::store::TaskRecord;
 
 /// The names the agent dispatches here.
 pub const NAMES: &[&str] = &[
@@ -221,111 +221,36 @@ async fn create_task(run: &mut TaskRun, call: &ToolCall, a: CreateArgs) -> Resul
     if parent_ext.participant(&a.participant_id).is_none() {
         return commit_result(run, call, Err(no_such_participant())).await;
     }
-    // Numbered by the links so far, so a retried call after a crash finds its own child.
-    let child_id = format!("{}.{}", parent.task.id, parent_ext.sub_tasks.len() + 1);
     let harness = parent_ext
         .assignee()
         .map(|p| p.id.clone())
         .unwrap_or_default();
-    let child_ext = TaskExtension {
-        name: a.name.clone(),
-        goal: a.goal.clone(),
-        acceptance_criteria: a
-            .acceptance_criteria
-            .iter()
-            .map(|t| Criterion {
-                text: t.clone(),
-                met: false,
-            })
-            .collect(),
-        participants: parent_ext
-            .participants
-            .iter()
-            .map(|p| {
-                let role = if p.id == a.participant_id {
-                    Role::Assignee
-                } else if p.role == Role::Assignee {
-                    Role::Watcher
-                } else {
-                    p.role
-                };
-                Participant { role, ..p.clone() }
-            })
-            .collect(),
-        parent_tasks: vec![TaskRef::local(&parent.task.id)],
-        ..Default::default()
+    let request = ParticipantTask {
+        participant_id: a.participant_id.clone(),
+        name: a.name,
+        goal: a.goal,
+        acceptance_criteria: a.acceptance_criteria,
     };
-    // The harness asserts itself as the sender of what it delegates.
-    let mut first = Message {
-        message_id: format!("{child_id}:start"),
-        context_id: parent.task.context_id.clone(),
-        role: MessageRole::User,
-        parts: vec![Part::text(a.goal.clone())],
-        ..Default::default()
-    };
-    channels::assert_sender(&mut first, &harness);
-    let mut child = new_task_with_id(child_id.clone(), &parent.tenant, &mut first, &child_ext);
-    await_assignee(&mut child, &a.goal);
-    match run
-        .store()
-        .create_task(&child, &[created(&child)], None)
-        .await
-    {
-        Ok(_) => {}
-        Err(StoreError::Conflict { .. }) => {
-            let ours = run
-                .store()
-                .load_task(&child_id)
-                .await?
-                .and_then(|c| c.ext())
-                .is_some_and(|e| e.parent_tasks.iter().any(|p| p.task_id == parent.task.id));
-            if !ours {
-                let taken = ToolError::new("tool.failed", format!("task id {child_id} is taken"));
-                return commit_result(run, call, Err(taken)).await;
-            }
+    let child = subtask::sub_task(&parent, &request, &harness);
+    match subtask::create(run.store().as_ref(), &child, &parent.task.id).await {
+        Ok(()) => {}
+        Err(CreateError::Taken(id)) => {
+            let taken = ToolError::new("tool.failed", format!("task id {id} is taken"));
+            return commit_result(run, call, Err(taken)).await;
         }
-        Err(e) => return Err(e.into()),
+        Err(CreateError::Store(e)) => return Err(e.into()),
     }
     let result = result_message(
         call,
         &ToolOutcome::output(format!("task for {} created", a.participant_id)),
     );
+    let child_id = child.id().to_owned();
     run.apply(|rec| {
-        let mut ext = ext_of(rec);
-        if !ext.sub_tasks.iter().any(|t| t.task_id == child_id) {
-            ext.sub_tasks.push(TaskRef::local(&child_id));
-            if let Some(step) = &a.step {
-                link_step(&mut ext, step, &child_id);
-            }
-        }
-        ext.store(&mut rec.task);
+        subtask::link(rec, &child_id, a.step.as_deref());
         rec.agent.conversation.push(result.clone());
         Vec::new()
     })
     .await
-}
-
-/// Adds the sub-task to the plan step with id `step`, if the plan has one.
-fn link_step(ext: &mut TaskExtension, step: &str, child_id: &str) {
-    let Some(steps) = ext
-        .plan
-        .as_mut()
-        .and_then(|p| p.get_mut("steps"))
-        .and_then(Value::as_array_mut)
-    else {
-        return;
-    };
-    for s in steps {
-        if s.get("id").and_then(Value::as_str) == Some(step) {
-            let linked = s.as_object_mut().map(|o| {
-                o.entry("linked_tasks")
-                    .or_insert_with(|| Value::Array(vec![]))
-            });
-            if let Some(Value::Array(list)) = linked {
-                list.push(serde_json::json!({"task_id": child_id}));
-            }
-        }
-    }
 }
 
 #[derive(Deserialize)]

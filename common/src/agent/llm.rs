@@ -388,6 +388,13 @@ impl LlmAgent {
 
 #[async_trait]
 impl Agent for LlmAgent {
+    fn models(&self) -> Option<super::ModelChoices> {
+        Some(super::ModelChoices {
+            default: self.model_id.clone(),
+            names: self.catalog.models.iter().map(|m| m.name.clone()).collect(),
+        })
+    }
+
     async fn run(&self, run: &mut TaskRun, _input: &Message) -> Result<(), RunError> {
         loop {
             self.run_tools(run).await?;

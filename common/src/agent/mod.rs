@@ -19,9 +19,21 @@ pub trait Agent: Send + Sync + 'static {
         None
     }
 
+    /// The models a task may choose with `/model`, if the agent uses any.
+    fn models(&self) -> Option<ModelChoices> {
+        None
+    }
+
     /// Works on the task with the message that (re)started it. Returns when the task is
     /// terminal or waits for input.
     async fn run(&self, run: &mut TaskRun, input: &Message) -> Result<(), RunError>;
+}
+
+/// What `/model` shows: the default model, and the names a task may choose.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelChoices {
+    pub default: String,
+    pub names: Vec<String>,
 }
 
 /// The agents a server can be started with.

@@ -8,6 +8,7 @@
 //! (`metadata.participant_id`, else the `X-Participant-Id` header) and fails closed.
 
 pub mod help;
+pub mod subtask;
 
 use crate::a2a::{Message, Part};
 use crate::ext::channel::{ChannelKind, ChannelMessage};

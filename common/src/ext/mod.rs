@@ -78,19 +78,30 @@ mod tests {
         }
     }
 
+    /// The card lists the registry's commands, in registration order, valid against the
+    /// seed's schema.
     #[test]
-    fn the_card_commands_params_have_the_schema_shape() {
-        let card = crate::a2a::card::build(&crate::config::Config::default());
+    fn the_card_commands_params_match_the_registry_and_the_schema() {
+        let registry = crate::commands::CommandRegistry::builtin();
+        let card = crate::a2a::card::build(&crate::config::Config::default(), &registry.specs());
         let ext = card
             .capabilities
             .extensions
             .iter()
             .find(|e| e.uri == COMMANDS_EXTENSION);
         let params = ext.and_then(|e| e.params.clone()).expect("commands params");
-        assert!(
-            params.keys().all(|k| k == "commands"),
-            "only the schema's key"
+        let params = serde_json::Value::Object(params);
+        assert_eq!(problems(&compile(COMMANDS_SCHEMA), &params), None);
+        let names: Vec<&str> = params["commands"]
+            .as_array()
+            .expect("a list")
+            .iter()
+            .map(|c| c["name"].as_str().expect("a name"))
+            .collect();
+        assert_eq!(names, ["model", "help", "participants", "role", "task"]);
+        assert_eq!(
+            params["commands"][0],
+            serde_json::json!({"name": "model", "description": "Show or choose this task's model", "argument_hint": "[<model>]"})
         );
-        assert!(params["commands"].is_array());
     }
 }

@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use crate::a2a::card::PublishedCard;
 use crate::a2a::A2aError;
+use crate::commands::CommandRegistry;
 use crate::config::Config;
 use crate::engine::Engine;
 use crate::push::Pusher;
@@ -25,13 +26,26 @@ pub struct Harness {
     pub engine: Arc<Engine>,
     pub config: Config,
     pub card: PublishedCard,
+    /// The `/name` commands, listed on the card.
+    pub commands: CommandRegistry,
 }
 
 impl Harness {
+    /// A harness with the built-in commands.
     pub fn new(
         store: Arc<dyn Store>,
         agent: Arc<dyn crate::agent::Agent>,
         config: Config,
+    ) -> Result<Arc<Self>, String> {
+        Self::with_commands(store, agent, config, CommandRegistry::builtin())
+    }
+
+    /// A harness with these commands (the built-ins plus your own, say).
+    pub fn with_commands(
+        store: Arc<dyn Store>,
+        agent: Arc<dyn crate::agent::Agent>,
+        config: Config,
+        commands: CommandRegistry,
     ) -> Result<Arc<Self>, String> {
         let pusher = Pusher::new(
             store.clone(),
@@ -44,12 +58,13 @@ impl Harness {
             Arc::new(pusher),
             config.agent_id.clone(),
         );
-        let card = PublishedCard::new(crate::a2a::card::build(&config));
+        let card = PublishedCard::new(crate::a2a::card::build(&config, &commands.specs()));
         Ok(Arc::new(Harness {
             store,
             engine,
             config,
             card,
+            commands,
         }))
     }
 

@@ -15,6 +15,7 @@ use crate::a2a::{
 };
 use crate::agent::llm::Reply;
 use crate::channels::{self, NOT_A_PARTICIPANT, NO_PARTICIPANT};
+use crate::commands::{self, Command, Invocation};
 use crate::engine::follow::{follow, EventStream, Follow};
 use crate::engine::transition::{
     accept_message, agent_message, await_assignee, created, new_id, new_task, set_status, view,
@@ -36,6 +37,8 @@ enum Intake {
         run: Option<tokio::task::JoinHandle<()>>,
         /// The last seq before the message: a stream shows what the message caused.
         replay_from: u64,
+        /// Whether a stream ends once it has shown that (a command's answer).
+        settled: bool,
     },
     /// The messageId was seen before: nothing new happens, the task is as it is.
     Duplicate(TaskRecord),
@@ -94,6 +97,7 @@ pub async fn send_streaming_message(
             record,
             run,
             replay_from,
+            settled,
         } => Follow {
             task_id: record.task.id.clone(),
             first: StreamResponse::task(view(&record.task, None, true)),
@@ -103,7 +107,7 @@ pub async fn send_streaming_message(
             } else {
                 record.last_seq
             },
-            settled: run.is_none() && record.state().ends_stream(),
+            settled: run.is_none() && (settled || record.state().ends_stream()),
         },
         Intake::Duplicate(record) => Follow {
             task_id: record.task.id.clone(),
@@ -170,6 +174,7 @@ async fn intake(
     let sender = sender_of(&mut message, caller)?;
     let channel = channel_of(&message, &sender)?;
     let envelope = envelope_of(&message)?;
+    let command = h.commands.invoked(&message);
     let config = req.configuration.unwrap_or_default();
     let history = validate::history_length(config.history_length, "configuration.historyLength")?;
     let accepted = |intake| Accepted {
@@ -190,7 +195,9 @@ async fn intake(
         ));
     }
 
-    let outcome = if message.task_id.is_empty() {
+    let outcome = if let (Some(command), true) = (&command, message.task_id.is_empty()) {
+        command_without_task(h, &tenant, message.clone(), &sender, command).await
+    } else if message.task_id.is_empty() {
         let ext = envelope.as_ref().map(TaskEnvelope::starting).transpose()?;
         start_task(h, &tenant, message.clone(), push.is_some(), &sender, ext).await
     } else {
@@ -199,6 +206,7 @@ async fn intake(
             caller,
             channel: channel.as_ref(),
             envelope: envelope.as_ref(),
+            command: command.as_ref(),
         };
         continue_task(h, &tenant, message.clone(), on).await
     };
@@ -208,6 +216,7 @@ async fn intake(
             record,
             runnable,
             replay_from,
+            settled,
         }) => {
             let record = *record;
             if let Some(push) = push {
@@ -218,6 +227,7 @@ async fn intake(
                 record,
                 run,
                 replay_from,
+                settled,
             }))
         }
         // Two copies of one message raced; the other stored it first.
@@ -232,12 +242,13 @@ async fn intake(
 /// What was stored for a message that is not a duplicate.
 enum Stored {
     Direct(Box<Message>),
-    /// The task after the message, whether the message gives its agent work, and the
-    /// task's last seq before it.
+    /// The task after the message, whether the message gives its agent work, the task's
+    /// last seq before it, and whether what it caused is all there is to stream.
     Task {
         record: Box<TaskRecord>,
         runnable: bool,
         replay_from: u64,
+        settled: bool,
     },
 }
 
@@ -247,6 +258,7 @@ struct Sender<'a> {
     caller: &'a Caller,
     channel: Option<&'a ChannelMessage>,
     envelope: Option<&'a TaskEnvelope>,
+    command: Option<&'a Invoked>,
 }
 
 enum IntakeError {
@@ -304,6 +316,7 @@ async fn start_task(
         runnable: h.engine.runs(&record),
         record: Box::new(record),
         replay_from: 0,
+        settled: false,
     })
 }
 
@@ -374,6 +387,40 @@ async fn continue_task(
             .into());
         }
         let mut next = current.clone();
+        if let Some(invoked) = from.command {
+            message.task_id = current.task.id.clone();
+            message.context_id = current.task.context_id.clone();
+            let reply = run_command(h, tenant, from.id, Some(&mut next), &message, invoked).await?;
+            let event = set_status(
+                &mut next,
+                current.state(),
+                Some(reply.message),
+                Some(reply.metadata),
+            );
+            let inbound = InboundMessage {
+                tenant: tenant.into(),
+                message: message.clone(),
+            };
+            let events = [event];
+            match h
+                .store
+                .commit(&next, current.version, &events, Some(&inbound))
+                .await
+            {
+                Ok(record) => {
+                    h.announce(&record, &events);
+                    audit_command(h, tenant, &message, from.id, &invoked.0).await;
+                    return Ok(Stored::Task {
+                        record: Box::new(record),
+                        runnable: false,
+                        replay_from: current.last_seq,
+                        settled: true,
+                    });
+                }
+                Err(StoreError::Conflict { .. }) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
         if let Some(envelope) = from.envelope {
             let admin = ext.has_role(Some(from.id), Role::Admin);
             envelope.applied_to(&ext, admin)?.store(&mut next.task);
@@ -427,11 +474,95 @@ async fn continue_task(
                     record: Box::new(record),
                     runnable,
                     replay_from: current.last_seq,
+                    settled: false,
                 });
             }
             Err(StoreError::Conflict { .. }) => continue,
             Err(e) => return Err(e.into()),
         }
+    }
+}
+
+/// A registered command a message invokes: its name, its body, its arguments.
+type Invoked = (String, std::sync::Arc<dyn Command>, String);
+
+/// A command's answer, as the message (and status update metadata) it goes back in.
+struct CommandAnswer {
+    message: Message,
+    metadata: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Runs a command for `sender`, on `task` when it was sent on one (its changes to the
+/// task are committed with the answer by the caller).
+async fn run_command(
+    h: &Harness,
+    tenant: &str,
+    sender: &str,
+    task: Option<&mut TaskRecord>,
+    message: &Message,
+    (name, command, arguments): &Invoked,
+) -> Result<CommandAnswer, IntakeError> {
+    let mut call = Invocation {
+        harness: h,
+        sender,
+        tenant,
+        context_id: &message.context_id,
+        task,
+    };
+    let reply = command.run(&mut call, arguments).await?;
+    let metadata = commands::reply_metadata(name, &reply);
+    let answer = Message {
+        message_id: new_id(),
+        context_id: message.context_id.clone(),
+        task_id: message.task_id.clone(),
+        role: crate::a2a::Role::Agent,
+        parts: vec![Part::text(reply.text)],
+        metadata: Some(metadata.clone()),
+        ..Default::default()
+    };
+    Ok(CommandAnswer {
+        message: answer,
+        metadata,
+    })
+}
+
+/// A command sent without a task: answered with a direct message, no task created.
+async fn command_without_task(
+    h: &Harness,
+    tenant: &str,
+    mut message: Message,
+    sender: &str,
+    invoked: &Invoked,
+) -> Result<Stored, IntakeError> {
+    if message.context_id.is_empty() {
+        message.context_id = new_id();
+    }
+    // Stored first, so a repeated messageId is answered as a duplicate and never runs twice.
+    h.store
+        .put_message(&InboundMessage {
+            tenant: tenant.into(),
+            message: message.clone(),
+        })
+        .await?;
+    let answer = run_command(h, tenant, sender, None, &message, invoked).await?;
+    audit_command(h, tenant, &message, sender, &invoked.0).await;
+    Ok(Stored::Direct(Box::new(answer.message)))
+}
+
+/// Every command is audited: who ran which, on what.
+async fn audit_command(h: &Harness, tenant: &str, message: &Message, sender: &str, name: &str) {
+    let record = AuditRecord {
+        at: Some(Timestamp::now()),
+        tenant: tenant.into(),
+        operation: "command".into(),
+        task_id: message.task_id.clone(),
+        message_id: message.message_id.clone(),
+        participant: sender.into(),
+        accepted: true,
+        detail: format!("/{name}"),
+    };
+    if let Err(e) = h.store.audit(&record).await {
+        tracing::warn!(error = %e, "the command could not be audited");
     }
 }
 

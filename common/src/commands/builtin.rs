@@ -1,0 +1,194 @@
+//! The built-in commands: `/model`, `/help`, `/participants`, `/role` and `/task`.
+
+use async_trait::async_trait;
+
+use super::{Command, CommandRegistry, CommandSpec, Invocation, Reply};
+use crate::channels::subtask::{self, CreateError, ParticipantTask};
+use crate::ext::task::{Role, TaskExtension};
+use crate::store::StoreError;
+
+impl CommandRegistry {
+    /// The built-in commands, in the order the card lists them.
+    pub fn builtin() -> Self {
+        let mut r = CommandRegistry::new();
+        for (spec, command) in [
+            (
+                CommandSpec::new("model", "Show or choose this task's model", "[<model>]"),
+                Builtin::Model,
+            ),
+            (
+                CommandSpec::new("help", "List the commands", ""),
+                Builtin::Help,
+            ),
+            (
+                CommandSpec::new(
+                    "participants",
+                    "List this task's participants and their roles",
+                    "",
+                ),
+                Builtin::Participants,
+            ),
+            (
+                CommandSpec::new(
+                    "role",
+                    "Change a participant's role (admins only)",
+                    "<participant> <role>",
+                ),
+                Builtin::Role,
+            ),
+            (
+                CommandSpec::new(
+                    "task",
+                    "Create a task for a participant",
+                    "<participant> <goal>",
+                ),
+                Builtin::Task,
+            ),
+        ] {
+            // The built-in specs are valid; a failure here would be caught by the tests.
+            let _ = r.register(spec, command);
+        }
+        r
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Builtin {
+    Model,
+    Help,
+    Participants,
+    Role,
+    Task,
+}
+
+const NEEDS_A_TASK: &str = "this command works on a task: send it with the task's id";
+
+#[async_trait]
+impl Command for Builtin {
+    async fn run(&self, call: &mut Invocation<'_>, arguments: &str) -> Result<Reply, StoreError> {
+        match self {
+            Builtin::Help => Ok(Reply::text(help(call))),
+            Builtin::Model => Ok(Reply::text(model(call, arguments))),
+            Builtin::Participants => Ok(Reply::text(match call.task.as_deref() {
+                Some(task) => task.ext().unwrap_or_default().render_participants(),
+                None => NEEDS_A_TASK.into(),
+            })),
+            Builtin::Role => Ok(Reply::text(role(call, arguments))),
+            Builtin::Task => task(call, arguments).await,
+        }
+    }
+}
+
+fn help(call: &Invocation<'_>) -> String {
+    call.harness
+        .commands
+        .specs()
+        .iter()
+        .map(|s| {
+            let usage = if s.argument_hint.is_empty() {
+                format!("/{}", s.name)
+            } else {
+                format!("/{} {}", s.name, s.argument_hint)
+            };
+            format!("{usage} — {}", s.description)
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn model(call: &mut Invocation<'_>, arguments: &str) -> String {
+    let Some(choices) = call.harness.engine.agent().models() else {
+        return "this agent uses no model".into();
+    };
+    let Some(task) = call.task.as_deref_mut() else {
+        return NEEDS_A_TASK.into();
+    };
+    let listed = choices.names.join(", ");
+    if arguments.is_empty() {
+        let current = task
+            .agent
+            .model
+            .clone()
+            .unwrap_or_else(|| format!("{} (the default)", choices.default));
+        return format!("model: {current}\nchoices: {listed}");
+    }
+    if !choices.names.iter().any(|n| n == arguments) {
+        return format!("unknown model {arguments:?}; choices: {listed}");
+    }
+    task.agent.model = Some(arguments.to_owned());
+    format!("model for this task: {arguments}")
+}
+
+fn role(call: &mut Invocation<'_>, arguments: &str) -> String {
+    let Some(task) = call.task.as_deref_mut() else {
+        return NEEDS_A_TASK.into();
+    };
+    let mut ext = task.ext().unwrap_or_default();
+    if !ext.has_role(Some(call.sender), Role::Admin) {
+        return "[channel.not_a_member] only an admin may change roles".into();
+    }
+    let mut words = arguments.split_whitespace();
+    let (Some(who), Some(role), None) = (words.next(), words.next(), words.next()) else {
+        return "usage: /role <participant> <role>".into();
+    };
+    let role: Role = match role.parse() {
+        Ok(r) => r,
+        Err(e) => return e,
+    };
+    let Some(p) = ext.participants.iter_mut().find(|p| p.id == who) else {
+        return "[channel.not_a_member] no such participant on this task".into();
+    };
+    p.role = role;
+    ext.store(&mut task.task);
+    format!("{who} is now {}", role.as_str())
+}
+
+async fn task(call: &mut Invocation<'_>, arguments: &str) -> Result<Reply, StoreError> {
+    let Some((who, goal)) = arguments
+        .split_once(char::is_whitespace)
+        .map(|(w, g)| (w.trim(), g.trim()))
+        .filter(|(_, g)| !g.is_empty())
+    else {
+        return Ok(Reply::text("usage: /task <participant> <goal>"));
+    };
+    let harness = &call.harness.config.agent_id;
+    let request = ParticipantTask {
+        participant_id: who.to_owned(),
+        name: TaskExtension::from_text(goal).name,
+        goal: goal.to_owned(),
+        acceptance_criteria: Vec::new(),
+    };
+    let created = match call.task.as_deref_mut() {
+        Some(parent) => {
+            if parent.ext().unwrap_or_default().participant(who).is_none() {
+                return Ok(Reply::text(
+                    "[channel.not_a_member] no such participant on this task",
+                ));
+            }
+            let child = subtask::sub_task(parent, &request, harness);
+            let id = child.task.id.clone();
+            match subtask::create(call.harness.store.as_ref(), &child, &parent.task.id).await {
+                Ok(()) => {}
+                Err(CreateError::Taken(id)) => {
+                    return Ok(Reply::text(format!("task id {id} is taken")))
+                }
+                Err(CreateError::Store(e)) => return Err(e),
+            }
+            subtask::link(parent, &id, None);
+            id
+        }
+        None => {
+            let task = subtask::standalone(call.tenant, call.context_id, &request, call.sender);
+            let id = task.task.id.clone();
+            call.harness
+                .store
+                .create_task(&task, &[crate::engine::transition::created(&task)], None)
+                .await?;
+            id
+        }
+    };
+    Ok(Reply {
+        text: format!("task {created} created for {who}"),
+        task_ref: Some(created),
+    })
+}
