@@ -93,6 +93,8 @@ type ModelChoice = (Arc<dyn Model>, String);
 pub struct LlmAgent {
     model: Arc<dyn Model>,
     model_id: String,
+    /// What the default model is called where people see it (`/model`).
+    model_name: String,
     tools: ToolRegistry,
     prompt: SystemPrompt,
     /// The models a task may choose instead of the default (`AgentState::model`).
@@ -114,6 +116,7 @@ impl LlmAgent {
     ) -> Self {
         LlmAgent {
             model,
+            model_name: String::new(),
             model_id: model_id.into(),
             tools,
             prompt,
@@ -127,6 +130,12 @@ impl LlmAgent {
     /// Replaces the body of `help.decided` (its decisions are still validated).
     pub fn with_help_decider(mut self, decider: Arc<dyn HelpDecider>) -> Self {
         self.decider = decider;
+        self
+    }
+
+    /// The default model's name as configured (a models-file name, `<provider>:<model>`).
+    pub fn named(mut self, name: &str) -> Self {
+        self.model_name = name.to_owned();
         self
     }
 
@@ -390,7 +399,11 @@ impl LlmAgent {
 impl Agent for LlmAgent {
     fn models(&self) -> Option<super::ModelChoices> {
         Some(super::ModelChoices {
-            default: self.model_id.clone(),
+            default: if self.model_name.is_empty() {
+                self.model_id.clone()
+            } else {
+                self.model_name.clone()
+            },
             names: self.catalog.models.iter().map(|m| m.name.clone()).collect(),
         })
     }

@@ -92,11 +92,11 @@ pub async fn build(
     let AgentKind::Llm = kind else {
         return Ok(conformance());
     };
-    let (model, model_id): (std::sync::Arc<dyn crate::models::Model>, String) = match settings
+    let name = settings
         .model
         .as_deref()
-        .or(settings.catalog.default.as_deref())
-    {
+        .or(settings.catalog.default.as_deref());
+    let (model, model_id): (std::sync::Arc<dyn crate::models::Model>, String) = match name {
         Some(name) => {
             let spec = settings.catalog.resolve(name)?;
             (crate::models::build(&spec).await?, spec.model)
@@ -119,6 +119,7 @@ pub async fn build(
         settings.prompt.clone(),
     )
     .with_catalog(settings.catalog.clone())
-    .with_turn_limit(settings.turn_limit);
+    .with_turn_limit(settings.turn_limit)
+    .named(name.unwrap_or(crate::models::offline::NAME));
     Ok(std::sync::Arc::new(agent))
 }
