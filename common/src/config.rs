@@ -63,6 +63,17 @@ pub struct Config {
     /// Who a message or request that asserts no participant stands for. None (the
     /// default) refuses such messages and hides every task from such requests.
     pub default_participant: Option<String>,
+    /// How long a drive's lease on a task lasts; each commit renews it, and a lease that
+    /// runs out (a crashed drive) lets the sweeper hand the task to another.
+    pub lease_ttl: Duration,
+    /// Who this process is when it holds a lease. None: a fresh id per start (Lambda
+    /// environments). `harness-local` names itself after its state, so after a crash it
+    /// takes its own leases back at once instead of waiting for them to run out.
+    pub lease_owner: Option<String>,
+    /// Whether a run may go on after its request is answered (a long-lived server). In
+    /// Lambda it may not (the environment freezes): a `returnImmediately` message leaves
+    /// the task runnable for the resume function instead.
+    pub detached_runs: bool,
 }
 
 impl Default for Config {
@@ -79,6 +90,9 @@ impl Default for Config {
             push_timeout: Duration::from_secs(10),
             agent_id: DEFAULT_AGENT_ID.into(),
             default_participant: None,
+            lease_ttl: crate::engine::lease::DEFAULT_TTL,
+            lease_owner: None,
+            detached_runs: true,
         }
     }
 }

@@ -17,6 +17,7 @@
 //! | `HARNESS_REST_CONTENT_TYPE` | `json` | `json` or `a2a+json` |
 //! | `HARNESS_REQUIRED_EXTENSIONS` | none | card extensions marked required (comma-separated) |
 //! | `HARNESS_AGENT_ID` | `tiny-harness` | the harness's own participant id (assignee of its tasks) |
+//! | `HARNESS_LEASE_SECONDS` | `300` | how long a drive's lease on a task lasts (renewed by each commit) |
 //! | `HARNESS_DEFAULT_PARTICIPANT` | none (fail closed) | who a message or request asserting no participant stands for |
 //! | `HARNESS_PUSH_ALLOW_PRIVATE_URLS` | `false` | webhooks on private addresses |
 //! | `HARNESS_MAX_BODY_BYTES` | `1048576` | largest request body |
@@ -80,6 +81,13 @@ pub fn config_from_env() -> Result<Config, Error> {
         rate_limit_per_minute: 0,
         push_allow_private_urls: parse("HARNESS_PUSH_ALLOW_PRIVATE_URLS", false)?,
         agent_id: checked_id("HARNESS_AGENT_ID")?.unwrap_or(defaults.agent_id),
+        lease_ttl: Duration::from_secs(parse(
+            "HARNESS_LEASE_SECONDS",
+            defaults.lease_ttl.as_secs(),
+        )?),
+        // A frozen environment cannot go on with a run after answering: the write that
+        // leaves the task runnable wakes the resume function instead.
+        detached_runs: false,
         default_participant: checked_id("HARNESS_DEFAULT_PARTICIPANT")?,
         ..defaults
     })

@@ -106,7 +106,7 @@ fn record(id: &str, state: TaskState, version: u64, last_seq: u64) -> TaskRecord
         version,
         last_seq,
         push: false,
-        agent: Default::default(),
+        ..Default::default()
     }
 }
 

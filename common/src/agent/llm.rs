@@ -423,6 +423,11 @@ impl Agent for LlmAgent {
                 // A parent does not go on while a sub-task is unresolved.
                 return Ok(());
             }
+            if run.out_of_time() {
+                // Checkpointed: another drive carries on from here.
+                run.hand_over();
+                return Ok(());
+            }
             let state = &run.record().agent;
             if state.model_calls >= self.turn_limit {
                 return Self::fail(

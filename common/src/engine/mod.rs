@@ -8,6 +8,7 @@
 //! parents, which take the outcome in at their next turn.
 
 pub mod follow;
+pub mod lease;
 pub mod run;
 pub mod transition;
 
@@ -19,8 +20,27 @@ use crate::a2a::TaskState;
 use crate::agent::Agent;
 use crate::keyed_lock::KeyedLocks;
 use crate::push::Pusher;
-use crate::store::{Store, TaskRecord};
+use crate::store::{Store, StoreError, TaskRecord};
 pub use run::{RunError, TaskRun};
+
+/// Sweeps now and then every `period`, for as long as the engine lives (what
+/// `harness-local` does in place of the scheduled sweeper function).
+pub async fn sweep_every(engine: Arc<Engine>, period: std::time::Duration) {
+    let mut ticks = tokio::time::interval(period);
+    loop {
+        ticks.tick().await;
+        match engine.sweep(SWEEP_BATCH).await {
+            Ok(woken) if !woken.is_empty() => {
+                tracing::info!(tasks = woken.len(), "swept tasks whose drive was cut off")
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "the sweep failed"),
+        }
+    }
+}
+
+/// Most tasks one sweep hands on.
+pub const SWEEP_BATCH: usize = 100;
 
 pub struct Engine {
     store: Arc<dyn Store>,
@@ -28,6 +48,9 @@ pub struct Engine {
     pusher: Arc<Pusher>,
     /// The harness's own participant id: tasks assigned to it are the agent's to run.
     agent_id: String,
+    /// Who this engine is when it holds a lease (one per process or Lambda environment).
+    owner: String,
+    lease_ttl: std::time::Duration,
     /// Serialises runs of one task inside this process.
     running: KeyedLocks,
 }
@@ -37,13 +60,18 @@ impl Engine {
         store: Arc<dyn Store>,
         agent: Arc<dyn Agent>,
         pusher: Arc<Pusher>,
-        agent_id: String,
+        config: &crate::config::Config,
     ) -> Arc<Self> {
         Arc::new(Engine {
             store,
             agent,
             pusher,
-            agent_id,
+            agent_id: config.agent_id.clone(),
+            owner: config
+                .lease_owner
+                .clone()
+                .unwrap_or_else(transition::new_id),
+            lease_ttl: config.lease_ttl,
             running: KeyedLocks::default(),
         })
     }
@@ -58,6 +86,47 @@ impl Engine {
 
     pub fn agent_id(&self) -> &str {
         &self.agent_id
+    }
+
+    /// Whether this engine holds `lease`.
+    pub fn owns(&self, lease: &lease::Lease) -> bool {
+        lease.owner == self.owner
+    }
+
+    /// Drives every task a commit in this process leaves waiting to be woken (the local
+    /// stand-in for the table's stream and the resume function), for as long as the
+    /// store lives.
+    pub fn watch_wakeups(self: &Arc<Self>) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let mut wakeups = self.store.wakeups();
+        let engine = Arc::downgrade(self);
+        runtime.spawn(async move {
+            loop {
+                match wakeups.recv().await {
+                    Ok(id) => match engine.upgrade() {
+                        Some(e) => {
+                            e.start(id);
+                        }
+                        None => return,
+                    },
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                        tracing::warn!(
+                            missed = n,
+                            "wake-ups were missed; the sweep will find them"
+                        );
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                }
+            }
+        });
+    }
+
+    /// A lease for this engine, as taken in the write that makes a task runnable when
+    /// the caller drives it right away.
+    pub fn new_lease(&self) -> lease::Lease {
+        lease::Lease::new(&self.owner, self.lease_ttl)
     }
 
     /// Whether the harness's agent runs this task (it is its assignee).
@@ -93,21 +162,23 @@ impl Engine {
     async fn drive(self: &Arc<Self>, task_id: &str) {
         let result = self.running.run(task_id, self.drive_locked(task_id)).await;
         match result {
-            Ok(Some(ended)) => self.wake_parents(&ended),
+            Ok(Some(ended)) => self.wake_parents(&ended).await,
             Ok(None) => {}
             Err(e) => tracing::warn!(error = %e, "task run ended with an error"),
         }
     }
 
-    /// Runs the agent on the task if it is the agent's and has something to do; returns
-    /// the task if it is terminal afterwards (its parents may be waiting on it).
+    /// Runs the agent on the task if it is the agent's, has something to do and no other
+    /// drive holds it; returns the task if it is terminal afterwards (its parents may be
+    /// waiting on it).
     async fn drive_locked(&self, task_id: &str) -> Result<Option<TaskRecord>, RunError> {
         let record = self.store.load_task(task_id).await?.ok_or(RunError::Gone)?;
-        let waiting =
-            record.state() == TaskState::InputRequired && record.agent.pending_help.is_some();
-        if record.state().is_terminal() || !self.runs(&record) || waiting {
-            return Ok(record.state().is_terminal().then_some(record));
+        if record.state().is_terminal() {
+            return Ok(Some(record));
         }
+        let Some(record) = self.claim(record).await? else {
+            return Ok(None);
+        };
         // The message the run answers: the last one a client sent.
         let input = record
             .task
@@ -117,26 +188,110 @@ impl Engine {
             .find(|m| m.role == crate::a2a::Role::User)
             .cloned()
             .unwrap_or_default();
-        let mut run = TaskRun::new(self.store.clone(), self.pusher.clone(), record);
+        let mut run = TaskRun::new(self.store.clone(), self.pusher.clone(), record).leased(
+            &self.owner,
+            self.lease_ttl,
+            None,
+        );
         match self.agent.run(&mut run, &input).await {
             Ok(()) | Err(RunError::Ended(_)) => {}
+            Err(RunError::LeaseLost) => return Ok(None),
             Err(e) => {
                 let msg = run.agent_message(&format!("The agent failed: {e}"));
                 let _ = run.set_status(TaskState::Failed, Some(msg)).await;
+                let _ = run.release().await;
                 return Err(e);
             }
         }
-        let rec = run.into_record();
+        let rec = run.release().await?;
         Ok(rec.state().is_terminal().then_some(rec))
     }
 
-    /// A sub-task ended (here, or by CancelTask): its parents are driven, and take its
-    /// outcome in.
-    pub fn wake_parents(self: &Arc<Self>, child: &TaskRecord) {
-        for parent in child.ext().map(|e| e.parent_tasks).unwrap_or_default() {
-            if parent.agent.is_none() {
-                self.start(parent.task_id);
+    /// Takes the task's lease for this engine, unless there is nothing to drive or another
+    /// drive holds it; a lease taken with the write that made the task runnable is kept,
+    /// and given back if there turns out to be nothing to do.
+    async fn claim(&self, mut rec: TaskRecord) -> Result<Option<TaskRecord>, RunError> {
+        loop {
+            let ours = rec.lease.as_ref().is_some_and(|l| l.owner == self.owner);
+            let waiting =
+                rec.state() == TaskState::InputRequired && rec.agent.pending_help.is_some();
+            let idle = rec.state().is_terminal() || !self.runs(&rec) || waiting;
+            match (idle, ours) {
+                (true, false) => return Ok(None),
+                (false, true) => return Ok(Some(rec)),
+                (false, false) if rec.lease.as_ref().is_some_and(lease::Lease::held) => {
+                    return Ok(None)
+                }
+                _ => {}
+            }
+            let mut next = rec.clone();
+            next.lease = (!idle).then(|| self.new_lease());
+            next.wake = false;
+            match self.store.commit(&next, rec.version, &[], None).await {
+                Ok(stored) => return Ok((!idle).then_some(stored)),
+                Err(StoreError::Conflict { .. }) => {
+                    rec = self
+                        .store
+                        .load_task(rec.id())
+                        .await?
+                        .ok_or(RunError::Gone)?;
+                }
+                Err(e) => return Err(e.into()),
             }
         }
+    }
+
+    /// Makes tasks whose lease ran out (their drive was cut off) runnable again, and
+    /// returns their ids: the sweeper's job, which `harness-local` also does on a timer.
+    pub async fn sweep(&self, limit: usize) -> Result<Vec<String>, RunError> {
+        let mut woken = Vec::new();
+        for id in self.store.expired_leases(lease::now_ms(), limit).await? {
+            let mut found = self.store.load_task(&id).await?;
+            while let Some(rec) = found.take() {
+                if rec.lease.as_ref().is_none_or(lease::Lease::held) {
+                    break;
+                }
+                let mut next = rec.clone();
+                next.lease = None;
+                next.wake = true;
+                match self.store.commit(&next, rec.version, &[], None).await {
+                    Ok(_) => woken.push(id.clone()),
+                    Err(StoreError::Conflict { .. }) => found = self.store.load_task(&id).await?,
+                    Err(e) => return Err(e.into()),
+                }
+            }
+        }
+        Ok(woken)
+    }
+
+    /// A sub-task ended (here, or by CancelTask): each parent is made runnable (`wake`),
+    /// and that write is its wake-up; it takes the outcome in at its next turn.
+    pub async fn wake_parents(&self, child: &TaskRecord) {
+        for parent in child.ext().map(|e| e.parent_tasks).unwrap_or_default() {
+            if parent.agent.is_some() {
+                continue;
+            }
+            if let Err(e) = self.wake(&parent.task_id).await {
+                tracing::warn!(task_id = %parent.task_id, error = %e, "could not wake the parent");
+            }
+        }
+    }
+
+    /// Marks a task runnable, unless it has ended.
+    async fn wake(&self, task_id: &str) -> Result<(), RunError> {
+        let mut found = self.store.load_task(task_id).await?;
+        while let Some(rec) = found.take() {
+            if rec.state().is_terminal() || rec.wake {
+                return Ok(());
+            }
+            let mut next = rec.clone();
+            next.wake = true;
+            match self.store.commit(&next, rec.version, &[], None).await {
+                Ok(_) => return Ok(()),
+                Err(StoreError::Conflict { .. }) => found = self.store.load_task(task_id).await?,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(())
     }
 }

@@ -1,9 +1,13 @@
 //! A TaskRun is an agent's handle on the task it works on: each change it makes is
 //! committed with its event at the version last read, and a conflicting change made by
-//! someone else (a cancel) is seen on the retry.
+//! someone else (a cancel) is seen on the retry. A run holding the task's lease renews it
+//! with every commit and gives it up in the commit that leaves the task terminal or
+//! waiting for input; a run that must stop early hands the task over (`hand_over`).
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
+use super::lease::Lease;
 use super::transition;
 use crate::a2a::{Artifact, Message, StreamResponse, TaskState};
 use crate::push::Pusher;
@@ -16,6 +20,9 @@ pub enum RunError {
     Ended(TaskState),
     #[error("task disappeared from the store")]
     Gone,
+    /// Another drive took the task (this one's lease ran out).
+    #[error("the task's lease was taken over by another drive")]
+    LeaseLost,
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -24,7 +31,15 @@ pub struct TaskRun {
     store: Arc<dyn Store>,
     pusher: Arc<Pusher>,
     record: TaskRecord,
+    /// The lease this run holds: its owner and how long each renewal lasts.
+    lease: Option<(String, Duration)>,
+    /// When the invocation running this must have stopped.
+    deadline: Option<Instant>,
+    handed_over: bool,
 }
+
+/// How long before its deadline a run stops taking new steps.
+const DEADLINE_MARGIN: Duration = Duration::from_secs(30);
 
 impl TaskRun {
     pub fn new(store: Arc<dyn Store>, pusher: Arc<Pusher>, record: TaskRecord) -> Self {
@@ -32,6 +47,52 @@ impl TaskRun {
             store,
             pusher,
             record,
+            lease: None,
+            deadline: None,
+            handed_over: false,
+        }
+    }
+
+    /// The run holds the task's lease as `owner`; every commit renews it for `ttl`.
+    pub fn leased(mut self, owner: &str, ttl: Duration, deadline: Option<Instant>) -> Self {
+        self.lease = Some((owner.to_owned(), ttl));
+        self.deadline = deadline;
+        self
+    }
+
+    /// Whether the invocation is too near its deadline to start another step.
+    pub fn out_of_time(&self) -> bool {
+        self.deadline
+            .is_some_and(|d| d.saturating_duration_since(Instant::now()) < DEADLINE_MARGIN)
+    }
+
+    /// The run stops with work left: on release, the task is left runnable for another
+    /// drive to pick up from the checkpoint.
+    pub fn hand_over(&mut self) {
+        self.handed_over = true;
+    }
+
+    /// Gives up the lease (if the run still holds it); a handed-over task that still
+    /// has work is left runnable, which is its wake-up. Returns the task as left.
+    pub async fn release(mut self) -> Result<TaskRecord, RunError> {
+        if self.owns_lease(&self.record) {
+            let hand_over = self.handed_over;
+            self.apply(|rec| {
+                rec.lease = None;
+                // A wake set meanwhile (a sub-task ended) stands: this write wakes it.
+                rec.wake |=
+                    hand_over && matches!(rec.state(), TaskState::Submitted | TaskState::Working);
+                Vec::new()
+            })
+            .await?;
+        }
+        Ok(self.record)
+    }
+
+    fn owns_lease(&self, rec: &TaskRecord) -> bool {
+        match (&self.lease, &rec.lease) {
+            (Some((owner, _)), Some(l)) => &l.owner == owner,
+            _ => false,
         }
     }
 
@@ -100,6 +161,11 @@ impl TaskRun {
         loop {
             let mut next = base.clone();
             let events = change(&mut next);
+            if let (Some((owner, ttl)), true) = (&self.lease, self.owns_lease(&next)) {
+                // Renewed by every commit; given up with the one that leaves nothing to do.
+                let done = next.state().is_terminal() || next.state() == TaskState::InputRequired;
+                next.lease = (!done).then(|| Lease::new(owner, *ttl));
+            }
             match self.store.commit(&next, base.version, &events, None).await {
                 Ok(stored) => {
                     self.record = stored;
@@ -117,6 +183,10 @@ impl TaskRun {
                         .ok_or(RunError::Gone)?;
                     if base.state().is_terminal() {
                         return Err(RunError::Ended(base.state()));
+                    }
+                    // A sweep took an expired lease away, or another drive has it now.
+                    if self.lease.is_some() && !self.owns_lease(&base) {
+                        return Err(RunError::LeaseLost);
                     }
                 }
                 Err(e) => return Err(e.into()),

@@ -27,7 +27,7 @@ pub async fn cancel_task(
         {
             Ok(stored) => {
                 h.announce(&stored, &[event]);
-                h.engine.wake_parents(&stored);
+                h.engine.wake_parents(&stored).await;
                 return Ok(view(&stored.task, None, true));
             }
             // The task moved on meanwhile: decide again on its fresh state.

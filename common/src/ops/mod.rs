@@ -52,12 +52,10 @@ impl Harness {
             config.push_timeout,
             config.push_allow_private_urls,
         )?;
-        let engine = Engine::new(
-            store.clone(),
-            agent,
-            Arc::new(pusher),
-            config.agent_id.clone(),
-        );
+        let engine = Engine::new(store.clone(), agent, Arc::new(pusher), &config);
+        if config.detached_runs {
+            engine.watch_wakeups();
+        }
         let card = PublishedCard::new(crate::a2a::card::build(&config, &commands.specs()));
         Ok(Arc::new(Harness {
             store,

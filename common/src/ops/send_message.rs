@@ -183,6 +183,9 @@ async fn intake(
         return_immediately: config.returns_immediately(),
     };
     let tenant = req.tenant;
+    // Drive the task right away (taking its lease in the write that makes it runnable),
+    // or leave the write to wake a drive elsewhere (returnImmediately in Lambda).
+    let inline = !config.returns_immediately() || h.config.detached_runs;
     // A webhook is checked before anything is stored, so a bad one leaves no task behind.
     let push = config.task_push_notification_config.clone();
     if let Some(push) = &push {
@@ -199,7 +202,13 @@ async fn intake(
         command_without_task(h, &tenant, message.clone(), &sender, command).await
     } else if message.task_id.is_empty() {
         let ext = envelope.as_ref().map(TaskEnvelope::starting).transpose()?;
-        start_task(h, &tenant, message.clone(), push.is_some(), &sender, ext).await
+        let new = NewTask {
+            push: push.is_some(),
+            sender: &sender,
+            ext,
+            inline,
+        };
+        start_task(h, &tenant, message.clone(), new).await
     } else {
         let on = Sender {
             id: &sender,
@@ -207,6 +216,7 @@ async fn intake(
             channel: channel.as_ref(),
             envelope: envelope.as_ref(),
             command: command.as_ref(),
+            inline,
         };
         continue_task(h, &tenant, message.clone(), on).await
     };
@@ -259,6 +269,16 @@ struct Sender<'a> {
     channel: Option<&'a ChannelMessage>,
     envelope: Option<&'a TaskEnvelope>,
     command: Option<&'a Invoked>,
+    /// Whether a run it makes possible starts in this request.
+    inline: bool,
+}
+
+/// What a message that starts a task brings.
+struct NewTask<'a> {
+    push: bool,
+    sender: &'a str,
+    ext: Option<TaskExtension>,
+    inline: bool,
 }
 
 enum IntakeError {
@@ -282,9 +302,7 @@ async fn start_task(
     h: &Harness,
     tenant: &str,
     mut message: Message,
-    push: bool,
-    sender: &str,
-    envelope: Option<TaskExtension>,
+    new: NewTask<'_>,
 ) -> Result<Stored, IntakeError> {
     if message.context_id.is_empty() {
         message.context_id = new_id();
@@ -298,12 +316,17 @@ async fn start_task(
             .await?;
         return Ok(Stored::Direct(Box::new(reply)));
     }
-    let ext = task_extension(h, envelope, &message, sender);
+    let ext = task_extension(h, new.ext, &message, new.sender);
     let mut record = new_task(tenant, &mut message, &ext);
-    if !h.engine.runs(&record) {
+    let runs = h.engine.runs(&record);
+    if !runs {
         await_assignee(&mut record, &ext.goal);
+    } else if new.inline {
+        record.lease = Some(h.engine.new_lease());
+    } else {
+        record.wake = true;
     }
-    record.push = push;
+    record.push = new.push;
     let inbound = InboundMessage {
         tenant: tenant.into(),
         message,
@@ -313,7 +336,7 @@ async fn start_task(
         .create_task(&record, &[created(&record)], Some(&inbound))
         .await?;
     Ok(Stored::Task {
-        runnable: h.engine.runs(&record),
+        runnable: runs && new.inline,
         record: Box::new(record),
         replay_from: 0,
         settled: false,
@@ -427,7 +450,7 @@ async fn continue_task(
         }
         accept_message(&mut next, &mut message);
         let mut events = Vec::new();
-        let runnable = if !h.engine.runs(&current) {
+        let mut runnable = if !h.engine.runs(&current) {
             // A participant's task: their message is its outcome; others' are remarks.
             let from_assignee = ext.assignee().is_some_and(|a| a.id == from.id);
             if from_assignee {
@@ -459,6 +482,12 @@ async fn continue_task(
         } else {
             true
         };
+        let completed_for_parent = runnable && !h.engine.runs(&current);
+        if completed_for_parent {
+            runnable = false;
+        } else if runnable {
+            runnable = schedule(h, &mut next, from.inline);
+        }
         let inbound = InboundMessage {
             tenant: tenant.into(),
             message: message.clone(),
@@ -470,6 +499,9 @@ async fn continue_task(
         {
             Ok(record) => {
                 h.announce(&record, &events);
+                if completed_for_parent {
+                    h.engine.wake_parents(&record).await;
+                }
                 return Ok(Stored::Task {
                     record: Box::new(record),
                     runnable,
@@ -480,6 +512,25 @@ async fn continue_task(
             Err(StoreError::Conflict { .. }) => continue,
             Err(e) => return Err(e.into()),
         }
+    }
+}
+
+/// Who drives a task a message made runnable: this request (taking the lease in the same
+/// write; true), a drive woken by the write itself (`wake`), or the drive that holds the
+/// lease already, which takes the message in at its next turn.
+fn schedule(h: &Harness, next: &mut TaskRecord, inline: bool) -> bool {
+    let elsewhere = next
+        .lease
+        .as_ref()
+        .is_some_and(|l| l.held() && !h.engine.owns(l));
+    if elsewhere {
+        false
+    } else if inline {
+        next.lease = Some(h.engine.new_lease());
+        true
+    } else {
+        next.wake = true;
+        false
     }
 }
 

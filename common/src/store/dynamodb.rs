@@ -39,6 +39,9 @@ use super::{
 use crate::a2a::{StreamResponse, TaskPushNotificationConfig, Timestamp};
 
 pub const INDEX: &str = "gsi1";
+/// The sparse index of leased tasks, by lease expiry (the sweeper's).
+pub const LEASE_INDEX: &str = "gsi2";
+const LEASED: &str = "LEASED";
 pub const TTL_ATTRIBUTE: &str = "expires_at";
 /// How long audit records are kept (the `expires_at` TTL).
 pub const DEFAULT_RETENTION: Duration = Duration::from_secs(30 * 24 * 3600);
@@ -49,7 +52,7 @@ pub struct DynamoStore {
     client: Client,
     table: String,
     retention: Duration,
-    changes: broadcast::Sender<String>,
+    signals: super::Signals,
 }
 
 fn s(v: impl Into<String>) -> AttributeValue {
@@ -133,6 +136,15 @@ fn task_item(rec: &TaskRecord) -> Result<Item, StoreError> {
     if !members.is_empty() {
         item.insert("members".into(), AttributeValue::Ss(members));
     }
+    // The sweeper's sparse index holds a task only while a drive holds its lease.
+    if let Some(until) = rec.lease_expiry() {
+        item.insert("gsi2pk".into(), s(LEASED));
+        item.insert("gsi2sk".into(), s(format!("{:015}", until.max(0))));
+    }
+    // The resume function's event source mapping passes only records that carry it.
+    if rec.wake && rec.lease.is_none() {
+        item.insert("wake".into(), n(1));
+    }
     Ok(item)
 }
 
@@ -157,12 +169,11 @@ impl DynamoStore {
     /// A store on `table` with the client's configuration (region, credentials and the
     /// `AWS_ENDPOINT_URL_DYNAMODB` override come from the standard AWS chain).
     pub fn new(client: Client, table: impl Into<String>) -> Self {
-        let (changes, _) = broadcast::channel(1024);
         DynamoStore {
             client,
             table: table.into(),
             retention: DEFAULT_RETENTION,
-            changes,
+            signals: Default::default(),
         }
     }
 
@@ -460,7 +471,7 @@ impl Store for DynamoStore {
             items.push(self.message_put(m, &rec.task.id)?);
         }
         self.transact(items, &rec.task.id, 0, message).await?;
-        let _ = self.changes.send(rec.task.id.clone());
+        self.signals.committed(&rec);
         Ok(rec)
     }
 
@@ -484,7 +495,7 @@ impl Store for DynamoStore {
         }
         self.transact(items, &rec.task.id, expected_version, message)
             .await?;
-        let _ = self.changes.send(rec.task.id.clone());
+        self.signals.committed(&rec);
         let finished = events
             .iter()
             .any(|e| e.status_update.is_some() && e.state().is_some_and(|s| s.is_terminal()));
@@ -789,6 +800,25 @@ impl Store for DynamoStore {
         Ok(())
     }
 
+    async fn expired_leases(&self, now_ms: i64, limit: usize) -> Result<Vec<String>, StoreError> {
+        let out = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name(LEASE_INDEX)
+            .key_condition_expression("gsi2pk = :l AND gsi2sk < :now")
+            .expression_attribute_values(":l", s(LEASED))
+            .expression_attribute_values(":now", s(format!("{:015}", now_ms.max(0))))
+            .limit(limit.clamp(1, 1000) as i32)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        out.items()
+            .iter()
+            .map(|item| Ok(get_s(item, "pk")?.trim_start_matches("TASK#").to_owned()))
+            .collect()
+    }
+
     async fn audit_trail(&self, task_id: &str) -> Result<Vec<AuditRecord>, StoreError> {
         let now = Timestamp::now().millis() / 1000;
         let mut records = Vec::new();
@@ -823,6 +853,10 @@ impl Store for DynamoStore {
     }
 
     fn changes(&self) -> broadcast::Receiver<String> {
-        self.changes.subscribe()
+        self.signals.changes()
+    }
+
+    fn wakeups(&self) -> broadcast::Receiver<String> {
+        self.signals.wakes()
     }
 }

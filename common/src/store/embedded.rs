@@ -38,7 +38,8 @@ CREATE TABLE IF NOT EXISTS tasks (
     version INTEGER NOT NULL,
     last_seq INTEGER NOT NULL,
     record TEXT NOT NULL,
-    members TEXT NOT NULL DEFAULT ''
+    members TEXT NOT NULL DEFAULT '',
+    lease_until INTEGER
 );
 CREATE INDEX IF NOT EXISTS tasks_by_status ON tasks (tenant, status_ms DESC, id DESC);
 CREATE TABLE IF NOT EXISTS events (
@@ -74,6 +75,7 @@ CREATE TABLE IF NOT EXISTS audit (
 const ADDED_COLUMNS: &[(&str, &str, &str)] = &[
     ("tasks", "members", "TEXT NOT NULL DEFAULT ''"),
     ("audit", "task_id", "TEXT NOT NULL DEFAULT ''"),
+    ("tasks", "lease_until", "INTEGER"),
 ];
 
 fn migrate(conn: &Connection) -> Result<(), StoreError> {
@@ -92,8 +94,12 @@ fn migrate(conn: &Connection) -> Result<(), StoreError> {
             .map_err(backend)?;
         }
     }
-    conn.execute_batch("CREATE INDEX IF NOT EXISTS audit_by_task ON audit (task_id, seq)")
-        .map_err(backend)
+    conn.execute_batch(
+        "CREATE INDEX IF NOT EXISTS audit_by_task ON audit (task_id, seq);
+         CREATE INDEX IF NOT EXISTS tasks_by_lease ON tasks (lease_until)
+             WHERE lease_until IS NOT NULL;",
+    )
+    .map_err(backend)
 }
 
 /// Participant ids as one column ListTasks can match with `instr`: `\n<id>\n<id>\n`
@@ -115,7 +121,7 @@ pub struct EmbeddedStore {
     jobs: mpsc::Sender<Job>,
     readers: Arc<Vec<Mutex<Connection>>>,
     next_reader: AtomicUsize,
-    changes: broadcast::Sender<String>,
+    signals: super::Signals,
 }
 
 fn backend(e: impl std::fmt::Display) -> StoreError {
@@ -170,12 +176,11 @@ impl EmbeddedStore {
             .name("store-writer".into())
             .spawn(move || writer_loop(writer, rx))
             .map_err(backend)?;
-        let (changes, _) = broadcast::channel(1024);
         Ok(EmbeddedStore {
             jobs,
             readers: Arc::new(readers),
             next_reader: AtomicUsize::new(0),
-            changes,
+            signals: Default::default(),
         })
     }
 
@@ -324,15 +329,16 @@ fn decode_record((json, version, last_seq): (String, i64, i64)) -> Result<TaskRe
 
 fn write_task(conn: &Connection, rec: &TaskRecord, insert: bool) -> Result<usize, StoreError> {
     let sql = if insert {
-        "INSERT OR IGNORE INTO tasks (id, tenant, context_id, state, status_ms, version, last_seq, record, members)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
+        "INSERT OR IGNORE INTO tasks (id, tenant, context_id, state, status_ms, version, last_seq, record, members, lease_until)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
     } else {
         "UPDATE tasks SET tenant = ?2, context_id = ?3, state = ?4, status_ms = ?5, version = ?6,
-         last_seq = ?7, record = ?8, members = ?9 WHERE id = ?1 AND version = ?10"
+         last_seq = ?7, record = ?8, members = ?9, lease_until = ?10 WHERE id = ?1 AND version = ?11"
     };
     let mut stmt = conn.prepare_cached(sql).map_err(backend)?;
     let json = to_json(rec)?;
     let members = members_column(rec);
+    let lease_until = rec.lease_expiry();
     let (state, status_ms) = (rec.state().number(), rec.status_millis());
     let (version, last_seq, expected) = (
         rec.version as i64,
@@ -349,6 +355,7 @@ fn write_task(conn: &Connection, rec: &TaskRecord, insert: bool) -> Result<usize
         &last_seq,
         &json,
         &members,
+        &lease_until,
     ];
     if !insert {
         values.push(&expected);
@@ -402,7 +409,7 @@ impl Store for EmbeddedStore {
             append_events(conn, &rec.task.id, 0, &events)
         })
         .await?;
-        let _ = self.changes.send(stored.task.id.clone());
+        self.signals.committed(&stored);
         Ok(stored)
     }
 
@@ -444,7 +451,7 @@ impl Store for EmbeddedStore {
             append_events(conn, &rec.task.id, first_seq, &events)
         })
         .await?;
-        let _ = self.changes.send(stored.task.id.clone());
+        self.signals.committed(&stored);
         Ok(stored)
     }
 
@@ -663,6 +670,22 @@ impl Store for EmbeddedStore {
         .await
     }
 
+    async fn expired_leases(&self, now_ms: i64, limit: usize) -> Result<Vec<String>, StoreError> {
+        self.read(move |conn| {
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT id FROM tasks WHERE lease_until IS NOT NULL AND lease_until < ?1
+                     ORDER BY lease_until LIMIT ?2",
+                )
+                .map_err(backend)?;
+            let rows = stmt
+                .query_map(params![now_ms, limit as i64], |r| r.get::<_, String>(0))
+                .map_err(backend)?;
+            rows.map(|r| r.map_err(backend)).collect()
+        })
+        .await
+    }
+
     async fn audit_trail(&self, task_id: &str) -> Result<Vec<AuditRecord>, StoreError> {
         let task_id = task_id.to_owned();
         self.read(move |conn| {
@@ -682,6 +705,10 @@ impl Store for EmbeddedStore {
     }
 
     fn changes(&self) -> broadcast::Receiver<String> {
-        self.changes.subscribe()
+        self.signals.changes()
+    }
+
+    fn wakeups(&self) -> broadcast::Receiver<String> {
+        self.signals.wakes()
     }
 }

@@ -32,6 +32,11 @@ pub struct TaskRecord {
     pub push: bool,
     /// What the LLM agent has committed for the task: its conversation and model calls.
     pub agent: crate::agent::llm::AgentState,
+    /// Who drives the task now, until when; None while no one does.
+    pub lease: Option<crate::engine::lease::Lease>,
+    /// The task has work to do and no one drives it: the write that sets this is the
+    /// wake-up (the table's stream in AWS, the store's signal locally).
+    pub wake: bool,
 }
 
 impl TaskRecord {
@@ -41,6 +46,13 @@ impl TaskRecord {
 
     pub fn state(&self) -> TaskState {
         self.task.state()
+    }
+
+    /// When the lease of a drive in progress runs out (ms); None when no drive holds the
+    /// task (or it is no longer SUBMITTED or WORKING). What the sweeper's index is keyed on.
+    pub fn lease_expiry(&self) -> Option<i64> {
+        let running = matches!(self.state(), TaskState::Submitted | TaskState::Working);
+        self.lease.as_ref().filter(|_| running).map(|l| l.until_ms)
     }
 
     /// The task extension's data (participants, links), if the task has it.
@@ -229,4 +241,46 @@ pub trait Store: Send + Sync + 'static {
     /// A signal for every committed change: the id of the task that changed. Writers in
     /// other processes are not signalled; readers also re-check on a timer.
     fn changes(&self) -> tokio::sync::broadcast::Receiver<String>;
+
+    /// A signal for every commit in this process that left a task waiting to be woken
+    /// (`wake` set, no lease): the local stand-in for the table's stream.
+    fn wakeups(&self) -> tokio::sync::broadcast::Receiver<String>;
+
+    /// Tasks whose lease ran out before `now_ms` (their drive was cut off), at most
+    /// `limit`, oldest expiry first; found through an index of leased tasks only.
+    async fn expired_leases(&self, now_ms: i64, limit: usize) -> Result<Vec<String>, StoreError>;
+}
+
+/// The in-process signals a store gives after each commit.
+#[derive(Debug, Clone)]
+pub struct Signals {
+    changes: tokio::sync::broadcast::Sender<String>,
+    wakes: tokio::sync::broadcast::Sender<String>,
+}
+
+impl Default for Signals {
+    fn default() -> Self {
+        Signals {
+            changes: tokio::sync::broadcast::channel(1024).0,
+            wakes: tokio::sync::broadcast::channel(1024).0,
+        }
+    }
+}
+
+impl Signals {
+    /// Announces a committed record.
+    pub fn committed(&self, rec: &TaskRecord) {
+        let _ = self.changes.send(rec.task.id.clone());
+        if rec.wake && rec.lease.is_none() {
+            let _ = self.wakes.send(rec.task.id.clone());
+        }
+    }
+
+    pub fn changes(&self) -> tokio::sync::broadcast::Receiver<String> {
+        self.changes.subscribe()
+    }
+
+    pub fn wakes(&self) -> tokio::sync::broadcast::Receiver<String> {
+        self.wakes.subscribe()
+    }
 }

@@ -56,6 +56,10 @@ struct Args {
     /// Allow push webhooks on loopback and private addresses (off: SSRF protection).
     #[arg(long, env = "HARNESS_PUSH_ALLOW_PRIVATE_URLS")]
     push_allow_private_urls: bool,
+    /// How long a drive's lease on a task lasts (renewed by every commit); the sweep,
+    /// every 10 s, hands tasks whose lease ran out to a new drive.
+    #[arg(long, env = "HARNESS_LEASE_SECONDS", default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..))]
+    lease_seconds: u64,
     /// Keep state in this DynamoDB table instead of the embedded store (credentials,
     /// region and `AWS_ENDPOINT_URL_DYNAMODB` from the standard AWS environment).
     #[arg(long, env = "HARNESS_TABLE")]
@@ -99,6 +103,15 @@ async fn run() -> Result<(), common::lambda::Error> {
         push_allow_private_urls: args.push_allow_private_urls,
         agent_id: args.agent_id,
         default_participant: args.default_participant,
+        lease_owner: Some(match &args.table {
+            Some(table) => format!("harness-local@dynamodb:{table}"),
+            None => {
+                std::fs::create_dir_all(&args.state_dir)?;
+                let dir = std::fs::canonicalize(&args.state_dir)?;
+                format!("harness-local@{}", dir.display())
+            }
+        }),
+        lease_ttl: std::time::Duration::from_secs(args.lease_seconds),
         ..Config::default()
     };
     // A bad model setting stops start-up before anything is written.
@@ -126,12 +139,17 @@ async fn run() -> Result<(), common::lambda::Error> {
         }
     };
     let harness = Harness::new(store, agent, config)?;
-    // Runs cut off by the last stop carry on from their checkpoints.
+    // Runs cut off by the last stop carry on from their checkpoints; then, on a timer,
+    // the sweep hands on tasks whose drive's lease ran out.
     for id in unfinished {
         if let Err(e) = harness.engine.resume(&id).await {
             tracing::warn!(task_id = %id, error = %e, "could not resume a task");
         }
     }
+    tokio::spawn(common::engine::sweep_every(
+        harness.engine.clone(),
+        std::time::Duration::from_secs(10),
+    ));
     println!(
         "harness-local serving {} (agent card: {}/.well-known/agent-card.json, state: {})",
         harness.config.public_url,
