@@ -150,9 +150,8 @@ pub async fn harness_from_env() -> Result<Arc<Harness>, Error> {
     Ok(Harness::new(store_from_env().await?, agent, config)?)
 }
 
-/// Serves `endpoint` under the Lambda runtime: JSON logs without timestamps (CloudWatch
-/// adds them), then buffered responses or, for streams, response streaming.
-pub async fn run(endpoint: Endpoint, streaming: bool) -> Result<(), Error> {
+/// JSON logs without timestamps (CloudWatch adds them).
+fn init_tracing() {
     tracing_subscriber::fmt()
         .json()
         .with_env_filter(
@@ -161,10 +160,49 @@ pub async fn run(endpoint: Endpoint, streaming: bool) -> Result<(), Error> {
         .without_time()
         .with_current_span(true)
         .init();
+}
+
+/// Serves `endpoint` under the Lambda runtime: JSON logs without timestamps (CloudWatch
+/// adds them), then buffered responses or, for streams, response streaming.
+pub async fn run(endpoint: Endpoint, streaming: bool) -> Result<(), Error> {
+    init_tracing();
     let app = server::router(harness_from_env().await?, endpoint);
     if streaming {
         lambda_http::run_with_streaming_response(app).await
     } else {
         lambda_http::run(app).await
     }
+}
+
+/// The resume function: DynamoDB stream batches in, drives, batch item failures out.
+pub async fn run_resume() -> Result<(), Error> {
+    use aws_lambda_events::event::dynamodb::Event;
+    use lambda_http::lambda_runtime::{self, service_fn, LambdaEvent};
+    init_tracing();
+    let harness = harness_from_env().await?;
+    lambda_runtime::run(service_fn(|event: LambdaEvent<Event>| {
+        let engine = harness.engine.clone();
+        async move {
+            let deadline = crate::resume::deadline_from_epoch_ms(event.context.deadline);
+            Ok::<_, Error>(crate::resume::handle(&engine, &event.payload, Some(deadline)).await)
+        }
+    }))
+    .await
+}
+
+/// The sweeper function, on a schedule: hands tasks whose drive's lease ran out to the
+/// resume function (the write that makes them runnable is their wake-up).
+pub async fn run_sweeper() -> Result<(), Error> {
+    use lambda_http::lambda_runtime::{self, service_fn, LambdaEvent};
+    init_tracing();
+    let harness = harness_from_env().await?;
+    lambda_runtime::run(service_fn(|_: LambdaEvent<serde_json::Value>| {
+        let engine = harness.engine.clone();
+        async move {
+            let woken = engine.sweep(crate::engine::SWEEP_BATCH).await?;
+            tracing::info!(tasks = woken.len(), "swept");
+            Ok::<_, Error>(serde_json::json!({ "woken": woken }))
+        }
+    }))
+    .await
 }

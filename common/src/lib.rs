@@ -13,5 +13,6 @@ pub mod lambda;
 pub mod models;
 pub mod ops;
 pub mod push;
+pub mod resume;
 pub mod server;
 pub mod store;

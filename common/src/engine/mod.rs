@@ -160,18 +160,36 @@ impl Engine {
 
     #[tracing::instrument(skip(self))]
     async fn drive(self: &Arc<Self>, task_id: &str) {
-        let result = self.running.run(task_id, self.drive_locked(task_id)).await;
-        match result {
-            Ok(Some(ended)) => self.wake_parents(&ended).await,
-            Ok(None) => {}
-            Err(e) => tracing::warn!(error = %e, "task run ended with an error"),
+        if let Err(e) = self.drive_now(task_id, None).await {
+            tracing::warn!(error = %e, "task run ended with an error");
         }
+    }
+
+    /// Drives the task here and now (the resume function's work), handing it over before
+    /// `deadline`; an ended task wakes its parents.
+    pub async fn drive_now(
+        &self,
+        task_id: &str,
+        deadline: Option<std::time::Instant>,
+    ) -> Result<(), RunError> {
+        let ended = self
+            .running
+            .run(task_id, self.drive_locked(task_id, deadline))
+            .await?;
+        if let Some(ended) = ended {
+            self.wake_parents(&ended).await;
+        }
+        Ok(())
     }
 
     /// Runs the agent on the task if it is the agent's, has something to do and no other
     /// drive holds it; returns the task if it is terminal afterwards (its parents may be
     /// waiting on it).
-    async fn drive_locked(&self, task_id: &str) -> Result<Option<TaskRecord>, RunError> {
+    async fn drive_locked(
+        &self,
+        task_id: &str,
+        deadline: Option<std::time::Instant>,
+    ) -> Result<Option<TaskRecord>, RunError> {
         let record = self.store.load_task(task_id).await?.ok_or(RunError::Gone)?;
         if record.state().is_terminal() {
             return Ok(Some(record));
@@ -191,7 +209,7 @@ impl Engine {
         let mut run = TaskRun::new(self.store.clone(), self.pusher.clone(), record).leased(
             &self.owner,
             self.lease_ttl,
-            None,
+            deadline,
         );
         match self.agent.run(&mut run, &input).await {
             Ok(()) | Err(RunError::Ended(_)) => {}

@@ -1,0 +1,55 @@
+//! The resume function: what wakes a task in AWS. The table's stream feeds it, through an
+//! event source mapping whose filter passes only task items a write left runnable and
+//! unleased (`wake` set; see `template.yaml`); the handler checks each record again, skips
+//! anything else, and drives the task under its own lease. A record whose drive fails is
+//! reported as a batch item failure, so only it is retried.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::engine::Engine;
+use aws_lambda_events::event::dynamodb::{Event, EventRecord};
+use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
+
+/// The task a stream record asks to resume: an inserted or modified task item that is
+/// runnable (`wake`) and unleased (no sweeper-index key). None for anything else.
+pub fn task_to_resume(record: &EventRecord) -> Option<String> {
+    if !matches!(record.event_name.as_str(), "INSERT" | "MODIFY") {
+        return None;
+    }
+    let image = serde_json::to_value(&record.change.new_image).ok()?;
+    let string = |key: &str| image.get(key)?.get("S")?.as_str();
+    if string("sk")? != "TASK" || image.get("gsi2pk").is_some() {
+        return None;
+    }
+    image.get("wake")?.get("N")?;
+    string("pk")?.strip_prefix("TASK#").map(str::to_owned)
+}
+
+/// Drives the task of every record that asks for it, before `deadline`; the failures
+/// are the records to retry.
+pub async fn handle(
+    engine: &Arc<Engine>,
+    event: &Event,
+    deadline: Option<Instant>,
+) -> DynamoDbEventResponse {
+    let mut response = DynamoDbEventResponse::default();
+    for record in &event.records {
+        let Some(task_id) = task_to_resume(record) else {
+            continue;
+        };
+        if let Err(e) = engine.drive_now(&task_id, deadline).await {
+            tracing::warn!(%task_id, error = %e, "resume failed; the record is retried");
+            let mut failure = DynamoDbBatchItemFailure::default();
+            failure.item_identifier = record.change.sequence_number.clone();
+            response.batch_item_failures.push(failure);
+        }
+    }
+    response
+}
+
+/// The invocation's deadline (ms since the epoch, from the Lambda context) as an instant.
+pub fn deadline_from_epoch_ms(deadline_ms: u64) -> Instant {
+    let now_ms = crate::engine::lease::now_ms().max(0) as u64;
+    Instant::now() + Duration::from_millis(deadline_ms.saturating_sub(now_ms))
+}
