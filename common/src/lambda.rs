@@ -183,7 +183,7 @@ pub async fn run_resume() -> Result<(), Error> {
     lambda_runtime::run(service_fn(|event: LambdaEvent<Event>| {
         let engine = harness.engine.clone();
         async move {
-            let deadline = crate::resume::deadline_from_epoch_ms(event.context.deadline);
+            let deadline = crate::engine::lease::instant_at_epoch_ms(event.context.deadline);
             Ok::<_, Error>(crate::resume::handle(&engine, &event.payload, Some(deadline)).await)
         }
     }))

@@ -5,7 +5,7 @@
 //! reported as a batch item failure, so only it is retried.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::engine::Engine;
 use aws_lambda_events::event::dynamodb::{Event, EventRecord};
@@ -46,10 +46,4 @@ pub async fn handle(
         }
     }
     response
-}
-
-/// The invocation's deadline (ms since the epoch, from the Lambda context) as an instant.
-pub fn deadline_from_epoch_ms(deadline_ms: u64) -> Instant {
-    let now_ms = crate::engine::lease::now_ms().max(0) as u64;
-    Instant::now() + Duration::from_millis(deadline_ms.saturating_sub(now_ms))
 }

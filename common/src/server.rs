@@ -236,13 +236,20 @@ mod http_body_util_limit {
     pub use http_body_util::LengthLimitError;
 }
 
-/// The participant the request comes from (`X-Participant-Id`, else the default).
-fn caller(h: &Harness, headers: &HeaderMap) -> crate::ops::Caller {
-    let header = headers
+/// The participant the request comes from (`X-Participant-Id`, else the default), and
+/// the deadline of the Lambda invocation serving it, when it is one.
+fn caller(h: &Harness, parts: &axum::http::request::Parts) -> crate::ops::Caller {
+    let header = parts
+        .headers
         .get(crate::channels::PARTICIPANT_HEADER)
         .and_then(|v| v.to_str().ok())
         .map(str::trim);
-    h.caller(header)
+    let mut caller = h.caller(header);
+    caller.deadline = parts
+        .extensions
+        .get::<lambda_http::Context>()
+        .map(|c| crate::engine::lease::instant_at_epoch_ms(c.deadline));
+    caller
 }
 
 fn content_type(headers: &HeaderMap) -> Option<&str> {
@@ -321,7 +328,7 @@ async fn json_rpc(h: &Harness, req: Request) -> Response {
         Ok(c) => c,
         Err(e) => return rpc_error(&id, &e),
     };
-    let resp = match execute(h, call, &caller(h, &parts.headers)).await {
+    let resp = match execute(h, call, &caller(h, &parts)).await {
         Ok(Answer::Json(result)) => json_response(
             StatusCode::OK,
             "application/json",
@@ -369,7 +376,7 @@ async fn rest_call(h: &Harness, req: Request, tenant: String, route: rest::Route
         Ok(c) => c,
         Err(e) => return rest_error(h, &e),
     };
-    let resp = match execute(h, call, &caller(h, &parts.headers)).await {
+    let resp = match execute(h, call, &caller(h, &parts)).await {
         Ok(Answer::Json(v)) => {
             json_response(StatusCode::OK, h.config.rest_content_type.as_str(), &v)
         }

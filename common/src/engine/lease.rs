@@ -35,6 +35,12 @@ impl Lease {
     }
 }
 
+/// A deadline given in ms since the epoch (a Lambda invocation's) as an instant.
+pub fn instant_at_epoch_ms(deadline_ms: u64) -> std::time::Instant {
+    let now = now_ms().max(0) as u64;
+    std::time::Instant::now() + Duration::from_millis(deadline_ms.saturating_sub(now))
+}
+
 pub fn now_ms() -> i64 {
     Timestamp::now().millis()
 }

@@ -140,8 +140,18 @@ impl Engine {
     /// Drives the task in a task of its own, so a client that goes away does not stop the
     /// work; the handle resolves when the agent stops (done or waiting).
     pub fn start(self: &Arc<Self>, task_id: String) -> JoinHandle<()> {
+        self.start_until(task_id, None)
+    }
+
+    /// [`start`](Self::start), handing the task over (left runnable for another drive)
+    /// before `deadline`: the end of the Lambda invocation that runs it.
+    pub fn start_until(
+        self: &Arc<Self>,
+        task_id: String,
+        deadline: Option<std::time::Instant>,
+    ) -> JoinHandle<()> {
         let engine = self.clone();
-        tokio::spawn(async move { engine.drive(&task_id).await })
+        tokio::spawn(async move { engine.drive(&task_id, deadline).await })
     }
 
     /// Drives again a task whose run was cut off (a crash, a restart) while it was
@@ -159,8 +169,8 @@ impl Engine {
     }
 
     #[tracing::instrument(skip(self))]
-    async fn drive(self: &Arc<Self>, task_id: &str) {
-        if let Err(e) = self.drive_now(task_id, None).await {
+    async fn drive(self: &Arc<Self>, task_id: &str, deadline: Option<std::time::Instant>) {
+        if let Err(e) = self.drive_now(task_id, deadline).await {
             tracing::warn!(error = %e, "task run ended with an error");
         }
     }

@@ -100,20 +100,24 @@ impl Harness {
                 .filter(|h| !h.is_empty())
                 .map(str::to_owned)
                 .or_else(|| self.config.default_participant.clone()),
+            deadline: None,
         }
     }
 }
 
-/// The participant a request comes from, as the bindings resolved it.
+/// The participant a request comes from, as the bindings resolved it, and when the
+/// invocation serving it must end (Lambda), if it must.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Caller {
     pub participant: Option<String>,
+    pub deadline: Option<std::time::Instant>,
 }
 
 impl Caller {
     pub fn named(id: &str) -> Self {
         Caller {
             participant: Some(id.to_owned()),
+            deadline: None,
         }
     }
 

@@ -232,7 +232,10 @@ async fn intake(
             if let Some(push) = push {
                 push_config::attach(h, record.clone(), push).await?;
             }
-            let run = runnable.then(|| h.engine.start(record.task.id.clone()));
+            let run = runnable.then(|| {
+                h.engine
+                    .start_until(record.task.id.clone(), caller.deadline)
+            });
             Ok(accepted(Intake::Stored {
                 record,
                 run,
