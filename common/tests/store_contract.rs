@@ -300,8 +300,63 @@ contract!(
     push_configs_are_kept_per_task_and_deletes_are_idempotent,
     list_filters_by_context_state_and_time,
     a_participant_lists_only_their_own_tasks,
+    only_running_tasks_whose_lease_ran_out_are_found_for_the_sweep,
     refusals_are_kept_in_the_audit_trail_of_the_task_id_named,
 );
+
+/// The sweeper's index: a task is found only while SUBMITTED or WORKING with a lease
+/// that ran out; a live lease, no lease, or a finished task are not.
+async fn only_running_tasks_whose_lease_ran_out_are_found_for_the_sweep(store: Arc<dyn Store>) {
+    use common::engine::lease::{now_ms, Lease};
+    let now = now_ms();
+    let lease = |until_ms| {
+        Some(Lease {
+            owner: "crashed".into(),
+            until_ms,
+        })
+    };
+    let cases = [
+        (TaskState::Working, lease(now - 60_000), true),
+        (TaskState::Submitted, lease(now - 30_000), true),
+        (TaskState::Working, lease(now + 60_000), false),
+        (TaskState::Working, None, false),
+        (TaskState::Completed, lease(now - 60_000), false),
+    ];
+    let mut expected = Vec::new();
+    let tenant = format!("sweep-{}", uuid_like());
+    for (i, (state, lease, found)) in cases.into_iter().enumerate() {
+        let rec = create(
+            store.as_ref(),
+            &tenant,
+            &format!("m-sweep-{i}-{}", uuid_like()),
+        )
+        .await;
+        let mut next = rec.clone();
+        let event = set_status(&mut next, state, None, None);
+        next.lease = lease;
+        let stored = store
+            .commit(&next, rec.version, &[event], None)
+            .await
+            .expect("commit");
+        if found {
+            expected.push(stored.task.id);
+        }
+    }
+    let found = store.expired_leases(now, 100).await.expect("sweep query");
+    let ours: Vec<String> = found
+        .into_iter()
+        .filter(|id| expected.contains(id))
+        .collect();
+    assert_eq!(ours.len(), 2, "{ours:?}");
+    assert_eq!(ours[0], expected[0], "the oldest expiry first");
+    let ids: HashSet<String> = store
+        .expired_leases(now, 100)
+        .await
+        .expect("sweep query")
+        .into_iter()
+        .collect();
+    assert!(expected.iter().all(|id| ids.contains(id)));
+}
 
 async fn a_participant_lists_only_their_own_tasks(store: Arc<dyn Store>) {
     let tenant = format!("members-{}", uuid_like());
