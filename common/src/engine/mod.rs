@@ -231,8 +231,12 @@ impl Engine {
                 return Err(e);
             }
         }
-        let rec = run.release().await?;
-        Ok(rec.state().is_terminal().then_some(rec))
+        match run.release().await {
+            Ok(rec) => Ok(rec.state().is_terminal().then_some(rec)),
+            // Cancelled meanwhile (CancelTask wakes the parents itself), or taken over.
+            Err(RunError::Ended(_) | RunError::LeaseLost) => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     /// Takes the task's lease for this engine, unless there is nothing to drive or another
