@@ -7,6 +7,11 @@ Cargo.toml (`[workspace.metadata.lambda.watch.router]`) picks the function. The 
 starts each function lazily with `cargo run --bin <function>` on its first request, so the
 first request to a function may compile it; with a warm target dir that takes seconds.
 
+The event-driven functions (resume, fed by the table's stream; sweeper, on a schedule) are
+not in the router table: they are called through the emulator's Lambda Invoke API
+(`/2015-03-31/functions/<function>/invocations`) with the events AWS would send
+(test_resume_stream.py feeds resume from DynamoDB Local's real stream).
+
 The store is chosen by environment variables, as in AWS:
 * always: `HARNESS_STORE=embedded` with a fresh `HARNESS_STATE_DIR` (every function process
   opens the same state directory);
@@ -52,6 +57,9 @@ COMPLETED = 'TASK_STATE_COMPLETED'
 EMULATOR_TITLES = {'Default function disabled', 'Missing function'}
 # Function crates that are not Lambda functions.
 NOT_FUNCTIONS = {'local'}
+# Lambda functions invoked by AWS (the table's stream, a schedule), never over HTTP: not
+# in the router table; called through the Invoke API.
+EVENT_FUNCTIONS = {'resume', 'sweeper'}
 # Functions the router table cannot reach (matchit has no `{id}:suffix` patterns); they are
 # called through `/lambda-url/<function>/...`.
 PREFIX_ONLY = {'subscribe-to-task'}
@@ -65,6 +73,9 @@ class Watch:
     base: str
     store: str
     log: Path
+    # With the dynamodb store: DynamoDB Local and the session's table.
+    endpoint: str | None = None
+    table: str | None = None
 
     def url(self, path: str) -> str:
         return self.base + path
@@ -257,7 +268,9 @@ def watch(request: pytest.FixtureRequest) -> Iterator[Watch]:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-    w = Watch(base=base, store=store, log=log)
+    w = Watch(base=base, store=store, log=log,
+              endpoint=env.get('AWS_ENDPOINT_URL_DYNAMODB') if store == 'dynamodb' else None,
+              table=env.get('HARNESS_TABLE') if store == 'dynamodb' else None)
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
         while True:
@@ -347,13 +360,25 @@ def _router() -> dict[str, Any]:
     return manifest['workspace']['metadata']['lambda']['watch']['router']
 
 
-def _function_names() -> set[str]:
+def _lambda_names() -> set[str]:
+    """Every Lambda function crate's package name (its binary)."""
     names = set()
     for crate in (ROOT / 'functions').iterdir():
         if crate.name in NOT_FUNCTIONS or not (crate / 'Cargo.toml').is_file():
             continue
         names.add(tomllib.loads((crate / 'Cargo.toml').read_text())['package']['name'])
     return names
+
+
+def _function_names() -> set[str]:
+    """The functions that answer HTTP (an API route or a Function URL)."""
+    return _lambda_names() - EVENT_FUNCTIONS
+
+
+def test_event_functions_are_crates_and_unrouted() -> None:
+    assert EVENT_FUNCTIONS <= _lambda_names(), EVENT_FUNCTIONS - _lambda_names()
+    routed = {route['function'] for routes in _router().values() for route in routes}
+    assert not routed & EVENT_FUNCTIONS, f'event-driven functions in the router: {routed & EVENT_FUNCTIONS}'
 
 
 def test_router_table_names_every_function() -> None:
@@ -530,3 +555,114 @@ def test_unrouted_path_is_the_emulators_404(client: httpx.Client) -> None:
     resp = client.get('/no/such/route/here')
     assert resp.status_code == 404
     assert resp.json().get('title') == 'Default function disabled', resp.text
+
+
+# --------------------------------------------------------------------------- event-driven
+
+
+def _invoke(watch: Watch, function: str, payload: Any) -> Any:
+    """The emulator's Lambda Invoke API (synchronous; the first call builds the function)."""
+    resp = httpx.post(watch.url(f'/2015-03-31/functions/{function}/invocations'),
+                      json=payload, timeout=REQUEST_TIMEOUT_S)
+    assert resp.status_code == 200, f'{function}: {resp.status_code} {resp.text}\n{watch.log_tail()}'
+    return resp.json()
+
+
+def _scheduled_event() -> dict[str, Any]:
+    """What an EventBridge schedule sends (the sweeper reads none of it)."""
+    return {
+        'version': '0',
+        'id': str(uuid.uuid4()),
+        'detail-type': 'Scheduled Event',
+        'source': 'aws.events',
+        'account': '000000000000',
+        'time': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()),
+        'region': 'us-east-1',
+        'resources': ['arn:aws:events:us-east-1:000000000000:rule/sweep'],
+        'detail': {},
+    }
+
+
+def _task_image(task_id: str, **extra: Any) -> dict[str, Any]:
+    return {'pk': {'S': f'TASK#{task_id}'}, 'sk': {'S': 'TASK'}, **extra}
+
+
+def _record(event_name: str, image: dict[str, Any], seq: int) -> dict[str, Any]:
+    """A stream record as the event source mapping delivers it."""
+    key = {'pk': image['pk'], 'sk': image['sk']}
+    change: dict[str, Any] = {
+        'ApproximateCreationDateTime': time.time(),
+        'Keys': key,
+        'SequenceNumber': f'{seq:021d}',
+        'SizeBytes': 100,
+        'StreamViewType': 'NEW_AND_OLD_IMAGES',
+    }
+    change['OldImage' if event_name == 'REMOVE' else 'NewImage'] = image
+    return {
+        'eventID': str(uuid.uuid4()),
+        'eventName': event_name,
+        'eventVersion': '1.1',
+        'eventSource': 'aws:dynamodb',
+        'awsRegion': 'us-east-1',
+        'dynamodb': change,
+        'eventSourceARN': 'arn:aws:dynamodb:us-east-1:000000000000:table/t/stream/local',
+    }
+
+
+def _send_returning_immediately(client: httpx.Client, watch: Watch) -> dict[str, Any]:
+    """A task SendMessage leaves runnable for another drive: in Lambda, returnImmediately
+    does not run the agent after the answer, the write is the task's wake-up."""
+    resp = client.post('/message:send', json={
+        'message': _message(), 'configuration': {'returnImmediately': True}})
+    _from_function(resp, watch)
+    assert resp.status_code == 200, f'{resp.status_code} {resp.text}\n{watch.log_tail()}'
+    task = resp.json()['task']
+    assert task['status']['state'] != COMPLETED, task
+    return task
+
+
+def _task_state(client: httpx.Client, task_id: str) -> str:
+    resp = client.get(f'/tasks/{task_id}')
+    assert resp.status_code == 200, resp.text
+    return resp.json()['status']['state']
+
+
+def test_sweeper_answers(watch: Watch) -> None:
+    """A scheduled invocation: the sweep (a Query on gsi2 on DynamoDB) finds nothing to
+    wake, no drive's lease having run out."""
+    body = _invoke(watch, 'sweeper', _scheduled_event())
+    assert isinstance(body, dict) and isinstance(body.get('woken'), list), body
+
+
+def test_resume_drives_only_runnable_unleased_tasks(
+    client: httpx.Client, watch: Watch, rest_task: dict[str, Any],
+) -> None:
+    """The handler checks every record again (the filter is not its only guard), and
+    drives the task of a record that asks for it."""
+    task = _send_returning_immediately(client, watch)
+    tid = task['id']
+    ignored = [
+        _record('REMOVE', _task_image(tid, wake={'N': '1'}), 1),
+        _record('MODIFY', _task_image(tid, wake={'N': '1'}, gsi2pk={'S': 'LEASED'},
+                                      gsi2sk={'S': '000000000000001'}), 2),
+        _record('MODIFY', _task_image(tid), 3),
+        _record('INSERT', {'pk': {'S': f'TASK#{tid}'}, 'sk': {'S': 'EV#00000000000000000001'},
+                           'wake': {'N': '1'}}, 4),
+    ]
+    body = _invoke(watch, 'resume', {'Records': ignored})
+    assert body == {'batchItemFailures': []}, body
+    assert _task_state(client, tid) != COMPLETED
+
+    # A finished task's record (a late or repeated delivery) is no failure, and no drive.
+    body = _invoke(watch, 'resume', {'Records': [
+        _record('MODIFY', _task_image(rest_task['id'], wake={'N': '1'}), 5)]})
+    assert body == {'batchItemFailures': []}, body
+
+    body = _invoke(watch, 'resume', {'Records': [_record('INSERT', _task_image(tid, wake={'N': '1'}), 6)]})
+    assert body == {'batchItemFailures': []}, f'{body}\n{watch.log_tail()}'
+    assert _task_state(client, tid) == COMPLETED
+
+    # Delivered again (at least once): the task is done, nothing happens.
+    body = _invoke(watch, 'resume', {'Records': [_record('INSERT', _task_image(tid, wake={'N': '1'}), 7)]})
+    assert body == {'batchItemFailures': []}, body
+    assert _task_state(client, tid) == COMPLETED

@@ -3,9 +3,12 @@
 1. cfn-lint (which expands the SAM transform) reports no error and no warning.
 2. Every function in the template is a crate of the workspace, and every crate under
    functions/ (except functions/local, the local server) is in the template.
-3. The table is the one the DynamoDB store creates for tests (keys, index, TTL).
+3. The table is the one the DynamoDB store creates for tests (keys, indexes, TTL, stream).
 4. Routing, streaming, environment and IAM follow spec/serverless-stack.md as the
    template's comments explain.
+5. The event-driven functions: resume (the table's stream, through a filter that passes
+   only runnable, unleased task items; batch item failures, retries, an on-failure queue)
+   and the sweeper (a schedule). They have no HTTP route.
 
 Run: ~/.cache/harness/venv/bin/python -m pytest -q tests/template
 """
@@ -20,6 +23,8 @@ from pathlib import Path
 import pytest
 from cfnlint.api import lint
 from cfnlint.decode import cfn_yaml
+
+import event_filter
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "template.yaml"
@@ -42,8 +47,11 @@ BUFFERED = {
 }
 UNTENANTED = {"agent-card": [("GET", "/.well-known/agent-card.json")]}
 STREAMING = {"send-streaming-message", "subscribe-to-task", "jsonrpc"}
+# Invoked by AWS, not by clients: no HTTP route, no Function URL.
+EVENT_FUNCTIONS = {"resume", "sweeper"}
 
-# Binary -> the DynamoDB actions it may use on the table, and on the gsi1 index.
+# Binary -> the DynamoDB actions it may use on the table, on the gsi1 index and on the
+# gsi2 index (the sweeper's; a third element, empty when left out).
 # BatchWriteItem: a finished task's events get their expiry (TTL) in one batch.
 TABLE_RW = {"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem",
             "dynamodb:DeleteItem", "dynamodb:ConditionCheckItem", "dynamodb:BatchWriteItem"}
@@ -63,14 +71,20 @@ PERMISSIONS = {
     "delete-push-config": ({"dynamodb:GetItem", "dynamodb:DeleteItem"}, set()),
     "agent-card": (set(), set()),
     "get-extended-agent-card": (set(), set()),
+    # A drive: load, claim (lease), commits with events, the events' TTL at the end,
+    # sub-tasks and parents' wake-ups, push configs, audit. No ListTasks, no deletes.
+    "resume": ({"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem",
+                "dynamodb:ConditionCheckItem", "dynamodb:BatchWriteItem"}, set()),
+    # The expired leases (a Query on gsi2), then per task a load and a conditional commit.
+    "sweeper": ({"dynamodb:GetItem", "dynamodb:PutItem"}, set(), {"dynamodb:Query"}),
 }
-SPEC_FUNCTIONS = set(BUFFERED) | set(UNTENANTED) | STREAMING
+SPEC_FUNCTIONS = set(BUFFERED) | set(UNTENANTED) | STREAMING | EVENT_FUNCTIONS
 
 ENV = {
     "HARNESS_TABLE", "HARNESS_STORE", "HARNESS_PUBLIC_URL", "HARNESS_AGENT",
     "HARNESS_REQUIRED_EXTENSIONS", "HARNESS_REST_CONTENT_TYPE",
     "HARNESS_PUSH_ALLOW_PRIVATE_URLS", "HARNESS_AUDIT_RETENTION_DAYS", "HARNESS_MODEL",
-    "RUST_LOG",
+    "HARNESS_AGENT_ID", "HARNESS_DEFAULT_PARTICIPANT", "HARNESS_LEASE_SECONDS", "RUST_LOG",
 }
 
 
@@ -100,6 +114,12 @@ def table(template) -> dict:
     tables = [r for r in template["Resources"].values() if r["Type"] == "AWS::DynamoDB::Table"]
     assert len(tables) == 1, "expected exactly one AWS::DynamoDB::Table"
     return tables[0]
+
+
+def table_id(template) -> str:
+    [logical_id] = [k for k, r in template["Resources"].items()
+                    if r["Type"] == "AWS::DynamoDB::Table"]
+    return logical_id
 
 
 def workspace_members() -> list[str]:
@@ -178,26 +198,51 @@ def test_table_matches_the_store(template):
     p = t["Properties"]
     assert p["BillingMode"] == "PAY_PER_REQUEST"
     assert {(a["AttributeName"], a["AttributeType"]) for a in p["AttributeDefinitions"]} == {
-        ("pk", "S"), ("sk", "S"), ("gsi1pk", "S"), ("gsi1sk", "S")}
+        ("pk", "S"), ("sk", "S"), ("gsi1pk", "S"), ("gsi1sk", "S"), ("gsi2pk", "S"), ("gsi2sk", "S")}
     assert [(k["AttributeName"], k["KeyType"]) for k in p["KeySchema"]] == [
         ("pk", "HASH"), ("sk", "RANGE")]
-    [gsi] = p["GlobalSecondaryIndexes"]
-    assert gsi["IndexName"] == "gsi1"
-    assert [(k["AttributeName"], k["KeyType"]) for k in gsi["KeySchema"]] == [
+    indexes = {g["IndexName"]: g for g in p["GlobalSecondaryIndexes"]}
+    assert set(indexes) == {"gsi1", "gsi2"}
+    gsi1 = indexes["gsi1"]
+    assert [(k["AttributeName"], k["KeyType"]) for k in gsi1["KeySchema"]] == [
         ("gsi1pk", "HASH"), ("gsi1sk", "RANGE")]
-    assert gsi["Projection"]["ProjectionType"] == "ALL"
+    assert gsi1["Projection"]["ProjectionType"] == "ALL"
     assert p["TimeToLiveSpecification"] == {"AttributeName": "expires_at", "Enabled": True}
     assert p["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"] is True
-    assert p["StreamSpecification"]["StreamViewType"] == "NEW_AND_OLD_IMAGES"
+
+
+def test_table_has_the_sweepers_sparse_index(template):
+    """gsi2 holds leased tasks only (the store writes gsi2pk/gsi2sk while a lease is held),
+    by lease expiry; the sweeper only needs the keys (pk is the task)."""
+    gsi2 = {g["IndexName"]: g for g in table(template)["Properties"]["GlobalSecondaryIndexes"]}["gsi2"]
+    assert [(k["AttributeName"], k["KeyType"]) for k in gsi2["KeySchema"]] == [
+        ("gsi2pk", "HASH"), ("gsi2sk", "RANGE")]
+    assert gsi2["Projection"] == {"ProjectionType": "KEYS_ONLY"}
+
+
+def test_table_has_the_stream_the_resume_function_reads(template):
+    # The filter looks at NewImage: the view must carry new images.
+    spec = table(template)["Properties"]["StreamSpecification"]
+    assert spec == {"StreamViewType": "NEW_AND_OLD_IMAGES"}
 
 
 def test_store_code_creates_the_same_table():
     """The names the template uses are the ones DynamoStore::create_table uses."""
     source = (ROOT / "common" / "src" / "store" / "dynamodb.rs").read_text()
     assert re.search(r'INDEX\s*:\s*&str\s*=\s*"gsi1"', source)
+    assert re.search(r'LEASE_INDEX\s*:\s*&str\s*=\s*"gsi2"', source)
     assert re.search(r'TTL_ATTRIBUTE\s*:\s*&str\s*=\s*"expires_at"', source)
-    for attr in ("pk", "sk", "gsi1pk", "gsi1sk"):
+    for attr in ("pk", "sk", "gsi1pk", "gsi1sk", "gsi2pk", "gsi2sk"):
         assert f'"{attr}"' in source, f"{attr} not found in the DynamoDB store"
+
+
+def test_store_code_writes_what_the_resume_filter_reads():
+    """The task item carries `wake` as the number 1 (N "1" in the stream) and `gsi2pk`
+    while leased, under sk "TASK": the three things the filter tests."""
+    source = (ROOT / "common" / "src" / "store" / "dynamodb.rs").read_text()
+    assert re.search(r'\("sk"\.into\(\),\s*s\("TASK"\)\)', source)
+    assert re.search(r'"wake"\.into\(\),\s*n\(1\)', source)
+    assert re.search(r'"gsi2pk"\.into\(\),', source)
 
 
 # -------------------------------------------------------- 4. routes, env, IAM
@@ -236,6 +281,13 @@ def test_no_two_routes_collide(functions):
             seen[route] = binary
 
 
+def test_event_functions_have_no_http_entry(functions):
+    for binary in EVENT_FUNCTIONS:
+        res = functions[binary]
+        assert not http_routes(res), f"{binary} is invoked by AWS, not routed"
+        assert "FunctionUrlConfig" not in res["Properties"], binary
+
+
 def test_globals(template):
     fn = template["Globals"]["Function"]
     assert fn["Runtime"] == "provided.al2023"
@@ -255,11 +307,15 @@ def test_globals(template):
     assert params["RestContentType"]["Default"] == "json"
     assert str(params["AuditRetentionDays"]["Default"]) == "30"
     assert params["Model"]["Default"] == ""
+    assert env["HARNESS_LEASE_SECONDS"] == {"Ref": "LeaseSeconds"}
+    assert params["LeaseSeconds"]["Type"] == "Number"
+    assert str(params["LeaseSeconds"]["Default"]) == "300"
 
 
-def policy_actions(res, table_id: str) -> tuple[set[str], set[str]]:
-    """(actions on the table, actions on its gsi1 index); fails on any other resource."""
-    on_table, on_index = set(), set()
+def policy_actions(res, table_id: str) -> tuple[set[str], set[str], set[str]]:
+    """(actions on the table, on its gsi1 index, on its gsi2 index); fails on any other
+    resource."""
+    on_table, on_index, on_gsi2 = set(), set(), set()
     for policy in res["Properties"].get("Policies", []):
         assert isinstance(policy, dict) and "Statement" in policy, \
             f"only inline statements, not managed or SAM policy templates: {policy}"
@@ -273,16 +329,22 @@ def policy_actions(res, table_id: str) -> tuple[set[str], set[str]]:
                     on_table |= set(actions)
                 elif r == {"Fn::Sub": "${%s.Arn}/index/gsi1" % table_id}:
                     on_index |= set(actions)
+                elif r == {"Fn::Sub": "${%s.Arn}/index/gsi2" % table_id}:
+                    on_gsi2 |= set(actions)
                 else:
                     pytest.fail(f"unexpected resource {r}")
-    return on_table, on_index
+    return on_table, on_index, on_gsi2
+
+
+def test_every_function_has_its_permissions_listed(functions):
+    assert set(PERMISSIONS) == set(functions)
 
 
 @pytest.mark.parametrize("binary", sorted(PERMISSIONS))
 def test_least_privilege(binary, template, functions):
-    [table_id] = [k for k, r in template["Resources"].items()
-                  if r["Type"] == "AWS::DynamoDB::Table"]
-    assert policy_actions(functions[binary], table_id) == PERMISSIONS[binary]
+    expected = PERMISSIONS[binary]
+    expected = (*expected, set()) if len(expected) == 2 else expected
+    assert policy_actions(functions[binary], table_id(template)) == expected
 
 
 def test_outputs(template):
@@ -292,6 +354,170 @@ def test_outputs(template):
     for fn in ("SendStreamingMessageFunctionUrl", "SubscribeToTaskFunctionUrl",
                "JsonRpcFunctionUrl"):
         assert {"Fn::GetAtt": [fn, "FunctionUrl"]} in values, fn
-    [table_id] = [k for k, r in template["Resources"].items()
-                  if r["Type"] == "AWS::DynamoDB::Table"]
-    assert {"Ref": table_id} in values
+    assert {"Ref": table_id(template)} in values
+
+
+# ------------------------------------------------- 5. resume (stream) and sweeper
+
+def events_of(res, event_type: str) -> list[dict]:
+    return [e["Properties"] for e in res["Properties"].get("Events", {}).values()
+            if e["Type"] == event_type]
+
+
+def test_resume_reads_the_tables_stream(template, functions):
+    res = functions["resume"]
+    [props] = events_of(res, "DynamoDB")
+    assert set(e["Type"] for e in res["Properties"]["Events"].values()) == {"DynamoDB"}
+    assert props["Stream"] == {"Fn::GetAtt": [table_id(template), "StreamArn"]}
+    assert props["StartingPosition"] == "LATEST"
+    assert 1 <= props["BatchSize"] <= 10
+    # The whole invocation may drive tasks; a drive hands over before the deadline.
+    assert res["Properties"]["Timeout"] == 900
+
+
+def test_resume_reports_batch_item_failures_and_gives_up(template, functions):
+    """A failed drive is retried on its own (batch item failures, bisection), a bounded
+    number of times, and what is given up on goes to a queue the function may send to."""
+    [props] = events_of(functions["resume"], "DynamoDB")
+    assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert props["BisectBatchOnFunctionError"] is True
+    # -1 (the default) retries until the record expires from the stream: 24 hours of a
+    # shard stuck behind one record.
+    assert 0 <= props["MaximumRetryAttempts"] <= 10
+    # Below the stream's 24-hour retention, so a given-up batch can still be read back.
+    assert 60 <= props["MaximumRecordAgeInSeconds"] < 24 * 3600
+    on_failure = props["DestinationConfig"]["OnFailure"]
+    # `Type: SQS` makes SAM grant the function sqs:SendMessage on the destination.
+    assert on_failure["Type"] == "SQS"
+    dest = on_failure["Destination"]
+    assert isinstance(dest, dict) and list(dest) == ["Fn::GetAtt"], dest
+    queue_id, attr = dest["Fn::GetAtt"]
+    assert attr == "Arn"
+    assert template["Resources"][queue_id]["Type"] == "AWS::SQS::Queue"
+
+
+def test_resume_filter_is_read_from_the_template(template):
+    patterns = event_filter.resume_filter_patterns(template)
+    assert patterns == event_filter.resume_filter_patterns()  # the same file
+    assert len(patterns) == 1
+    [pattern] = patterns
+    # Lambda filters DynamoDB records on these keys only.
+    assert set(pattern) <= {"eventName", "dynamodb"}
+
+
+def task_image(task_id: str = "t1", **extra) -> dict:
+    """A task item's NewImage as the stream shows it (see task_item in dynamodb.rs)."""
+    return {
+        "pk": {"S": f"TASK#{task_id}"},
+        "sk": {"S": "TASK"},
+        "gsi1pk": {"S": "T#"},
+        "gsi1sk": {"S": f"0000001767225600000#{task_id}"},
+        "context_id": {"S": "c1"},
+        "state": {"N": "1"},
+        "version": {"N": "1"},
+        "last_seq": {"N": "1"},
+        "record": {"S": "{}"},
+        **extra,
+    }
+
+
+WAKE = {"wake": {"N": "1"}}
+LEASED = {"gsi2pk": {"S": "LEASED"}, "gsi2sk": {"S": "000001767225900000"}}
+
+
+def record(event_name: str, new_image: dict | None, old_image: dict | None = None) -> dict:
+    """A stream record as Lambda filters it."""
+    dynamodb = {
+        "ApproximateCreationDateTime": 1767225600,
+        "Keys": {"pk": (new_image or old_image)["pk"], "sk": (new_image or old_image)["sk"]},
+        "SequenceNumber": "100000000000000000001",
+        "SizeBytes": 200,
+        "StreamViewType": "NEW_AND_OLD_IMAGES",
+    }
+    if new_image is not None:
+        dynamodb["NewImage"] = new_image
+    if old_image is not None:
+        dynamodb["OldImage"] = old_image
+    return {
+        "eventID": "e1",
+        "eventName": event_name,
+        "eventVersion": "1.1",
+        "eventSource": "aws:dynamodb",
+        "awsRegion": "us-east-1",
+        "dynamodb": dynamodb,
+        "eventSourceARN": "arn:aws:dynamodb:us-east-1:123456789012:table/t/stream/x",
+    }
+
+
+PASSES = {
+    # returnImmediately in Lambda: the intake write leaves the new task runnable, unleased.
+    "new runnable task": record("INSERT", task_image(**WAKE)),
+    # A sub-task ended, a hand-over near the deadline, the sweep: a write sets wake.
+    "task made runnable": record("MODIFY", task_image(**WAKE), task_image()),
+    "lease given up, still runnable": record("MODIFY", task_image(**WAKE), task_image(**LEASED)),
+}
+REJECTS = {
+    # Every write of a drive holds the lease (gsi2pk); the store never writes wake with it,
+    # but the filter must not rely on that.
+    "leased task": record("MODIFY", task_image(**LEASED), task_image(**WAKE)),
+    "leased task with wake": record("MODIFY", task_image(**WAKE, **LEASED)),
+    "new task taken inline": record("INSERT", task_image(**LEASED)),
+    # Terminal, or waiting for input: nothing to run.
+    "task without wake": record("MODIFY", task_image(), task_image(**LEASED)),
+    "wake of another value": record("MODIFY", task_image(wake={"N": "0"})),
+    "wake as a string": record("MODIFY", task_image(wake={"S": "1"})),
+    "removed task": record("REMOVE", None, task_image(**WAKE)),
+    "event item": record("INSERT", {"pk": {"S": "TASK#t1"}, "sk": {"S": "EV#00000000000000000001"},
+                                    "event": {"S": "{}"}, **WAKE}),
+    "message item": record("INSERT", {"pk": {"S": "MSG#T##m1"}, "sk": {"S": "MSG"},
+                                      "task_id": {"S": "t1"}}),
+    "push config item": record("INSERT", {"pk": {"S": "TASK#t1"}, "sk": {"S": "PUSH#p1"},
+                                          "config": {"S": "{}"}}),
+    "audit item": record("INSERT", {"pk": {"S": "TASK#t1"}, "sk": {"S": "AUDIT#1"},
+                                    "expires_at": {"N": "1767225600"}}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PASSES))
+def test_resume_filter_passes(name, template):
+    assert event_filter.passes(event_filter.resume_filter_patterns(template), PASSES[name])
+
+
+@pytest.mark.parametrize("name", sorted(REJECTS))
+def test_resume_filter_rejects(name, template):
+    assert not event_filter.passes(event_filter.resume_filter_patterns(template), REJECTS[name])
+
+
+def test_exists_false_must_be_on_a_leaf():
+    """Why the pattern says gsi2pk.S: on the attribute itself (an object in DynamoDB JSON)
+    `exists: false` holds whether or not the item has it."""
+    naive = {"dynamodb": {"NewImage": {"gsi2pk": [{"exists": False}]}}}
+    assert event_filter.matches(naive, REJECTS["leased task"])
+    leaf = {"dynamodb": {"NewImage": {"gsi2pk": {"S": [{"exists": False}]}}}}
+    assert not event_filter.matches(leaf, REJECTS["leased task"])
+    assert event_filter.matches(leaf, PASSES["new runnable task"])
+
+
+def test_filter_evaluator_refuses_what_it_does_not_model():
+    with pytest.raises(ValueError):
+        event_filter.matches({"dynamodb": {"NewImage": {"state": {"N": [{"numeric": [">", 1]}]}}}},
+                             PASSES["new runnable task"])
+
+
+def test_sweeper_runs_on_a_schedule(functions):
+    res = functions["sweeper"]
+    assert set(e["Type"] for e in res["Properties"]["Events"].values()) == {"Schedule"}
+    [props] = events_of(res, "Schedule")
+    assert props["Schedule"] == "rate(1 minute)"
+    assert props.get("Enabled", True) is True
+    assert res["Properties"]["Timeout"] <= 300
+
+
+def test_lease_seconds_bounds(template):
+    """A lease must outlast the longest gap between a drive's commits (a model call), or
+    the sweep hands a live drive's task to a second one (whose commits then conflict);
+    below the sweep's period it buys nothing. A drive runs in one invocation (900 s at
+    most), so a longer lease only delays the recovery of one that was cut off."""
+    p = template["Parameters"]["LeaseSeconds"]
+    assert p["Type"] == "Number"
+    assert 60 <= int(p["MinValue"]) <= int(p["Default"]) <= int(p["MaxValue"]) <= 900
