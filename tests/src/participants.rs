@@ -26,17 +26,47 @@ pub const AGENT_ID: &str = "tiny-harness";
 pub struct Script {
     path: PathBuf,
     log: PathBuf,
+    calls: Option<PathBuf>,
 }
 
 impl Script {
     /// A script of `turns`, logging to a fresh request log.
     pub fn new(turns: Value) -> Script {
+        Script::write(turns, false)
+    }
+
+    /// A script of `turns` that also keeps a call log: one `turn <n>` line per model call,
+    /// written when the call starts (before any `delay_ms`), kept across restarts.
+    pub fn with_call_log(turns: Value) -> Script {
+        Script::write(turns, true)
+    }
+
+    fn write(turns: Value, call_log: bool) -> Script {
         let dir = std::env::temp_dir();
         let path = dir.join(format!("{}.json", unique("harness-script")));
         let log = dir.join(format!("{}.jsonl", unique("harness-requests")));
-        let script = json!({"turns": turns, "request_log": log});
+        let calls = call_log.then(|| dir.join(format!("{}.log", unique("harness-calls"))));
+        let mut script = json!({"turns": turns, "request_log": log});
+        if let Some(calls) = &calls {
+            script["call_log"] = json!(calls);
+        }
         std::fs::write(&path, script.to_string()).expect("write the model script");
-        Script { path, log }
+        Script { path, log, calls }
+    }
+
+    /// The raw call log (empty before the first call; panics without one).
+    pub fn call_log_text(&self) -> String {
+        let calls = self.calls.as_ref().expect("a script made with_call_log");
+        std::fs::read_to_string(calls).unwrap_or_default()
+    }
+
+    /// How many calls the call log shows for turn `n` (of any task).
+    pub fn calls_of_turn(&self, n: u64) -> usize {
+        let line = format!("turn {n}");
+        self.call_log_text()
+            .lines()
+            .filter(|l| l.trim() == line)
+            .count()
     }
 
     /// `--model` for this script.
@@ -87,6 +117,9 @@ impl Drop for Script {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.path);
         let _ = std::fs::remove_file(&self.log);
+        if let Some(calls) = &self.calls {
+            let _ = std::fs::remove_file(calls);
+        }
     }
 }
 
@@ -161,6 +194,28 @@ pub async fn get_task_as(s: &Server, who: &str, id: &str) -> Value {
         json!({"id": id, "historyLength": 100}),
     )
     .await
+}
+
+/// Polls GetTask as `who` until the task is in `want`; returns it.
+pub async fn wait_for_state_as(
+    s: &Server,
+    who: &str,
+    id: &str,
+    want: &str,
+    within: std::time::Duration,
+) -> Value {
+    let deadline = std::time::Instant::now() + within;
+    loop {
+        let task = get_task_as(s, who, id).await;
+        if crate::state(&task) == want {
+            return task;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "task {id} not in {want} within {within:?}: {task}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
 }
 
 // ------------------------------------------------------------------ task extension

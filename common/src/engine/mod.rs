@@ -39,6 +39,18 @@ pub async fn sweep_every(engine: Arc<Engine>, period: std::time::Duration) {
     }
 }
 
+/// Waits a little before retrying a commit that lost a race: longer with each attempt
+/// (up to ~50 ms) and jittered, so many writers of one task do not collide in lockstep.
+pub async fn backoff(attempt: u32) {
+    let jitter = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let cap_ms = 5 * u64::from(attempt.min(10));
+    let ms = u64::from(jitter) % (cap_ms + 1);
+    tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+}
+
 /// Most tasks one sweep hands on.
 pub const SWEEP_BATCH: usize = 100;
 

@@ -158,6 +158,7 @@ impl TaskRun {
         change: impl Fn(&mut TaskRecord) -> Vec<StreamResponse>,
     ) -> Result<(), RunError> {
         let mut base = self.record.clone();
+        let mut attempt = 0;
         loop {
             let mut next = base.clone();
             let events = change(&mut next);
@@ -176,6 +177,8 @@ impl TaskRun {
                     return Ok(());
                 }
                 Err(StoreError::Conflict { .. }) => {
+                    attempt += 1;
+                    super::backoff(attempt).await;
                     base = self
                         .store
                         .load_task(&base.task.id)

@@ -377,6 +377,7 @@ async fn continue_task(
     mut message: Message,
     from: Sender<'_>,
 ) -> Result<Stored, IntakeError> {
+    let mut attempt = 0;
     loop {
         let found = h
             .store
@@ -443,7 +444,11 @@ async fn continue_task(
                         settled: true,
                     });
                 }
-                Err(StoreError::Conflict { .. }) => continue,
+                Err(StoreError::Conflict { .. }) => {
+                    attempt += 1;
+                    crate::engine::backoff(attempt).await;
+                    continue;
+                }
                 Err(e) => return Err(e.into()),
             }
         }
@@ -512,7 +517,11 @@ async fn continue_task(
                     settled: false,
                 });
             }
-            Err(StoreError::Conflict { .. }) => continue,
+            Err(StoreError::Conflict { .. }) => {
+                attempt += 1;
+                crate::engine::backoff(attempt).await;
+                continue;
+            }
             Err(e) => return Err(e.into()),
         }
     }

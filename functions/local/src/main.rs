@@ -130,7 +130,9 @@ async fn run() -> Result<(), common::lambda::Error> {
         // A DynamoDB table (AWS, or DynamoDB Local through AWS_ENDPOINT_URL_DYNAMODB).
         Some(table) => {
             let store = common::lambda::dynamo_store(table.clone(), 30).await;
-            (Arc::new(store), Vec::new())
+            // The drives a crash cut off hold leases (ours are taken back at once).
+            let leased = store.expired_leases(i64::MAX, 1000).await?;
+            (Arc::new(store), leased)
         }
         None => {
             let store = EmbeddedStore::open(&args.state_dir)?;
