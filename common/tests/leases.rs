@@ -133,7 +133,7 @@ async fn a_drive_near_its_deadline_hands_the_task_over_from_its_checkpoint() {
     let h = harness(store.clone(), "a", Arc::new(agent));
     let id = working_task(store.as_ref(), "m-1", None).await.task.id;
 
-    let near = Instant::now() + Duration::from_secs(5);
+    let near = Instant::now() + Duration::from_secs(2);
     h.engine.drive_now(&id, Some(near)).await.expect("drive");
     let handed = load(store.as_ref(), &id).await;
     assert_eq!(handed.state(), TaskState::Working);

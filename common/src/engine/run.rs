@@ -38,8 +38,10 @@ pub struct TaskRun {
     handed_over: bool,
 }
 
-/// How long before its deadline a run stops taking new steps.
-const DEADLINE_MARGIN: Duration = Duration::from_secs(30);
+/// How long before its deadline a run stops taking new steps: enough to checkpoint and
+/// release. A step started later than that may be cut off by the deadline; it was not
+/// committed, so the drive that takes over after the lease runs out repeats it.
+const DEADLINE_MARGIN: Duration = Duration::from_secs(5);
 
 impl TaskRun {
     pub fn new(store: Arc<dyn Store>, pusher: Arc<Pusher>, record: TaskRecord) -> Self {
