@@ -742,7 +742,8 @@ async fn every_fixture_is_an_http_api_or_function_url_event() {
     for entry in std::fs::read_dir(&dir).expect("tests/fixtures exists") {
         let path = entry.unwrap().path();
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        if !name.ends_with(".json") {
+        // The resume function's stream events are checked by resume_events.rs.
+        if !name.ends_with(".json") || name.starts_with("dynamodb-stream-") {
             continue;
         }
         seen += 1;
