@@ -184,7 +184,7 @@ pub async fn run_resume() -> Result<(), Error> {
         let engine = harness.engine.clone();
         async move {
             let deadline = crate::engine::lease::instant_at_epoch_ms(event.context.deadline);
-            Ok::<_, Error>(crate::resume::handle(&engine, &event.payload, Some(deadline)).await)
+            Ok::<_, Error>(crate::resume::handle(&engine, &event.payload, deadline).await)
         }
     }))
     .await

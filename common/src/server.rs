@@ -248,7 +248,7 @@ fn caller(h: &Harness, parts: &axum::http::request::Parts) -> crate::ops::Caller
     caller.deadline = parts
         .extensions
         .get::<lambda_http::Context>()
-        .map(|c| crate::engine::lease::instant_at_epoch_ms(c.deadline));
+        .and_then(|c| crate::engine::lease::instant_at_epoch_ms(c.deadline));
     caller
 }
 

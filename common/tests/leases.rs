@@ -121,7 +121,10 @@ async fn a_held_lease_keeps_other_drives_off_and_a_lapsed_one_is_swept_to_anothe
 async fn a_drive_near_its_deadline_hands_the_task_over_from_its_checkpoint() {
     let d = dir();
     let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(&d.0).expect("store"));
-    let script = r#"{"turns": [{"text": "done"}]}"#;
+    let script = r#"{"turns": [
+        {"tool_calls": [{"name": "current_time", "arguments": {}}]},
+        {"text": "done"}
+    ]}"#;
     let model =
         Arc::new(common::models::scripted::Scripted::parse("test", script).expect("script"));
     let agent = common::agent::llm::LlmAgent::new(
@@ -141,15 +144,16 @@ async fn a_drive_near_its_deadline_hands_the_task_over_from_its_checkpoint() {
         handed.wake && handed.lease.is_none(),
         "left runnable: {handed:?}"
     );
-    assert_eq!(model.calls(), 0, "no step started that could not finish");
     assert_eq!(
-        handed.agent.inputs,
-        ["m-1"],
-        "the input was taken in and checkpointed"
+        model.calls(),
+        1,
+        "one step (every drive makes progress), then no step that could not finish"
     );
+    assert_eq!(handed.agent.model_calls, 1, "the step was checkpointed");
+    assert_eq!(handed.agent.inputs, ["m-1"]);
 
     h.engine.drive_now(&id, None).await.expect("drive");
     let done = load(store.as_ref(), &id).await;
     assert_eq!(done.state(), TaskState::Completed);
-    assert_eq!(model.calls(), 1);
+    assert_eq!(model.calls(), 2, "the committed call was not repeated");
 }

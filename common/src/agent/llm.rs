@@ -409,6 +409,7 @@ impl Agent for LlmAgent {
     }
 
     async fn run(&self, run: &mut TaskRun, _input: &Message) -> Result<(), RunError> {
+        let mut steps = 0;
         loop {
             self.run_tools(run).await?;
             if run.record().agent.pending_help.is_some() {
@@ -423,11 +424,13 @@ impl Agent for LlmAgent {
                 // A parent does not go on while a sub-task is unresolved.
                 return Ok(());
             }
-            if run.out_of_time() {
-                // Checkpointed: another drive carries on from here.
+            // Checkpointed: another drive carries on from here. Every drive makes at least
+            // one step, so a hand-over can never wake itself in a loop.
+            if steps > 0 && run.out_of_time() {
                 run.hand_over();
                 return Ok(());
             }
+            steps += 1;
             let state = &run.record().agent;
             if state.model_calls >= self.turn_limit {
                 return Self::fail(

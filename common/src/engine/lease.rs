@@ -35,12 +35,28 @@ impl Lease {
     }
 }
 
-/// A deadline given in ms since the epoch (a Lambda invocation's) as an instant.
-pub fn instant_at_epoch_ms(deadline_ms: u64) -> std::time::Instant {
+/// A deadline given in ms since the epoch (a Lambda invocation's) as an instant; None
+/// when it is not in the future, which no real invocation starts with (`cargo lambda
+/// watch` sends a fixed `600000`, i.e. 1970): an unknown deadline, not a spent one.
+pub fn instant_at_epoch_ms(deadline_ms: u64) -> Option<std::time::Instant> {
     let now = now_ms().max(0) as u64;
-    std::time::Instant::now() + Duration::from_millis(deadline_ms.saturating_sub(now))
+    (deadline_ms > now)
+        .then(|| std::time::Instant::now() + Duration::from_millis(deadline_ms - now))
 }
 
 pub fn now_ms() -> i64 {
     Timestamp::now().millis()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_deadline_in_the_past_is_unknown_not_spent() {
+        assert_eq!(instant_at_epoch_ms(600_000), None);
+        let soon = instant_at_epoch_ms(now_ms() as u64 + 60_000).expect("in the future");
+        let left = soon.saturating_duration_since(std::time::Instant::now());
+        assert!(left > Duration::from_secs(50) && left <= Duration::from_secs(60));
+    }
 }
