@@ -1,6 +1,11 @@
 //! The engine: task state changes (`transition`), the agent's handle on a task (`run`),
-//! following a task's event log (`follow`), and driving a task with the agent, one run
-//! per task at a time in this process.
+//! following a task's event log (`follow`), leases (`lease`), and driving a task with the
+//! agent: one drive at a time per task, across processes, by the task's lease.
+//!
+//! Who drives: the request whose write made the task runnable (it takes the lease in that
+//! write), or, when that write instead left the task runnable and unleased (`wake`), the
+//! drive its wake-up starts: the resume function in AWS, `watch_wakeups` locally. The
+//! sweep makes tasks whose lease ran out (a drive that was cut off) runnable again.
 //!
 //! Only tasks assigned to the harness's own agent are run by it. A task assigned to
 //! another participant (a sub-task the agent created for them) waits for that
