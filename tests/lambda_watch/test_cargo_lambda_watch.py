@@ -225,6 +225,22 @@ STORES = [
 ]
 
 
+def wait_listening(proc: subprocess.Popen, port: int, w: 'Watch') -> None:
+    """Waits until `cargo lambda watch` accepts connections on `port`, failing with its
+    log if it exits or does not listen within START_TIMEOUT_S."""
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while True:
+        if proc.poll() is not None:
+            pytest.fail(f'cargo lambda watch exited with {proc.returncode}:\n{w.log_tail()}')
+        try:
+            socket.create_connection(('127.0.0.1', port), 0.5).close()
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                pytest.fail(f'cargo lambda watch is not listening after {START_TIMEOUT_S} s:\n{w.log_tail()}')
+            time.sleep(0.2)
+
+
 @pytest.fixture(scope='session', params=STORES)
 def watch(request: pytest.FixtureRequest) -> Iterator[Watch]:
     store = request.param
@@ -272,17 +288,7 @@ def watch(request: pytest.FixtureRequest) -> Iterator[Watch]:
               endpoint=env.get('AWS_ENDPOINT_URL_DYNAMODB') if store == 'dynamodb' else None,
               table=env.get('HARNESS_TABLE') if store == 'dynamodb' else None)
     try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f'cargo lambda watch exited with {proc.returncode}:\n{w.log_tail()}')
-            try:
-                socket.create_connection(('127.0.0.1', port), 0.5).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    pytest.fail(f'cargo lambda watch is not listening after {START_TIMEOUT_S} s:\n{w.log_tail()}')
-                time.sleep(0.2)
+        wait_listening(proc, port, w)
         # The first request starts (and, on a cold target dir, builds) the function.
         try:
             resp = httpx.get(w.url('/.well-known/agent-card.json'), timeout=REQUEST_TIMEOUT_S)

@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -38,13 +37,13 @@ from test_cargo_lambda_watch import (
     HEADERS,
     REQUEST_TIMEOUT_S,
     ROOT,
-    START_TIMEOUT_S,
     Watch,
     _dynamodb,
     _free_loopback_port,
     _path_with_venv,
     _stop,
     _store_env,
+    wait_listening,
 )
 from test_resume_stream import INPUT_REQUIRED, Deployment, _delivered, _get, _send
 
@@ -117,17 +116,7 @@ def deployment() -> Iterator[Llm]:
     w = Watch(base=base, store='dynamodb', log=log,
               endpoint=store_env['AWS_ENDPOINT_URL_DYNAMODB'], table=store_env['HARNESS_TABLE'])
     try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f'cargo lambda watch exited with {proc.returncode}:\n{w.log_tail()}')
-            try:
-                socket.create_connection(('127.0.0.1', port), 0.5).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    pytest.fail(f'cargo lambda watch is not listening after {START_TIMEOUT_S} s:\n{w.log_tail()}')
-                time.sleep(0.2)
+        wait_listening(proc, port, w)
         d = Llm(
             watch=w, port=port, endpoint=store_env['AWS_ENDPOINT_URL_DYNAMODB'],
             table=store_env['HARNESS_TABLE'], env=env, checkpoint=work / 'checkpoint.json',

@@ -20,7 +20,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -42,7 +41,6 @@ from test_cargo_lambda_watch import (
     HEADERS,
     REQUEST_TIMEOUT_S,
     ROOT,
-    START_TIMEOUT_S,
     Watch,
     _free_loopback_port,
     _from_function,
@@ -50,6 +48,7 @@ from test_cargo_lambda_watch import (
     _path_with_venv,
     _stop,
     _store_env,
+    wait_listening,
 )
 
 
@@ -257,17 +256,7 @@ def deployment() -> Iterator[Deployment]:
         )
     w = Watch(base=base, store='dynamodb', log=log)
     try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f'cargo lambda watch exited with {proc.returncode}:\n{w.log_tail()}')
-            try:
-                socket.create_connection(('127.0.0.1', port), 0.5).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    pytest.fail(f'cargo lambda watch is not listening after {START_TIMEOUT_S} s:\n{w.log_tail()}')
-                time.sleep(0.2)
+        wait_listening(proc, port, w)
         yield Deployment(
             watch=w, port=port, endpoint=store_env['AWS_ENDPOINT_URL_DYNAMODB'],
             table=store_env['HARNESS_TABLE'], env=env, checkpoint=work / 'checkpoint.json',
