@@ -133,11 +133,6 @@ impl HelpRequest {
                 .and_then(|c| c.in_reply_to.as_deref())
                 .is_none_or(|r| r == self.message_id)
     }
-
-    /// How the reply reaches the model.
-    pub fn frame_reply(&self, text: &str) -> String {
-        frame_reply(&self.participant_id, &self.question, text)
-    }
 }
 
 /// How a reply to a help request reaches the model.
@@ -204,7 +199,7 @@ mod tests {
         reply.in_reply_to = Some("t:help:9".into());
         assert!(!req.answered_by("alice", Some(&reply)));
         assert_eq!(
-            req.frame_reply("red"),
+            frame_reply(&req.participant_id, &req.question, "red"),
             "Reply from alice to \"Which colour?\": red"
         );
     }

@@ -102,10 +102,6 @@ impl TaskRun {
         &self.record
     }
 
-    pub fn into_record(self) -> TaskRecord {
-        self.record
-    }
-
     pub fn store(&self) -> &Arc<dyn Store> {
         &self.store
     }
