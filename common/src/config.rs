@@ -53,6 +53,14 @@ pub struct Config {
     pub rate_limit_per_minute: u32,
     /// `Cache-Control: max-age` of the agent card.
     pub card_max_age: Duration,
+    /// Whether push notifications are offered (the card's capability). Off, every push
+    /// operation answers PushNotificationNotSupported.
+    pub push_notifications: bool,
+    /// The key webhook secrets are sealed with at rest; required while push is on.
+    pub push_key: Option<crate::push::seal::PushKey>,
+    /// Whether this process delivers webhooks itself after each commit. Not in Lambda:
+    /// the notifier function, fed by the table's stream, does.
+    pub push_in_process: bool,
     /// Whether webhooks may be loopback or private addresses (off: SSRF protection).
     pub push_allow_private_urls: bool,
     /// Timeout of one webhook request.
@@ -86,6 +94,9 @@ impl Default for Config {
             max_body_bytes: 1024 * 1024,
             rate_limit_per_minute: 120,
             card_max_age: Duration::from_secs(300),
+            push_notifications: true,
+            push_key: None,
+            push_in_process: true,
             push_allow_private_urls: false,
             push_timeout: Duration::from_secs(10),
             agent_id: DEFAULT_AGENT_ID.into(),

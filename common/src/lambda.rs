@@ -19,6 +19,8 @@
 //! | `HARNESS_AGENT_ID` | `tiny-harness` | the harness's own participant id (assignee of its tasks) |
 //! | `HARNESS_LEASE_SECONDS` | `300` | how long a drive's lease on a task lasts (renewed by each commit) |
 //! | `HARNESS_DEFAULT_PARTICIPANT` | none (fail closed) | who a message or request asserting no participant stands for |
+//! | `HARNESS_PUSH_NOTIFICATIONS` | `true` | offer push notifications |
+//! | `HARNESS_PUSH_KEY` | required while push is on | 32 bytes, base64: seals webhook secrets at rest |
 //! | `HARNESS_PUSH_ALLOW_PRIVATE_URLS` | `false` | webhooks on private addresses |
 //! | `HARNESS_MAX_BODY_BYTES` | `1048576` | largest request body |
 //! | `HARNESS_AUDIT_RETENTION_DAYS` | `30` | how long audit rows live (DynamoDB TTL) |
@@ -79,6 +81,12 @@ pub fn config_from_env() -> Result<Config, Error> {
         max_body_bytes: parse("HARNESS_MAX_BODY_BYTES", defaults.max_body_bytes)?,
         // API Gateway throttles in AWS; there is no peer address to key on here.
         rate_limit_per_minute: 0,
+        push_notifications: parse("HARNESS_PUSH_NOTIFICATIONS", true)?,
+        push_key: var("HARNESS_PUSH_KEY")
+            .map(|k| k.parse().map_err(|e| format!("HARNESS_PUSH_KEY: {e}")))
+            .transpose()?,
+        // The environment freezes after its answer: the notifier function delivers.
+        push_in_process: false,
         push_allow_private_urls: parse("HARNESS_PUSH_ALLOW_PRIVATE_URLS", false)?,
         agent_id: checked_id("HARNESS_AGENT_ID")?.unwrap_or(defaults.agent_id),
         lease_ttl: Duration::from_secs(parse(
@@ -185,6 +193,27 @@ pub async fn run_resume() -> Result<(), Error> {
         async move {
             let deadline = crate::engine::lease::instant_at_epoch_ms(event.context.deadline);
             Ok::<_, Error>(crate::resume::handle(&engine, &event.payload, deadline).await)
+        }
+    }))
+    .await
+}
+
+/// The notifier function: DynamoDB stream batches of new log events and configs in,
+/// webhook deliveries, batch item failures out.
+pub async fn run_notifier() -> Result<(), Error> {
+    use aws_lambda_events::event::dynamodb::Event;
+    use lambda_http::lambda_runtime::{self, service_fn, LambdaEvent};
+    init_tracing();
+    let harness = harness_from_env().await?;
+    let notifier = harness
+        .notifier
+        .clone()
+        .ok_or("the notifier function needs push notifications on (HARNESS_PUSH_NOTIFICATIONS)")?;
+    lambda_runtime::run(service_fn(|event: LambdaEvent<Event>| {
+        let notifier = notifier.clone();
+        async move {
+            let deadline = crate::engine::lease::instant_at_epoch_ms(event.context.deadline);
+            Ok::<_, Error>(crate::push::stream::handle(&notifier, &event.payload, deadline).await)
         }
     }))
     .await

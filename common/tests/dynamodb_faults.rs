@@ -27,7 +27,6 @@ use common::a2a::{
     Artifact, Message, Part, Role, StreamResponse, Task, TaskState, TaskStatus, Timestamp,
 };
 use common::engine::{RunError, TaskRun};
-use common::push::Pusher;
 use common::store::{DynamoStore, InboundMessage, Store, StoreError, TaskRecord};
 
 const TABLE: &str = "table";
@@ -603,9 +602,7 @@ fn recording(
 }
 
 fn task_run(store: DynamoStore, rec: TaskRecord) -> TaskRun {
-    let store: Arc<dyn Store> = Arc::new(store);
-    let pusher = Arc::new(Pusher::new(store.clone(), Duration::from_secs(1), false).unwrap());
-    TaskRun::new(store, pusher, rec)
+    TaskRun::new(Arc::new(store), rec)
 }
 
 /// (condition expression, :v, :s, the item) of a transaction's task put.

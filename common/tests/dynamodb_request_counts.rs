@@ -146,7 +146,7 @@ async fn each_operation_stays_within_its_dynamodb_request_budget() {
     let table = support::fresh_table(&client).await;
     recorder.take();
     let store = Arc::new(DynamoStore::new(client, table));
-    let h = Harness::new(store, common::agent::conformance(), Default::default()).expect("harness");
+    let h = Harness::new(store, common::agent::conformance(), with_push_key()).expect("harness");
 
     let mut rows = Vec::new();
     let done = run(&h, send("tck-complete-task", "")).await;
@@ -246,4 +246,12 @@ async fn each_operation_stays_within_its_dynamodb_request_budget() {
         "reads write nothing"
     );
     assert_eq!(rows[4].writes(), vec![2], "a cancel is one transition");
+}
+
+/// The default configuration, with the key push notifications need.
+fn with_push_key() -> common::config::Config {
+    common::config::Config {
+        push_key: Some(common::push::seal::PushKey::generate()),
+        ..Default::default()
+    }
 }

@@ -73,6 +73,7 @@ impl Deployment {
             public_url: String::new(),
             rate_limit_per_minute: 0,
             default_participant: Some("anonymous".into()),
+            push_key: Some(common::push::seal::PushKey::generate()),
             ..config
         };
         let harness =

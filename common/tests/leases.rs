@@ -35,6 +35,7 @@ fn harness(
     let config = Config {
         lease_owner: Some(owner.into()),
         detached_runs: false,
+        push_key: Some(common::push::seal::PushKey::generate()),
         ..Default::default()
     };
     Harness::new(store, agent, config).expect("harness")

@@ -59,7 +59,7 @@ fn setup(
         ToolRegistry::builtin(),
         SystemPrompt::default(),
     );
-    let h = Harness::new(store.clone(), Arc::new(agent), Default::default()).expect("harness");
+    let h = Harness::new(store.clone(), Arc::new(agent), with_push_key()).expect("harness");
     (h, model, store, dir)
 }
 
@@ -284,7 +284,7 @@ async fn the_turn_limit_fails_the_task_with_a_clear_message() {
         SystemPrompt::default(),
     )
     .with_turn_limit(1);
-    let h = Harness::new(store, Arc::new(agent), Default::default()).expect("harness");
+    let h = Harness::new(store, Arc::new(agent), with_push_key()).expect("harness");
     let answer = send(&h, "What time is it?").await;
     assert_eq!(
         answer["task"]["status"]["state"],
@@ -539,7 +539,7 @@ async fn a_replaced_help_decided_body_is_still_validated() {
         SystemPrompt::default(),
     )
     .with_help_decider(Arc::new(AlwaysAsk));
-    let h = Harness::new(store.clone(), Arc::new(agent), Default::default()).expect("harness");
+    let h = Harness::new(store.clone(), Arc::new(agent), with_push_key()).expect("harness");
     let people = [("alice", common::ext::task::Role::Reporter)];
     let done = drive_new_task(&h, &store, ext_with(&people), Some("alice")).await;
     assert_eq!(done.state(), TaskState::Completed);
@@ -605,4 +605,12 @@ async fn a_cancelled_sub_task_wakes_its_parent() {
                 && text.contains(&format!("Sub-task {child_id} is CANCELED")))));
     drop(requests);
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// The default configuration, with the key push notifications need.
+fn with_push_key() -> common::config::Config {
+    common::config::Config {
+        push_key: Some(common::push::seal::PushKey::generate()),
+        ..Default::default()
+    }
 }

@@ -12,7 +12,8 @@ use common::engine::transition::{created, new_task, set_status};
 use common::ext::task::{Participant, ParticipantKind, Role as ParticipantRole, TaskExtension};
 use common::store::AuditRecord;
 use common::store::{
-    DynamoStore, EmbeddedStore, InboundMessage, Store, StoreError, TaskQuery, TaskRecord,
+    DynamoStore, EmbeddedStore, InboundMessage, PushConfigRecord, Store, StoreError, TaskQuery,
+    TaskRecord,
 };
 
 struct TempDir(std::path::PathBuf);
@@ -222,38 +223,83 @@ async fn list_pages_cover_every_task_once_newest_first(store: Arc<dyn Store>) {
 }
 
 async fn push_configs_are_kept_per_task_and_deletes_are_idempotent(store: Arc<dyn Store>) {
-    let mut config = common::a2a::TaskPushNotificationConfig {
-        task_id: "t1".into(),
-        id: "c1".into(),
-        url: "http://localhost/hook".into(),
+    let task = create(store.as_ref(), "", &uuid_like()).await;
+    let t = task.task.id.clone();
+    let mut record = PushConfigRecord {
+        config: common::a2a::TaskPushNotificationConfig {
+            task_id: t.clone(),
+            id: "c1".into(),
+            url: "http://localhost/hook".into(),
+            ..Default::default()
+        },
+        sealed: "v1.sealed".into(),
         ..Default::default()
     };
-    store.put_push_config(&config).await.expect("put");
-    config.id = "c2".into();
-    store.put_push_config(&config).await.expect("put");
-    let listed = store.list_push_configs("t1", None, 10).await.expect("list");
+    store.put_push_config(&record).await.expect("put");
+    record.config.id = "c2".into();
+    store.put_push_config(&record).await.expect("put");
+    let listed = store.list_push_configs(&t, None, 10).await.expect("list");
     assert_eq!(
-        listed.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(),
+        listed.iter().map(|c| c.config.id.as_str()).collect::<Vec<_>>(),
         ["c1", "c2"]
     );
+    assert_eq!(listed[1], record, "stored as given");
     assert_eq!(
         store
-            .list_push_configs("t1", Some("c1"), 10)
+            .list_push_configs(&t, Some("c1"), 10)
             .await
             .expect("list")
             .len(),
         1
     );
-    store.delete_push_config("t1", "c1").await.expect("delete");
+    store.delete_push_config(&t, "c1").await.expect("delete");
     store
-        .delete_push_config("t1", "c1")
+        .delete_push_config(&t, "c1")
         .await
         .expect("second delete is fine");
-    assert!(store
-        .get_push_config("t1", "c1")
+    assert!(store.get_push_config(&t, "c1").await.expect("get").is_none());
+
+    let mut missing = record.clone();
+    missing.config.task_id = "no-such-task".into();
+    assert_eq!(
+        store.put_push_config(&missing).await,
+        Err(StoreError::NoTask("no-such-task".into())),
+        "a config needs its task"
+    );
+}
+
+/// A delivery cursor moves only from where the mover read it, and not on a deleted config.
+async fn push_cursors_move_only_from_where_they_were(store: Arc<dyn Store>) {
+    let task = create(store.as_ref(), "", &uuid_like()).await;
+    let mut record = PushConfigRecord {
+        config: common::a2a::TaskPushNotificationConfig {
+            task_id: task.task.id.clone(),
+            id: "c1".into(),
+            url: "http://localhost/hook".into(),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    store.put_push_config(&record).await.expect("put");
+    record.delivered = 3;
+    record.failures = 1;
+    record.last_failure = "event 2: HTTP 500 after 3 attempts".into();
+    assert!(store.advance_push_config(&record, 0).await.expect("advance"));
+    let mut stale = record.clone();
+    stale.delivered = 2;
+    assert!(!store.advance_push_config(&stale, 0).await.expect("stale"));
+    let stored = store
+        .get_push_config(&task.task.id, "c1")
         .await
         .expect("get")
-        .is_none());
+        .expect("there");
+    assert_eq!(stored, record);
+    store
+        .delete_push_config(&task.task.id, "c1")
+        .await
+        .expect("delete");
+    record.delivered = 4;
+    assert!(!store.advance_push_config(&record, 3).await.expect("gone"));
 }
 
 /// A DynamoDB store on a fresh table of its own.
@@ -298,6 +344,7 @@ contract!(
     a_repeated_message_id_is_stored_once,
     list_pages_cover_every_task_once_newest_first,
     push_configs_are_kept_per_task_and_deletes_are_idempotent,
+    push_cursors_move_only_from_where_they_were,
     list_filters_by_context_state_and_time,
     a_participant_lists_only_their_own_tasks,
     only_running_tasks_whose_lease_ran_out_are_found_for_the_sweep,

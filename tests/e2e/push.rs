@@ -2,7 +2,7 @@
 //! listener speaking just enough HTTP/1.1) gets the task's events as the server commits
 //! them — in order, as StreamResponse JSON, with the config's Authorization and
 //! notification-token headers — including the CANCELED update of CancelTask, and after
-//! 5xx answers (retries). Without `--push-allow-private-urls`, loopback webhooks are
+//! 5xx answers (retries). With `--push-allow-private-urls false`, loopback webhooks are
 //! refused and nothing is stored. Config pagination and delete round out the CRUD.
 
 use std::collections::HashSet;
@@ -217,8 +217,9 @@ async fn serve(
 
 // ------------------------------------------------------------------- helpers
 
+/// harness-local allows private webhook targets unless told otherwise.
 async fn private_ok_server() -> Server {
-    Server::start_with(&["--push-allow-private-urls"]).await
+    Server::start().await
 }
 
 /// Checks the headers every delivery carries for a config with a Bearer token and a
@@ -389,8 +390,8 @@ async fn cancel_task_delivers_the_canceled_status_update() {
 }
 
 #[tokio::test]
-async fn loopback_and_localhost_webhooks_are_refused_without_the_private_url_flag() {
-    let s = Server::start().await;
+async fn loopback_and_localhost_webhooks_are_refused_when_private_urls_are_not_allowed() {
+    let s = Server::start_with(&["--push-allow-private-urls", "false"]).await;
     let task = s.input_required_task().await;
     let id = task_id(&task);
     let urls = [

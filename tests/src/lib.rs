@@ -16,6 +16,10 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
 use reqwest::{Method, Response};
 use serde_json::{json, Value};
 
+/// The push key the servers on DynamoDB seal webhook secrets with (bytes 0..32): a shared
+/// table needs the key given; the embedded store keeps its own in its state directory.
+pub const TEST_PUSH_KEY: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+
 pub mod participants;
 
 /// How long an SSE stream may stay open before a test gives up on it.
@@ -221,6 +225,7 @@ impl Server {
             .args(&self.args)
             .env_remove("HARNESS_PUBLIC_URL")
             .env_remove("HARNESS_TABLE")
+            .env_remove("HARNESS_PUSH_KEY")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(if std::env::var_os("HARNESS_E2E_LOG").is_some() {
@@ -233,6 +238,7 @@ impl Server {
         {
             cmd.arg("--table")
                 .arg(table)
+                .env("HARNESS_PUSH_KEY", TEST_PUSH_KEY)
                 .env("AWS_ENDPOINT_URL_DYNAMODB", endpoint)
                 .env("AWS_ACCESS_KEY_ID", "test")
                 .env("AWS_SECRET_ACCESS_KEY", "test")

@@ -75,7 +75,7 @@ pub fn build(config: &Config, commands: &[CommandSpec]) -> AgentCard {
         version: env!("CARGO_PKG_VERSION").into(),
         capabilities: AgentCapabilities {
             streaming: Some(true),
-            push_notifications: Some(true),
+            push_notifications: Some(config.push_notifications),
             extensions,
             extended_agent_card: None,
         },

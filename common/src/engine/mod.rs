@@ -24,7 +24,6 @@ use tokio::task::JoinHandle;
 use crate::a2a::TaskState;
 use crate::agent::Agent;
 use crate::keyed_lock::KeyedLocks;
-use crate::push::Pusher;
 use crate::store::{Store, StoreError, TaskRecord};
 pub use run::{RunError, TaskRun};
 
@@ -62,7 +61,6 @@ pub const SWEEP_BATCH: usize = 100;
 pub struct Engine {
     store: Arc<dyn Store>,
     agent: Arc<dyn Agent>,
-    pusher: Arc<Pusher>,
     /// The harness's own participant id: tasks assigned to it are the agent's to run.
     agent_id: String,
     /// Who this engine is when it holds a lease (one per process or Lambda environment).
@@ -76,13 +74,11 @@ impl Engine {
     pub fn new(
         store: Arc<dyn Store>,
         agent: Arc<dyn Agent>,
-        pusher: Arc<Pusher>,
         config: &crate::config::Config,
     ) -> Arc<Self> {
         Arc::new(Engine {
             store,
             agent,
-            pusher,
             agent_id: config.agent_id.clone(),
             owner: config
                 .lease_owner
@@ -95,10 +91,6 @@ impl Engine {
 
     pub fn agent(&self) -> &dyn Agent {
         self.agent.as_ref()
-    }
-
-    pub fn pusher(&self) -> &Arc<Pusher> {
-        &self.pusher
     }
 
     pub fn agent_id(&self) -> &str {
@@ -233,7 +225,7 @@ impl Engine {
             .find(|m| m.role == crate::a2a::Role::User)
             .cloned()
             .unwrap_or_default();
-        let mut run = TaskRun::new(self.store.clone(), self.pusher.clone(), record).leased(
+        let mut run = TaskRun::new(self.store.clone(), record).leased(
             &self.owner,
             self.lease_ttl,
             deadline,

@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 use super::lease::Lease;
 use super::transition;
 use crate::a2a::{Artifact, Message, StreamResponse, TaskState};
-use crate::push::Pusher;
 use crate::store::{Store, StoreError, TaskRecord};
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -29,7 +28,6 @@ pub enum RunError {
 
 pub struct TaskRun {
     store: Arc<dyn Store>,
-    pusher: Arc<Pusher>,
     record: TaskRecord,
     /// The lease this run holds: its owner and how long each renewal lasts.
     lease: Option<(String, Duration)>,
@@ -44,10 +42,9 @@ pub struct TaskRun {
 const DEADLINE_MARGIN: Duration = Duration::from_secs(5);
 
 impl TaskRun {
-    pub fn new(store: Arc<dyn Store>, pusher: Arc<Pusher>, record: TaskRecord) -> Self {
+    pub fn new(store: Arc<dyn Store>, record: TaskRecord) -> Self {
         TaskRun {
             store,
-            pusher,
             record,
             lease: None,
             deadline: None,
@@ -168,10 +165,6 @@ impl TaskRun {
             match self.store.commit(&next, base.version, &events, None).await {
                 Ok(stored) => {
                     self.record = stored;
-                    // Awaited, so a webhook gets a task's events in order.
-                    if self.record.push {
-                        self.pusher.deliver(&self.record.task.id, &events).await;
-                    }
                     return Ok(());
                 }
                 Err(StoreError::Conflict { .. }) => {

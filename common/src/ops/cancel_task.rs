@@ -22,11 +22,10 @@ pub async fn cancel_task(
         let event = set_status(&mut next, TaskState::Canceled, None, req.metadata.clone());
         match h
             .store
-            .commit(&next, rec.version, std::slice::from_ref(&event), None)
+            .commit(&next, rec.version, &[event], None)
             .await
         {
             Ok(stored) => {
-                h.announce(&stored, &[event]);
                 h.engine.wake_parents(&stored).await;
                 return Ok(view(&stored.task, None, true));
             }

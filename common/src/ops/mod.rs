@@ -17,8 +17,13 @@ use crate::a2a::A2aError;
 use crate::commands::CommandRegistry;
 use crate::config::Config;
 use crate::engine::Engine;
-use crate::push::Pusher;
+use crate::push::Notifier;
 use crate::store::{Store, StoreError, TaskRecord};
+
+/// Why a harness with push on will not start without a key.
+const NO_PUSH_KEY: &str = "push notifications are on, but no key is configured to seal \
+     webhook secrets with: set HARNESS_PUSH_KEY to 32 random bytes in base64 \
+     (`openssl rand -base64 32`), or turn push off with HARNESS_PUSH_NOTIFICATIONS=false";
 
 /// What every operation runs against; built once per process (per cold start).
 pub struct Harness {
@@ -28,6 +33,8 @@ pub struct Harness {
     pub card: PublishedCard,
     /// The `/name` commands, listed on the card.
     pub commands: CommandRegistry,
+    /// Push notifications; None when they are off.
+    pub notifier: Option<Arc<Notifier>>,
 }
 
 impl Harness {
@@ -47,12 +54,22 @@ impl Harness {
         config: Config,
         commands: CommandRegistry,
     ) -> Result<Arc<Self>, String> {
-        let pusher = Pusher::new(
-            store.clone(),
-            config.push_timeout,
-            config.push_allow_private_urls,
-        )?;
-        let engine = Engine::new(store.clone(), agent, Arc::new(pusher), &config);
+        let notifier = if config.push_notifications {
+            let key = config.push_key.clone().ok_or(NO_PUSH_KEY)?;
+            let notifier = Arc::new(Notifier::new(
+                store.clone(),
+                key,
+                config.push_timeout,
+                config.push_allow_private_urls,
+            )?);
+            if config.push_in_process {
+                tokio::spawn(notifier.clone().watch(store.pushes()));
+            }
+            Some(notifier)
+        } else {
+            None
+        };
+        let engine = Engine::new(store.clone(), agent, &config);
         if config.detached_runs {
             engine.watch_wakeups();
         }
@@ -63,6 +80,7 @@ impl Harness {
             config,
             card,
             commands,
+            notifier,
         }))
     }
 
@@ -80,16 +98,11 @@ impl Harness {
         }
     }
 
-    /// Sends a commit's events to the task's webhooks, if it has any, without waiting.
-    pub fn announce(&self, stored: &TaskRecord, events: &[crate::a2a::StreamResponse]) {
-        if stored.push && !events.is_empty() {
-            let (pusher, id, events) = (
-                self.engine.pusher().clone(),
-                stored.task.id.clone(),
-                events.to_vec(),
-            );
-            tokio::spawn(async move { pusher.deliver(&id, &events).await });
-        }
+    /// The notifier, or PushNotificationNotSupported when push is off.
+    pub fn notifier(&self) -> Result<&Arc<Notifier>, A2aError> {
+        self.notifier
+            .as_ref()
+            .ok_or(A2aError::PushNotificationNotSupported)
     }
 
     /// Who a request comes from: the `X-Participant-Id` header, else the configured default
@@ -134,8 +147,15 @@ impl From<StoreError> for A2aError {
             StoreError::Conflict { task_id, .. } => A2aError::Internal(format!(
                 "task {task_id} is being changed by another request; try again"
             )),
+            StoreError::NoTask(task_id) => A2aError::task_not_found(&task_id),
             other => A2aError::Internal(other.to_string()),
         }
+    }
+}
+
+impl From<crate::push::seal::SealError> for A2aError {
+    fn from(e: crate::push::seal::SealError) -> Self {
+        A2aError::Internal(e.to_string())
     }
 }
 

@@ -1,6 +1,8 @@
 //! The four push-notification config operations: configs belong to a task the caller
-//! can see, keep a client-chosen id (or get one), and are checked before they are
-//! stored (see [`crate::push`]). Deleting is idempotent.
+//! can see (anyone else gets the task's not-found), keep a client-chosen id (or get one),
+//! are checked before they are stored and stored with their secrets sealed (see
+//! [`crate::push`]). Deleting is idempotent. With push off, each answers
+//! PushNotificationNotSupported.
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
@@ -17,15 +19,17 @@ use crate::store::{StoreError, TaskRecord};
 
 const DEFAULT_PAGE_SIZE: usize = 50;
 
-/// Stores `config` for the task `rec` (which must be the caller's) and marks the task as
-/// having webhooks. Used by CreateTaskPushNotificationConfig and by SendMessage's
-/// `taskPushNotificationConfig`.
+/// Stores `config` for the task `rec` (which must be the caller's) with its secrets
+/// sealed, to be handed the task's events after seq `delivered`. Used by
+/// CreateTaskPushNotificationConfig and by SendMessage's `taskPushNotificationConfig`.
 pub(crate) async fn attach(
     h: &Harness,
     mut rec: TaskRecord,
     mut config: TaskPushNotificationConfig,
+    delivered: u64,
 ) -> Result<TaskPushNotificationConfig, A2aError> {
-    h.engine.pusher().check(&config)?;
+    let notifier = h.notifier()?;
+    notifier.check(&config)?;
     config.task_id = rec.task.id.clone();
     config.tenant.clear();
     if config.id.is_empty() {
@@ -35,13 +39,16 @@ pub(crate) async fn attach(
         .store
         .list_push_configs(&config.task_id, None, MAX_CONFIGS_PER_TASK)
         .await?;
-    if existing.len() >= MAX_CONFIGS_PER_TASK && !existing.iter().any(|c| c.id == config.id) {
+    if existing.len() >= MAX_CONFIGS_PER_TASK && !existing.iter().any(|c| c.config.id == config.id)
+    {
         return Err(A2aError::invalid_params(format!(
             "task {} already has {MAX_CONFIGS_PER_TASK} push notification configs (the limit)",
             config.task_id
         )));
     }
-    h.store.put_push_config(&config).await?;
+    // The task is marked first, so every event committed after the config exists is
+    // marked too (the table's stream passes only marked events to the notifier); events
+    // in between are caught up by the config's own insert.
     while !rec.push {
         let mut next = rec.clone();
         next.push = true;
@@ -57,6 +64,13 @@ pub(crate) async fn attach(
             Err(e) => return Err(e.into()),
         }
     }
+    h.store
+        .put_push_config(&notifier.seal(config.clone(), delivered))
+        .await?;
+    if h.config.push_in_process {
+        let (notifier, task_id) = (notifier.clone(), config.task_id.clone());
+        tokio::spawn(async move { notifier.deliver_logged(&task_id).await });
+    }
     Ok(config)
 }
 
@@ -67,8 +81,11 @@ pub async fn create(
 ) -> Result<TaskPushNotificationConfig, A2aError> {
     validate::required_id(&req.task_id, "taskId")?;
     validate::required_id(&req.url, "url")?;
+    h.notifier()?;
     let rec = h.visible_task(&req.tenant, &req.task_id, caller).await?;
-    attach(h, rec, req).await
+    // Only what happens from now on.
+    let delivered = rec.last_seq;
+    attach(h, rec, req, delivered).await
 }
 
 pub async fn get(
@@ -78,14 +95,17 @@ pub async fn get(
 ) -> Result<TaskPushNotificationConfig, A2aError> {
     validate::required_id(&req.task_id, "taskId")?;
     validate::required_id(&req.id, "id")?;
+    let notifier = h.notifier()?;
     h.visible_task(&req.tenant, &req.task_id, caller).await?;
-    h.store
+    let record = h
+        .store
         .get_push_config(&req.task_id, &req.id)
         .await?
         .ok_or(A2aError::PushConfigNotFound {
             task_id: req.task_id,
             id: req.id,
-        })
+        })?;
+    Ok(notifier.open(&record)?)
 }
 
 pub async fn list(
@@ -103,11 +123,15 @@ pub async fn list(
         let bytes = URL_SAFE_NO_PAD.decode(&req.page_token).map_err(|_| bad())?;
         Some(String::from_utf8(bytes).map_err(|_| bad())?)
     };
+    let notifier = h.notifier()?;
     h.visible_task(&req.tenant, &req.task_id, caller).await?;
     let mut configs = h
         .store
         .list_push_configs(&req.task_id, after.as_deref(), page_size + 1)
-        .await?;
+        .await?
+        .iter()
+        .map(|r| notifier.open(r))
+        .collect::<Result<Vec<_>, _>>()?;
     let next_page_token = if configs.len() > page_size {
         configs.truncate(page_size);
         configs
@@ -130,6 +154,7 @@ pub async fn delete(
 ) -> Result<(), A2aError> {
     validate::required_id(&req.task_id, "taskId")?;
     validate::required_id(&req.id, "id")?;
+    h.notifier()?;
     h.visible_task(&req.tenant, &req.task_id, caller).await?;
     h.store.delete_push_config(&req.task_id, &req.id).await?;
     Ok(())

@@ -189,7 +189,7 @@ async fn intake(
     // A webhook is checked before anything is stored, so a bad one leaves no task behind.
     let push = config.task_push_notification_config.clone();
     if let Some(push) = &push {
-        h.engine.pusher().check(push)?;
+        h.notifier()?.check(push)?;
     }
 
     if let Some(task_id) = h.store.message_task(&tenant, &message.message_id).await? {
@@ -230,7 +230,7 @@ async fn intake(
         }) => {
             let record = *record;
             if let Some(push) = push {
-                push_config::attach(h, record.clone(), push).await?;
+                push_config::attach(h, record.clone(), push, replay_from).await?;
             }
             let run = runnable.then(|| {
                 h.engine
@@ -435,7 +435,6 @@ async fn continue_task(
                 .await
             {
                 Ok(record) => {
-                    h.announce(&record, &events);
                     audit_command(h, tenant, &message, from.id, &invoked.0).await;
                     return Ok(Stored::Task {
                         record: Box::new(record),
@@ -506,7 +505,6 @@ async fn continue_task(
             .await
         {
             Ok(record) => {
-                h.announce(&record, &events);
                 if completed_for_parent {
                     h.engine.wake_parents(&record).await;
                 }
@@ -667,7 +665,7 @@ async fn refuse(
         let event = set_status(&mut next, TaskState::InputRequired, Some(why), None);
         let events = [event];
         match h.store.commit(&next, rec.version, &events, None).await {
-            Ok(stored) => h.announce(&stored, &events),
+            Ok(_) => {}
             Err(StoreError::Conflict { .. }) => {
                 task = h.store.load_task(rec.id()).await.ok().flatten();
             }

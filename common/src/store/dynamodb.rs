@@ -24,7 +24,7 @@ use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, AttributeValue, BillingMode, GlobalSecondaryIndex, KeySchemaElement,
+    AttributeDefinition, AttributeValue, BillingMode, ConditionCheck, GlobalSecondaryIndex, KeySchemaElement,
     KeyType, Projection, ProjectionType, Put, PutRequest, ReturnValuesOnConditionCheckFailure,
     ScalarAttributeType, Select, StreamSpecification, StreamViewType, TimeToLiveSpecification,
     TransactWriteItem, WriteRequest,
@@ -33,10 +33,10 @@ use aws_sdk_dynamodb::Client;
 use tokio::sync::broadcast;
 
 use super::{
-    AuditRecord, Cursor, InboundMessage, LoggedEvent, Store, StoreError, TaskPage, TaskQuery,
-    TaskRecord,
+    AuditRecord, Cursor, InboundMessage, LoggedEvent, PushConfigRecord, Store, StoreError,
+    TaskPage, TaskQuery, TaskRecord,
 };
-use crate::a2a::{StreamResponse, TaskPushNotificationConfig, Timestamp};
+use crate::a2a::{StreamResponse, Timestamp};
 
 pub const INDEX: &str = "gsi1";
 /// The sparse index of leased tasks, by lease expiry (the sweeper's).
@@ -91,6 +91,24 @@ fn unavailable<E: std::error::Error + 'static, R: std::fmt::Debug>(
 
 fn corrupt(e: impl std::fmt::Display) -> StoreError {
     StoreError::Corrupt(e.to_string())
+}
+
+fn push_item(record: &PushConfigRecord) -> Result<Item, StoreError> {
+    Ok(HashMap::from([
+        ("pk".into(), s(task_pk(&record.config.task_id))),
+        ("sk".into(), s(format!("PUSH#{}", record.config.id))),
+        ("config".into(), s(to_json(record)?)),
+        ("delivered".into(), n(record.delivered)),
+    ]))
+}
+
+fn decode_push(item: &Item) -> Result<PushConfigRecord, StoreError> {
+    // Items written before cursors existed have none: nothing was delivered through them.
+    let delivered = match item.get("delivered") {
+        Some(v) => v.as_n().map_err(|_| corrupt("delivered is not a number"))?.parse().map_err(corrupt)?,
+        None => 0,
+    };
+    PushConfigRecord::from_stored(get_s(item, "config")?, delivered)
 }
 
 fn get_s<'a>(item: &'a Item, key: &str) -> Result<&'a str, StoreError> {
@@ -337,9 +355,11 @@ impl DynamoStore {
         }
     }
 
+    /// The puts of a commit's events. An event of a task with webhooks carries `push`, so
+    /// the notifier function's stream filter passes it and nothing else.
     fn event_puts(
         &self,
-        task_id: &str,
+        rec: &TaskRecord,
         first_seq: u64,
         events: &[StreamResponse],
     ) -> Result<Vec<TransactWriteItem>, StoreError> {
@@ -347,11 +367,14 @@ impl DynamoStore {
             .iter()
             .enumerate()
             .map(|(i, e)| {
-                let item = HashMap::from([
-                    ("pk".into(), s(task_pk(task_id))),
+                let mut item = HashMap::from([
+                    ("pk".into(), s(task_pk(&rec.task.id))),
                     ("sk".into(), s(event_sk(first_seq + i as u64))),
                     ("event".into(), s(to_json(e)?)),
                 ]);
+                if rec.push {
+                    item.insert("push".into(), AttributeValue::Bool(true));
+                }
                 put(&self.table, item, "attribute_not_exists(pk)", None)
             })
             .collect()
@@ -466,7 +489,7 @@ impl Store for DynamoStore {
             "attribute_not_exists(pk)",
             None,
         )?];
-        items.extend(self.event_puts(&rec.task.id, 0, events)?);
+        items.extend(self.event_puts(&rec, 0, events)?);
         if let Some(m) = message {
             items.push(self.message_put(m, &rec.task.id)?);
         }
@@ -489,7 +512,7 @@ impl Store for DynamoStore {
         ]);
         let condition = "version = :v AND last_seq = :s";
         let mut items = vec![put(&self.table, task_item(&rec)?, condition, Some(values))?];
-        items.extend(self.event_puts(&rec.task.id, first_seq, events)?);
+        items.extend(self.event_puts(&rec, first_seq, events)?);
         if let Some(m) = message {
             items.push(self.message_put(m, &rec.task.id)?);
         }
@@ -700,24 +723,43 @@ impl Store for DynamoStore {
         Ok(TaskPage { tasks, next, total })
     }
 
-    async fn put_push_config(&self, config: &TaskPushNotificationConfig) -> Result<(), StoreError> {
-        self.client
-            .put_item()
+    async fn put_push_config(&self, record: &PushConfigRecord) -> Result<(), StoreError> {
+        // Conditional on its task: a config never outlives or precedes the task it serves.
+        let task = ConditionCheck::builder()
             .table_name(&self.table)
-            .item("pk", s(task_pk(&config.task_id)))
-            .item("sk", s(format!("PUSH#{}", config.id)))
-            .item("config", s(to_json(config)?))
+            .key("pk", s(task_pk(&record.config.task_id)))
+            .key("sk", s("TASK"))
+            .condition_expression("attribute_exists(pk)")
+            .build()
+            .map_err(corrupt)?;
+        let config = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(push_item(record)?))
+            .build()
+            .map_err(corrupt)?;
+        let result = self
+            .client
+            .transact_write_items()
+            .transact_items(TransactWriteItem::builder().condition_check(task).build())
+            .transact_items(TransactWriteItem::builder().put(config).build())
             .send()
-            .await
-            .map_err(unavailable)?;
-        Ok(())
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            Err(e) => match e.as_service_error() {
+                Some(TransactWriteItemsError::TransactionCanceledException(_)) => {
+                    Err(StoreError::NoTask(record.config.task_id.clone()))
+                }
+                _ => Err(unavailable(e)),
+            },
+        }
     }
 
     async fn get_push_config(
         &self,
         task_id: &str,
         id: &str,
-    ) -> Result<Option<TaskPushNotificationConfig>, StoreError> {
+    ) -> Result<Option<PushConfigRecord>, StoreError> {
         let out = self
             .client
             .get_item()
@@ -728,9 +770,7 @@ impl Store for DynamoStore {
             .send()
             .await
             .map_err(unavailable)?;
-        out.item()
-            .map(|i| serde_json::from_str(get_s(i, "config")?).map_err(corrupt))
-            .transpose()
+        out.item().map(decode_push).transpose()
     }
 
     async fn list_push_configs(
@@ -738,7 +778,7 @@ impl Store for DynamoStore {
         task_id: &str,
         after: Option<&str>,
         limit: usize,
-    ) -> Result<Vec<TaskPushNotificationConfig>, StoreError> {
+    ) -> Result<Vec<PushConfigRecord>, StoreError> {
         let out = self
             .client
             .query()
@@ -758,10 +798,30 @@ impl Store for DynamoStore {
             .send()
             .await
             .map_err(unavailable)?;
-        out.items()
-            .iter()
-            .map(|i| serde_json::from_str(get_s(i, "config")?).map_err(corrupt))
-            .collect()
+        out.items().iter().map(decode_push).collect()
+    }
+
+    async fn advance_push_config(
+        &self,
+        record: &PushConfigRecord,
+        from: u64,
+    ) -> Result<bool, StoreError> {
+        let result = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(push_item(record)?))
+            .condition_expression("delivered = :from")
+            .expression_attribute_values(":from", n(from))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(true),
+            Err(e) => match e.as_service_error() {
+                Some(PutItemError::ConditionalCheckFailedException(_)) => Ok(false),
+                _ => Err(unavailable(e)),
+            },
+        }
     }
 
     async fn delete_push_config(&self, task_id: &str, id: &str) -> Result<(), StoreError> {
@@ -858,5 +918,9 @@ impl Store for DynamoStore {
 
     fn wakeups(&self) -> broadcast::Receiver<String> {
         self.signals.wakes()
+    }
+
+    fn pushes(&self) -> broadcast::Receiver<String> {
+        self.signals.pushes()
     }
 }

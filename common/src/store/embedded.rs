@@ -18,10 +18,10 @@ use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 use tokio::sync::{broadcast, oneshot};
 
 use super::{
-    AuditRecord, Cursor, InboundMessage, LoggedEvent, Store, StoreError, TaskPage, TaskQuery,
-    TaskRecord,
+    AuditRecord, Cursor, InboundMessage, LoggedEvent, PushConfigRecord, Store, StoreError,
+    TaskPage, TaskQuery, TaskRecord,
 };
-use crate::a2a::{StreamResponse, TaskPushNotificationConfig, Timestamp};
+use crate::a2a::{StreamResponse, Timestamp};
 
 const DB_FILE: &str = "harness.sqlite3";
 const READERS: usize = 4;
@@ -60,6 +60,7 @@ CREATE TABLE IF NOT EXISTS push_configs (
     task_id TEXT NOT NULL,
     id TEXT NOT NULL,
     config TEXT NOT NULL,
+    delivered INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (task_id, id)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS audit (
@@ -76,6 +77,7 @@ const ADDED_COLUMNS: &[(&str, &str, &str)] = &[
     ("tasks", "members", "TEXT NOT NULL DEFAULT ''"),
     ("audit", "task_id", "TEXT NOT NULL DEFAULT ''"),
     ("tasks", "lease_until", "INTEGER"),
+    ("push_configs", "delivered", "INTEGER NOT NULL DEFAULT 0"),
 ];
 
 fn migrate(conn: &Connection) -> Result<(), StoreError> {
@@ -586,14 +588,19 @@ impl Store for EmbeddedStore {
         .await
     }
 
-    async fn put_push_config(&self, config: &TaskPushNotificationConfig) -> Result<(), StoreError> {
-        let c = config.clone();
+    async fn put_push_config(&self, record: &PushConfigRecord) -> Result<(), StoreError> {
+        let r = record.clone();
         self.write(move |conn| {
-            conn.execute(
-                "INSERT OR REPLACE INTO push_configs (task_id, id, config) VALUES (?1, ?2, ?3)",
-                params![c.task_id, c.id, to_json(&c)?],
-            )
-            .map_err(backend)?;
+            let stored = conn
+                .execute(
+                    "INSERT OR REPLACE INTO push_configs (task_id, id, config, delivered) \
+                     SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM tasks WHERE id = ?1)",
+                    params![r.config.task_id, r.config.id, to_json(&r)?, r.delivered as i64],
+                )
+                .map_err(backend)?;
+            if stored == 0 {
+                return Err(StoreError::NoTask(r.config.task_id.clone()));
+            }
             Ok(())
         })
         .await
@@ -603,17 +610,17 @@ impl Store for EmbeddedStore {
         &self,
         task_id: &str,
         id: &str,
-    ) -> Result<Option<TaskPushNotificationConfig>, StoreError> {
+    ) -> Result<Option<PushConfigRecord>, StoreError> {
         let (task_id, id) = (task_id.to_owned(), id.to_owned());
         self.read(move |conn| {
             conn.query_row(
-                "SELECT config FROM push_configs WHERE task_id = ?1 AND id = ?2",
+                "SELECT config, delivered FROM push_configs WHERE task_id = ?1 AND id = ?2",
                 params![task_id, id],
-                |r| r.get::<_, String>(0),
+                |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)),
             )
             .optional()
             .map_err(backend)?
-            .map(|s| from_json(&s))
+            .map(|(json, delivered)| PushConfigRecord::from_stored(&json, delivered as u64))
             .transpose()
         })
         .await
@@ -624,18 +631,50 @@ impl Store for EmbeddedStore {
         task_id: &str,
         after: Option<&str>,
         limit: usize,
-    ) -> Result<Vec<TaskPushNotificationConfig>, StoreError> {
+    ) -> Result<Vec<PushConfigRecord>, StoreError> {
         let (task_id, after) = (task_id.to_owned(), after.unwrap_or("").to_owned());
         self.read(move |conn| {
             let mut stmt = conn
                 .prepare_cached(
-                    "SELECT config FROM push_configs WHERE task_id = ?1 AND id > ?2 ORDER BY id LIMIT ?3",
+                    "SELECT config, delivered FROM push_configs \
+                     WHERE task_id = ?1 AND id > ?2 ORDER BY id LIMIT ?3",
                 )
                 .map_err(backend)?;
             let rows = stmt
-                .query_map(params![task_id, after, limit as i64], |r| r.get::<_, String>(0))
+                .query_map(params![task_id, after, limit as i64], |r| {
+                    Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
+                })
                 .map_err(backend)?;
-            rows.map(|r| from_json(&r.map_err(backend)?)).collect()
+            rows.map(|r| {
+                let (json, delivered) = r.map_err(backend)?;
+                PushConfigRecord::from_stored(&json, delivered as u64)
+            })
+            .collect()
+        })
+        .await
+    }
+
+    async fn advance_push_config(
+        &self,
+        record: &PushConfigRecord,
+        from: u64,
+    ) -> Result<bool, StoreError> {
+        let r = record.clone();
+        self.write(move |conn| {
+            let changed = conn
+                .execute(
+                    "UPDATE push_configs SET config = ?3, delivered = ?4 \
+                     WHERE task_id = ?1 AND id = ?2 AND delivered = ?5",
+                    params![
+                        r.config.task_id,
+                        r.config.id,
+                        to_json(&r)?,
+                        r.delivered as i64,
+                        from as i64
+                    ],
+                )
+                .map_err(backend)?;
+            Ok(changed == 1)
         })
         .await
     }
@@ -710,5 +749,9 @@ impl Store for EmbeddedStore {
 
     fn wakeups(&self) -> broadcast::Receiver<String> {
         self.signals.wakes()
+    }
+
+    fn pushes(&self) -> broadcast::Receiver<String> {
+        self.signals.pushes()
     }
 }

@@ -104,6 +104,42 @@ pub struct LoggedEvent {
     pub event: StreamResponse,
 }
 
+/// A task's webhook as stored: the config with its secrets taken out and sealed (see
+/// [`crate::push::seal`]), and how far delivery got.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PushConfigRecord {
+    pub config: TaskPushNotificationConfig,
+    /// The config's token and credentials, sealed ("" when it has none).
+    pub sealed: String,
+    /// Seq of the last event of the task's log this webhook was handed (or passed over).
+    pub delivered: u64,
+    /// Events given up on after every attempt failed.
+    pub failures: u64,
+    /// Why the last of those failed.
+    pub last_failure: String,
+}
+
+impl PushConfigRecord {
+    /// A record from its stored JSON. Rows written before records existed hold the bare
+    /// config (secrets in the clear): they read as unsealed with the stored cursor.
+    pub fn from_stored(json: &str, delivered: u64) -> Result<Self, StoreError> {
+        let value: serde_json::Value =
+            serde_json::from_str(json).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let mut record = if value.get("config").is_some() {
+            serde_json::from_value(value)
+        } else {
+            serde_json::from_value(value).map(|config| PushConfigRecord {
+                config,
+                ..Default::default()
+            })
+        }
+        .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        record.delivered = delivered;
+        Ok(record)
+    }
+}
+
 /// An inbound message, stored by `(tenant, messageId)` before it is acknowledged.
 #[derive(Debug, Clone, PartialEq)]
 pub struct InboundMessage {
@@ -163,6 +199,9 @@ pub enum StoreError {
     /// The message id was stored before; it belongs to `task_id` (empty for a direct reply).
     #[error("message {message_id} was already received")]
     DuplicateMessage { message_id: String, task_id: String },
+    /// The task a write depends on does not exist.
+    #[error("task {0} does not exist")]
+    NoTask(String),
     #[error("store unavailable: {0}")]
     Unavailable(String),
     #[error("stored data is corrupt: {0}")]
@@ -212,14 +251,15 @@ pub trait Store: Send + Sync + 'static {
 
     async fn list_tasks(&self, query: &TaskQuery) -> Result<TaskPage, StoreError>;
 
-    /// Creates or replaces the config `(task_id, id)`.
-    async fn put_push_config(&self, config: &TaskPushNotificationConfig) -> Result<(), StoreError>;
+    /// Creates or replaces the config `(record.config.task_id, record.config.id)`, if the
+    /// task exists (`NoTask` if not).
+    async fn put_push_config(&self, record: &PushConfigRecord) -> Result<(), StoreError>;
 
     async fn get_push_config(
         &self,
         task_id: &str,
         id: &str,
-    ) -> Result<Option<TaskPushNotificationConfig>, StoreError>;
+    ) -> Result<Option<PushConfigRecord>, StoreError>;
 
     /// Configs of a task ordered by id, starting after `after`.
     async fn list_push_configs(
@@ -227,7 +267,15 @@ pub trait Store: Send + Sync + 'static {
         task_id: &str,
         after: Option<&str>,
         limit: usize,
-    ) -> Result<Vec<TaskPushNotificationConfig>, StoreError>;
+    ) -> Result<Vec<PushConfigRecord>, StoreError>;
+
+    /// Stores `record` (its new cursor and failures) if the stored cursor is still
+    /// `from`; false if another delivery moved it or the config is gone.
+    async fn advance_push_config(
+        &self,
+        record: &PushConfigRecord,
+        from: u64,
+    ) -> Result<bool, StoreError>;
 
     /// Deletes a config; deleting one that does not exist is not an error.
     async fn delete_push_config(&self, task_id: &str, id: &str) -> Result<(), StoreError>;
@@ -246,6 +294,10 @@ pub trait Store: Send + Sync + 'static {
     /// (`wake` set, no lease): the local stand-in for the table's stream.
     fn wakeups(&self) -> tokio::sync::broadcast::Receiver<String>;
 
+    /// A signal for every commit in this process to a task with webhooks: what delivers
+    /// them locally (the table's stream feeds the notifier function in AWS).
+    fn pushes(&self) -> tokio::sync::broadcast::Receiver<String>;
+
     /// Tasks whose lease ran out before `now_ms` (their drive was cut off), at most
     /// `limit`, oldest expiry first; found through an index of leased tasks only.
     async fn expired_leases(&self, now_ms: i64, limit: usize) -> Result<Vec<String>, StoreError>;
@@ -256,6 +308,7 @@ pub trait Store: Send + Sync + 'static {
 pub struct Signals {
     changes: tokio::sync::broadcast::Sender<String>,
     wakes: tokio::sync::broadcast::Sender<String>,
+    pushes: tokio::sync::broadcast::Sender<String>,
 }
 
 impl Default for Signals {
@@ -263,6 +316,7 @@ impl Default for Signals {
         Signals {
             changes: tokio::sync::broadcast::channel(1024).0,
             wakes: tokio::sync::broadcast::channel(1024).0,
+            pushes: tokio::sync::broadcast::channel(1024).0,
         }
     }
 }
@@ -274,6 +328,9 @@ impl Signals {
         if rec.wake && rec.lease.is_none() {
             let _ = self.wakes.send(rec.task.id.clone());
         }
+        if rec.push {
+            let _ = self.pushes.send(rec.task.id.clone());
+        }
     }
 
     pub fn changes(&self) -> tokio::sync::broadcast::Receiver<String> {
@@ -282,5 +339,9 @@ impl Signals {
 
     pub fn wakes(&self) -> tokio::sync::broadcast::Receiver<String> {
         self.wakes.subscribe()
+    }
+
+    pub fn pushes(&self) -> tokio::sync::broadcast::Receiver<String> {
+        self.pushes.subscribe()
     }
 }

@@ -53,8 +53,16 @@ struct Args {
     /// Extension URIs the card marks required (comma-separated).
     #[arg(long, env = "HARNESS_REQUIRED_EXTENSIONS", value_delimiter = ',')]
     required_extensions: Vec<String>,
-    /// Allow push webhooks on loopback and private addresses (off: SSRF protection).
-    #[arg(long, env = "HARNESS_PUSH_ALLOW_PRIVATE_URLS")]
+    /// Offer push notifications (webhooks).
+    #[arg(long, env = "HARNESS_PUSH_NOTIFICATIONS", default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    push_notifications: bool,
+    /// The key (32 bytes, base64) webhook secrets are sealed with at rest. Default: the
+    /// key file in the state directory, created on first start; required with --table.
+    #[arg(long, env = "HARNESS_PUSH_KEY", hide_env_values = true)]
+    push_key: Option<common::push::seal::PushKey>,
+    /// Allow push webhooks on loopback and private addresses (on for a local server;
+    /// `false` turns on the SSRF protection a public deployment has).
+    #[arg(long, env = "HARNESS_PUSH_ALLOW_PRIVATE_URLS", default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     push_allow_private_urls: bool,
     /// How long a drive's lease on a task lasts (renewed by every commit); the sweep,
     /// every 10 s, hands tasks whose lease ran out to a new drive.
@@ -72,6 +80,9 @@ struct Args {
     #[arg(long, env = "HARNESS_DEFAULT_PARTICIPANT", value_parser = common::channels::parse_id)]
     default_participant: Option<String>,
 }
+
+/// The embedded store's push key, beside (not inside) its data.
+const PUSH_KEY_FILE: &str = "push.key";
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
@@ -100,6 +111,18 @@ async fn run() -> Result<(), common::lambda::Error> {
         required_extensions: args.required_extensions,
         max_body_bytes: args.max_body_bytes,
         rate_limit_per_minute: args.rate_limit_per_minute,
+        push_notifications: args.push_notifications,
+        push_key: match (args.push_key.clone(), &args.table) {
+            (Some(key), _) => Some(key),
+            // A shared table's deployment shares one key: it must be given.
+            (None, Some(_)) => None,
+            (None, None) => {
+                std::fs::create_dir_all(&args.state_dir)?;
+                Some(common::push::seal::PushKey::load_or_create(
+                    &args.state_dir.join(PUSH_KEY_FILE),
+                )?)
+            }
+        },
         push_allow_private_urls: args.push_allow_private_urls,
         agent_id: args.agent_id,
         default_participant: args.default_participant,

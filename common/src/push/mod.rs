@@ -1,0 +1,251 @@
+//! Push notifications (spec §4.3.3): each status and artifact update in a task's event
+//! log is POSTed to each of the task's webhooks as one StreamResponse, in order per
+//! webhook, at least once, with `Authorization: <scheme> <credentials>` and
+//! `X-A2A-Notification-Token` when the config sets them.
+//!
+//! Delivery follows the log, not the code that wrote it: every stored config carries a
+//! cursor (the seq of the last event it was handed), and [`Notifier::deliver_pending`]
+//! posts what lies after the cursor, moving it with a conditional write after each event.
+//! So a crash, a lost trigger made good by a later one, or a trigger delivered twice
+//! repeats at most the event in flight. What triggers it: locally the store's commit
+//! signal ([`Notifier::watch`]), in AWS the table's stream ([`stream`], the notifier
+//! function). An event the webhook still refuses after the retries is passed over and
+//! recorded on the config (`failures`, `last_failure`).
+//!
+//! Secrets are sealed at rest ([`seal`]); URLs are checked against SSRF ([`target`]).
+
+pub mod seal;
+pub mod stream;
+pub mod target;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::future::join_all;
+use reqwest::header::{AUTHORIZATION, CONTENT_TYPE};
+use reqwest::Url;
+
+use crate::a2a::{A2aError, StreamResponse, TaskPushNotificationConfig};
+use crate::keyed_lock::KeyedLocks;
+use crate::store::{PushConfigRecord, Store, StoreError};
+use seal::{PushKey, SealError};
+use target::Targets;
+
+/// Most configs one task may have.
+pub const MAX_CONFIGS_PER_TASK: usize = 100;
+/// Tries per event before it is passed over.
+pub const ATTEMPTS: u32 = 3;
+/// Wait before the second try; doubled before each further one.
+const BACKOFF: Duration = Duration::from_millis(200);
+/// Log events read at a time.
+const PAGE: usize = 100;
+
+#[derive(Debug, thiserror::Error)]
+pub enum DeliveryError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Seal(#[from] SealError),
+    #[error("the invocation's time ran out before delivery caught up")]
+    OutOfTime,
+}
+
+pub struct Notifier {
+    client: reqwest::Client,
+    store: Arc<dyn Store>,
+    key: PushKey,
+    targets: Targets,
+    timeout: Duration,
+    /// One delivery pass at a time per task in this process.
+    delivering: KeyedLocks,
+}
+
+impl Notifier {
+    pub fn new(
+        store: Arc<dyn Store>,
+        key: PushKey,
+        timeout: Duration,
+        allow_private: bool,
+    ) -> Result<Self, String> {
+        let client = reqwest::Client::builder()
+            .timeout(timeout)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| format!("cannot build the webhook client: {e}"))?;
+        Ok(Notifier {
+            client,
+            store,
+            key,
+            targets: Targets::new(allow_private),
+            timeout,
+            delivering: KeyedLocks::default(),
+        })
+    }
+
+    /// Refuses a config this server will not call (see [`target`]).
+    pub fn check(&self, config: &TaskPushNotificationConfig) -> Result<(), A2aError> {
+        self.targets.check(config)
+    }
+
+    /// The record that stores `config` with its secrets sealed, its cursor at `delivered`.
+    pub fn seal(&self, mut config: TaskPushNotificationConfig, delivered: u64) -> PushConfigRecord {
+        let sealed = self.key.seal(&mut config);
+        PushConfigRecord {
+            config,
+            sealed,
+            delivered,
+            ..Default::default()
+        }
+    }
+
+    /// The config a record stores, secrets included.
+    pub fn open(&self, record: &PushConfigRecord) -> Result<TaskPushNotificationConfig, SealError> {
+        let mut config = record.config.clone();
+        self.key.open(&mut config, &record.sealed)?;
+        Ok(config)
+    }
+
+    /// Delivers what every webhook of the task has not been handed yet; stops early (with
+    /// `OutOfTime`) when a worst-case delivery would pass `deadline`.
+    pub async fn deliver_pending(
+        &self,
+        task_id: &str,
+        deadline: Option<Instant>,
+    ) -> Result<(), DeliveryError> {
+        self.delivering
+            .run(task_id, async {
+                let configs = self
+                    .store
+                    .list_push_configs(task_id, None, MAX_CONFIGS_PER_TASK)
+                    .await?;
+                join_all(configs.into_iter().map(|c| self.catch_up(c, deadline)))
+                    .await
+                    .into_iter()
+                    .collect()
+            })
+            .await
+    }
+
+    /// Delivers pending events of every task the store signals, as long as the store
+    /// lives: the local stand-in for the notifier function.
+    pub async fn watch(self: Arc<Self>, mut pushes: tokio::sync::broadcast::Receiver<String>) {
+        use tokio::sync::broadcast::error::RecvError;
+        loop {
+            match pushes.recv().await {
+                Ok(task_id) => {
+                    let me = self.clone();
+                    tokio::spawn(async move { me.deliver_logged(&task_id).await });
+                }
+                // The tasks missed here are caught up by their next commit.
+                Err(RecvError::Lagged(missed)) => {
+                    tracing::warn!(missed, "push signals dropped under load")
+                }
+                Err(RecvError::Closed) => return,
+            }
+        }
+    }
+
+    /// [`Self::deliver_pending`] without a deadline, failures logged: for spawned passes.
+    pub async fn deliver_logged(&self, task_id: &str) {
+        if let Err(e) = self.deliver_pending(task_id, None).await {
+            tracing::warn!(task_id, error = %e, "push delivery stopped; the next commit resumes it");
+        }
+    }
+
+    /// The longest one event can take: every attempt timing out, plus the backoffs.
+    fn worst_case(&self) -> Duration {
+        self.timeout * ATTEMPTS + BACKOFF * (2u32.pow(ATTEMPTS - 1) - 1)
+    }
+
+    async fn catch_up(
+        &self,
+        mut record: PushConfigRecord,
+        deadline: Option<Instant>,
+    ) -> Result<(), DeliveryError> {
+        let config = self.open(&record)?;
+        let mut stored = record.delivered;
+        loop {
+            let events = self
+                .store
+                .read_events(&config.task_id, Some(record.delivered), PAGE)
+                .await?;
+            if events.is_empty() {
+                self.save(&record, stored).await?;
+                return Ok(());
+            }
+            for logged in events {
+                let update = &logged.event;
+                if update.status_update.is_none() && update.artifact_update.is_none() {
+                    // The task snapshot and messages are not updates; only the cursor moves.
+                    record.delivered = logged.seq;
+                    continue;
+                }
+                if deadline.is_some_and(|d| Instant::now() + self.worst_case() > d) {
+                    self.save(&record, stored).await?;
+                    return Err(DeliveryError::OutOfTime);
+                }
+                if let Err(why) = self.post(&config, update).await {
+                    tracing::warn!(task_id = %config.task_id, config_id = %config.id, seq = logged.seq, %why, "webhook event passed over");
+                    record.failures += 1;
+                    record.last_failure = format!("event {}: {why}", logged.seq);
+                }
+                record.delivered = logged.seq;
+                if !self.save(&record, stored).await? {
+                    return Ok(()); // another pass moved it on, or the config was deleted
+                }
+                stored = record.delivered;
+            }
+        }
+    }
+
+    /// Moves the stored cursor from `from` to the record's; true if it was still there.
+    async fn save(&self, record: &PushConfigRecord, from: u64) -> Result<bool, StoreError> {
+        if record.delivered == from {
+            return Ok(true);
+        }
+        self.store.advance_push_config(record, from).await
+    }
+
+    /// One event to one webhook, retried with backoff on failures worth retrying.
+    async fn post(
+        &self,
+        config: &TaskPushNotificationConfig,
+        event: &StreamResponse,
+    ) -> Result<(), String> {
+        let url = Url::parse(&config.url).map_err(|e| format!("bad url: {e}"))?;
+        if !self.targets.allowed(&url).await {
+            return Err("the webhook's host resolves to a private address".into());
+        }
+        let body = serde_json::to_vec(event).map_err(|e| e.to_string())?;
+        let mut why = String::new();
+        for attempt in 1..=ATTEMPTS {
+            if attempt > 1 {
+                tokio::time::sleep(BACKOFF * 2u32.pow(attempt - 2)).await;
+            }
+            let mut req = self
+                .client
+                .post(url.clone())
+                .header(CONTENT_TYPE, "application/a2a+json")
+                .body(body.clone());
+            if let Some(auth) = &config.authentication {
+                let value = format!("{} {}", auth.scheme, auth.credentials);
+                req = req.header(AUTHORIZATION, value.trim());
+            }
+            if !config.token.is_empty() {
+                req = req.header("x-a2a-notification-token", &config.token);
+            }
+            match req.send().await {
+                Ok(resp) if resp.status().is_success() => return Ok(()),
+                // The receiver refused it; sending the same again will not help.
+                Ok(resp) if resp.status().is_client_error() && resp.status().as_u16() != 429 => {
+                    return Err(format!("refused with HTTP {}", resp.status().as_u16()));
+                }
+                Ok(resp) => why = format!("HTTP {}", resp.status().as_u16()),
+                Err(e) if e.is_timeout() => why = "timed out".into(),
+                Err(e) => why = format!("unreachable ({e})"),
+            }
+            tracing::info!(url = %config.url, attempt, %why, "webhook attempt failed");
+        }
+        Err(format!("{why} after {ATTEMPTS} attempts"))
+    }
+}
