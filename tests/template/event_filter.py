@@ -1,4 +1,5 @@
-"""The resume function's stream filter, read from template.yaml (its only copy), and a
+"""The stream-fed functions' filters (resume, notifier), read from template.yaml (their
+only copy), and a
 matcher for the part of Lambda's event-filtering syntax it uses.
 
 Lambda applies a FilterCriteria pattern to each stream record (`eventName`, `dynamodb`
@@ -44,26 +45,35 @@ def _load(template: Path | dict | None) -> dict:
     return cfn_yaml.load(str(template or TEMPLATE))
 
 
-def resume_stream_event(template: Path | dict | None = None) -> tuple[str, dict]:
-    """(logical id, properties) of the resume function's one `Type: DynamoDB` event."""
+def stream_event(binary: str, template: Path | dict | None = None) -> tuple[str, dict]:
+    """(logical id, properties) of the one `Type: DynamoDB` event of the function that
+    builds `binary`."""
     t = _load(template)
     for res in t["Resources"].values():
         if res.get("Type") != "AWS::Serverless::Function":
             continue
-        if res.get("Metadata", {}).get("BuildProperties", {}).get("Binary") != RESUME_BINARY:
+        if res.get("Metadata", {}).get("BuildProperties", {}).get("Binary") != binary:
             continue
         events = [(name, e["Properties"]) for name, e in res["Properties"].get("Events", {}).items()
                   if e.get("Type") == "DynamoDB"]
-        assert len(events) == 1, f"the {RESUME_BINARY} function has {len(events)} DynamoDB events"
+        assert len(events) == 1, f"the {binary} function has {len(events)} DynamoDB events"
         return events[0]
-    raise AssertionError(f"no function builds the {RESUME_BINARY} binary in template.yaml")
+    raise AssertionError(f"no function builds the {binary} binary in template.yaml")
+
+
+def filter_patterns(binary: str, template: Path | dict | None = None) -> list[dict]:
+    """The filter patterns of `binary`'s event source mapping, parsed."""
+    _, props = stream_event(binary, template)
+    filters = props["FilterCriteria"]["Filters"]
+    return [json.loads(f["Pattern"]) for f in filters]
+
+
+def resume_stream_event(template: Path | dict | None = None) -> tuple[str, dict]:
+    return stream_event(RESUME_BINARY, template)
 
 
 def resume_filter_patterns(template: Path | dict | None = None) -> list[dict]:
-    """The resume event source mapping's filter patterns, parsed."""
-    _, props = resume_stream_event(template)
-    filters = props["FilterCriteria"]["Filters"]
-    return [json.loads(f["Pattern"]) for f in filters]
+    return filter_patterns(RESUME_BINARY, template)
 
 
 def _leaf_matches(matcher: Any, value: Any) -> bool:

@@ -9,6 +9,9 @@
 5. The event-driven functions: resume (the table's stream, through a filter that passes
    only runnable, unleased task items; batch item failures, retries, an on-failure queue)
    and the sweeper (a schedule). They have no HTTP route.
+6. The notifier (push notifications): the stream through a filter that passes only new
+   log events of tasks with webhooks and new webhook configs (checked on a real capture);
+   the push key as a secret parameter a rule requires while push is on.
 
 Run: ~/.cache/harness/venv/bin/python -m pytest -q tests/template
 """
@@ -16,6 +19,7 @@ Run: ~/.cache/harness/venv/bin/python -m pytest -q tests/template
 from __future__ import annotations
 
 import fnmatch
+import json
 import re
 import tomllib
 from pathlib import Path
@@ -48,7 +52,7 @@ BUFFERED = {
 UNTENANTED = {"agent-card": [("GET", "/.well-known/agent-card.json")]}
 STREAMING = {"send-streaming-message", "subscribe-to-task", "jsonrpc"}
 # Invoked by AWS, not by clients: no HTTP route, no Function URL.
-EVENT_FUNCTIONS = {"resume", "sweeper"}
+EVENT_FUNCTIONS = {"resume", "sweeper", "notifier"}
 
 # Binary -> the DynamoDB actions it may use on the table, on the gsi1 index and on the
 # gsi2 index (the sweeper's; a third element, empty when left out).
@@ -75,6 +79,8 @@ PERMISSIONS = {
     # sub-tasks and parents' wake-ups, push configs, audit. No ListTasks, no deletes.
     "resume": ({"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem",
                 "dynamodb:ConditionCheckItem", "dynamodb:BatchWriteItem"}, set()),
+    # A task's configs and log (Query), its delivery cursors (conditional PutItem).
+    "notifier": ({"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem"}, set()),
     # The expired leases (a Query on gsi2), then per task a load and a conditional commit.
     "sweeper": ({"dynamodb:GetItem", "dynamodb:PutItem"}, set(), {"dynamodb:Query"}),
 }
@@ -85,6 +91,7 @@ ENV = {
     "HARNESS_REQUIRED_EXTENSIONS", "HARNESS_REST_CONTENT_TYPE",
     "HARNESS_PUSH_ALLOW_PRIVATE_URLS", "HARNESS_AUDIT_RETENTION_DAYS", "HARNESS_MODEL",
     "HARNESS_AGENT_ID", "HARNESS_DEFAULT_PARTICIPANT", "HARNESS_LEASE_SECONDS", "RUST_LOG",
+    "HARNESS_PUSH_NOTIFICATIONS", "HARNESS_PUSH_KEY",
 }
 
 
@@ -521,3 +528,82 @@ def test_lease_seconds_bounds(template):
     p = template["Parameters"]["LeaseSeconds"]
     assert p["Type"] == "Number"
     assert 60 <= int(p["MinValue"]) <= int(p["Default"]) <= int(p["MaxValue"]) <= 900
+
+
+# ------------------------------------------------- 6. the notifier (push notifications)
+
+CAPTURE = ROOT / "common" / "tests" / "fixtures" / "dynamodb-stream-push-capture.json"
+
+
+def test_push_key_is_a_secret_parameter_required_while_push_is_on(template):
+    params = template["Parameters"]
+    assert params["PushNotifications"]["Default"] == "true"
+    assert params["PushKey"]["NoEcho"] is True
+    assert params["PushKey"]["Default"] == ""
+    env = template["Globals"]["Function"]["Environment"]["Variables"]
+    assert env["HARNESS_PUSH_KEY"] == {"Ref": "PushKey"}
+    assert env["HARNESS_PUSH_NOTIFICATIONS"] == {"Ref": "PushNotifications"}
+    [rule] = template["Rules"].values()
+    assert rule["RuleCondition"] == {"Fn::Equals": [{"Ref": "PushNotifications"}, "true"]}
+    [assertion] = rule["Assertions"]
+    assert assertion["Assert"] == {"Fn::Not": [{"Fn::Equals": [{"Ref": "PushKey"}, ""]}]}
+    # The optional customer managed key encrypts the environment (and so PushKey).
+    assert template["Globals"]["Function"]["KmsKeyArn"] == {
+        "Fn::If": ["PushKeyInKms", {"Ref": "PushKeyKmsKeyArn"}, {"Ref": "AWS::NoValue"}]}
+
+
+def test_notifier_reads_the_tables_stream_and_gives_up_into_a_queue(template, functions):
+    res = functions["notifier"]
+    [props] = events_of(res, "DynamoDB")
+    assert props["Stream"] == {"Fn::GetAtt": [table_id(template), "StreamArn"]}
+    assert props["StartingPosition"] == "LATEST"
+    assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert props["BisectBatchOnFunctionError"] is True
+    assert 0 <= props["MaximumRetryAttempts"] <= 10
+    assert 60 <= props["MaximumRecordAgeInSeconds"] <= 24 * 3600
+    on_failure = props["DestinationConfig"]["OnFailure"]
+    assert on_failure["Type"] == "SQS"
+    queue_id, attr = on_failure["Destination"]["Fn::GetAtt"]
+    assert attr == "Arn" and template["Resources"][queue_id]["Type"] == "AWS::SQS::Queue"
+    # Three attempts of a 10 s webhook timeout per event fit many times over.
+    assert res["Properties"]["Timeout"] >= 60
+
+
+def capture_records() -> list[dict]:
+    return json.loads(CAPTURE.read_text())["Records"]
+
+
+def test_notifier_filter_passes_exactly_what_the_handler_delivers_for(template):
+    """On the real capture (see common/tests/push_notifier.rs): the new log events of a
+    task with webhooks (EV#, INSERT, push) and the new config (PUSH#, INSERT); not the
+    task, the message, nor the MODIFYs that set expiries and move delivery cursors."""
+    patterns = event_filter.filter_patterns("notifier", template)
+    passed = [(r["eventName"], r["dynamodb"]["Keys"]["sk"]["S"])
+              for r in capture_records() if event_filter.passes(patterns, r)]
+    assert passed == [("INSERT", "EV#00000000000000000000"), ("INSERT", "PUSH#hook-1"),
+                      ("INSERT", "EV#00000000000000000001")]
+
+
+NOTIFIER_REJECTS = {
+    "event of a task without webhooks": record("INSERT", {
+        "pk": {"S": "TASK#t1"}, "sk": {"S": "EV#00000000000000000001"}, "event": {"S": "{}"}}),
+    "event with push false": record("INSERT", {
+        "pk": {"S": "TASK#t1"}, "sk": {"S": "EV#00000000000000000001"}, "event": {"S": "{}"},
+        "push": {"BOOL": False}}),
+    "runnable task": record("INSERT", task_image(**WAKE)),
+    "config cursor moved": record("MODIFY", {
+        "pk": {"S": "TASK#t1"}, "sk": {"S": "PUSH#p1"}, "config": {"S": "{}"}}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NOTIFIER_REJECTS))
+def test_notifier_filter_rejects(name, template):
+    patterns = event_filter.filter_patterns("notifier", template)
+    assert not event_filter.passes(patterns, NOTIFIER_REJECTS[name])
+
+
+def test_resume_filter_ignores_every_push_record(template):
+    patterns = event_filter.resume_filter_patterns(template)
+    passed = [r["dynamodb"]["Keys"]["sk"]["S"] for r in capture_records()
+              if event_filter.passes(patterns, r)]
+    assert passed == [], "the captured task was driven inline (leased), never woken"
