@@ -59,12 +59,25 @@ fn only_new_log_events_of_tasks_with_webhooks_and_new_webhooks_ask_for_delivery(
     let task = Some(TASK.to_owned());
     assert_eq!(
         asked,
-        [None, task.clone(), None, task.clone(), None, task, None, None, None],
+        [
+            None,
+            task.clone(),
+            None,
+            task.clone(),
+            None,
+            task,
+            None,
+            None,
+            None
+        ],
         "records 2 (EV#0), 4 (PUSH#) and 6 (EV#1) only"
     );
     let raw = serde_json::to_string(&event).expect("serializes");
     for secret in ["capture-token", "capture-credentials"] {
-        assert!(!raw.contains(secret), "the stream carries {secret} in the clear");
+        assert!(
+            !raw.contains(secret),
+            "the stream carries {secret} in the clear"
+        );
     }
 }
 
@@ -77,10 +90,18 @@ async fn task_with_webhook(store: &Arc<dyn Store>, notifier: &Notifier, url: &st
         parts: vec![Part::text("hello")],
         ..Default::default()
     };
-    let mut rec = new_task_with_id(TASK.into(), "", &mut message, &TaskExtension::from_text("hello"));
+    let mut rec = new_task_with_id(
+        TASK.into(),
+        "",
+        &mut message,
+        &TaskExtension::from_text("hello"),
+    );
     rec.push = true;
     let first = created(&rec);
-    let mut rec = store.create_task(&rec, &[first], None).await.expect("create");
+    let mut rec = store
+        .create_task(&rec, &[first], None)
+        .await
+        .expect("create");
     let config = TaskPushNotificationConfig {
         id: "hook-1".into(),
         task_id: TASK.into(),
@@ -108,13 +129,21 @@ async fn task_with_webhook(store: &Arc<dyn Store>, notifier: &Notifier, url: &st
             1 => add_artifact(&mut next, artifact.clone(), false, true),
             _ => set_status(&mut next, TaskState::Completed, None, None),
         };
-        rec = store.commit(&next, rec.version, &[event], None).await.expect("commit");
+        rec = store
+            .commit(&next, rec.version, &[event], None)
+            .await
+            .expect("commit");
     }
 }
 
 fn notifier(store: &Arc<dyn Store>) -> Notifier {
-    Notifier::new(store.clone(), PushKey::generate(), Duration::from_secs(5), true)
-        .expect("build the notifier")
+    Notifier::new(
+        store.clone(),
+        PushKey::generate(),
+        Duration::from_secs(5),
+        true,
+    )
+    .expect("build the notifier")
 }
 
 async fn received(server: &MockServer) -> Vec<(Value, Option<String>, Option<String>)> {
@@ -182,7 +211,11 @@ async fn a_batch_becomes_deliveries(store: Arc<dyn Store>) {
     }
 
     handle(&notifier, &capture(), None).await;
-    assert_eq!(received(&hook).await.len(), 3, "a redelivered batch repeats nothing");
+    assert_eq!(
+        received(&hook).await.len(),
+        3,
+        "a redelivered batch repeats nothing"
+    );
     let record = store
         .get_push_config(TASK, "hook-1")
         .await
@@ -203,7 +236,11 @@ async fn a_failing_webhook_is_recorded(store: Arc<dyn Store>) {
     task_with_webhook(&store, &notifier, &format!("{}/hook", hook.uri())).await;
     let answer = handle(&notifier, &capture(), None).await;
     assert!(answer.batch_item_failures.is_empty());
-    assert_eq!(received(&hook).await.len(), 3 * 3, "three attempts per update");
+    assert_eq!(
+        received(&hook).await.len(),
+        3 * 3,
+        "three attempts per update"
+    );
     let record = store
         .get_push_config(TASK, "hook-1")
         .await
@@ -234,7 +271,10 @@ fn embedded() -> (Arc<dyn Store>, std::path::PathBuf) {
         common::engine::transition::new_id()
     ));
     std::fs::create_dir_all(&dir).expect("create the store directory");
-    (Arc::new(EmbeddedStore::open(&dir).expect("open the store")), dir)
+    (
+        Arc::new(EmbeddedStore::open(&dir).expect("open the store")),
+        dir,
+    )
 }
 
 async fn dynamo() -> Option<Arc<dyn Store>> {

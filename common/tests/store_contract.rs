@@ -240,7 +240,10 @@ async fn push_configs_are_kept_per_task_and_deletes_are_idempotent(store: Arc<dy
     store.put_push_config(&record).await.expect("put");
     let listed = store.list_push_configs(&t, None, 10).await.expect("list");
     assert_eq!(
-        listed.iter().map(|c| c.config.id.as_str()).collect::<Vec<_>>(),
+        listed
+            .iter()
+            .map(|c| c.config.id.as_str())
+            .collect::<Vec<_>>(),
         ["c1", "c2"]
     );
     assert_eq!(listed[1], record, "stored as given");
@@ -257,7 +260,11 @@ async fn push_configs_are_kept_per_task_and_deletes_are_idempotent(store: Arc<dy
         .delete_push_config(&t, "c1")
         .await
         .expect("second delete is fine");
-    assert!(store.get_push_config(&t, "c1").await.expect("get").is_none());
+    assert!(store
+        .get_push_config(&t, "c1")
+        .await
+        .expect("get")
+        .is_none());
 
     let mut missing = record.clone();
     missing.config.task_id = "no-such-task".into();
@@ -284,7 +291,10 @@ async fn push_cursors_move_only_from_where_they_were(store: Arc<dyn Store>) {
     record.delivered = 3;
     record.failures = 1;
     record.last_failure = "event 2: HTTP 500 after 3 attempts".into();
-    assert!(store.advance_push_config(&record, 0).await.expect("advance"));
+    assert!(store
+        .advance_push_config(&record, 0)
+        .await
+        .expect("advance"));
     let mut stale = record.clone();
     stale.delivered = 2;
     assert!(!store.advance_push_config(&stale, 0).await.expect("stale"));

@@ -196,15 +196,21 @@ def _create_table(endpoint: str, name: str) -> None:
         _dynamodb(endpoint, 'UpdateTimeToLive', {'TableName': name, 'TimeToLiveSpecification': ttl})
 
 
+# Every function process seals webhook secrets with the deployment's one key (push is on).
+PUSH_KEY = 'AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8='
+
+
 def _store_env(store: str, state_dir: str) -> dict[str, str]:
     if store == 'embedded':
-        return {'HARNESS_STORE': 'embedded', 'HARNESS_STATE_DIR': state_dir}
+        return {'HARNESS_STORE': 'embedded', 'HARNESS_STATE_DIR': state_dir,
+                'HARNESS_PUSH_KEY': PUSH_KEY}
     endpoint = os.environ['HARNESS_TEST_DYNAMODB_ENDPOINT']
     table = f'harness-lambda-watch-{uuid.uuid4().hex[:12]}'
     _create_table(endpoint, table)
     return {
         'HARNESS_STORE': 'dynamodb',
         'HARNESS_TABLE': table,
+        'HARNESS_PUSH_KEY': PUSH_KEY,
         'AWS_ENDPOINT_URL_DYNAMODB': endpoint,
         'AWS_REGION': os.environ.get('AWS_REGION', 'us-east-1'),
         'AWS_ACCESS_KEY_ID': os.environ.get('AWS_ACCESS_KEY_ID', 'test'),

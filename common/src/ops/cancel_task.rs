@@ -20,11 +20,7 @@ pub async fn cancel_task(
         }
         let mut next = rec.clone();
         let event = set_status(&mut next, TaskState::Canceled, None, req.metadata.clone());
-        match h
-            .store
-            .commit(&next, rec.version, &[event], None)
-            .await
-        {
+        match h.store.commit(&next, rec.version, &[event], None).await {
             Ok(stored) => {
                 h.engine.wake_parents(&stored).await;
                 return Ok(view(&stored.task, None, true));

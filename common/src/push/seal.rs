@@ -199,7 +199,10 @@ mod tests {
         let mut c = config();
         let sealed = key.seal(&mut c);
         assert!(c.token.is_empty());
-        assert_eq!(c.authentication.as_ref().map(|a| a.credentials.as_str()), Some(""));
+        assert_eq!(
+            c.authentication.as_ref().map(|a| a.credentials.as_str()),
+            Some("")
+        );
         assert!(!sealed.contains("secret"), "{sealed}");
         key.open(&mut c, &sealed).unwrap();
         assert_eq!(c, config());
@@ -236,8 +239,14 @@ mod tests {
         let key = PushKey::generate();
         let again: PushKey = key.encoded().parse().unwrap();
         assert_eq!(again.0, key.0);
-        assert!(matches!("c2hvcnQ=".parse::<PushKey>(), Err(SealError::BadKey(_))));
-        assert!(matches!("not base64!".parse::<PushKey>(), Err(SealError::BadKey(_))));
+        assert!(matches!(
+            "c2hvcnQ=".parse::<PushKey>(),
+            Err(SealError::BadKey(_))
+        ));
+        assert!(matches!(
+            "not base64!".parse::<PushKey>(),
+            Err(SealError::BadKey(_))
+        ));
         assert_eq!(format!("{key:?}"), "PushKey(<redacted>)");
     }
 

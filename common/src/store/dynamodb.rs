@@ -24,10 +24,10 @@ use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, AttributeValue, BillingMode, ConditionCheck, GlobalSecondaryIndex, KeySchemaElement,
-    KeyType, Projection, ProjectionType, Put, PutRequest, ReturnValuesOnConditionCheckFailure,
-    ScalarAttributeType, Select, StreamSpecification, StreamViewType, TimeToLiveSpecification,
-    TransactWriteItem, WriteRequest,
+    AttributeDefinition, AttributeValue, BillingMode, ConditionCheck, GlobalSecondaryIndex,
+    KeySchemaElement, KeyType, Projection, ProjectionType, Put, PutRequest,
+    ReturnValuesOnConditionCheckFailure, ScalarAttributeType, Select, StreamSpecification,
+    StreamViewType, TimeToLiveSpecification, TransactWriteItem, WriteRequest,
 };
 use aws_sdk_dynamodb::Client;
 use tokio::sync::broadcast;
@@ -105,7 +105,11 @@ fn push_item(record: &PushConfigRecord) -> Result<Item, StoreError> {
 fn decode_push(item: &Item) -> Result<PushConfigRecord, StoreError> {
     // Items written before cursors existed have none: nothing was delivered through them.
     let delivered = match item.get("delivered") {
-        Some(v) => v.as_n().map_err(|_| corrupt("delivered is not a number"))?.parse().map_err(corrupt)?,
+        Some(v) => v
+            .as_n()
+            .map_err(|_| corrupt("delivered is not a number"))?
+            .parse()
+            .map_err(corrupt)?,
         None => 0,
     };
     PushConfigRecord::from_stored(get_s(item, "config")?, delivered)

@@ -595,7 +595,12 @@ impl Store for EmbeddedStore {
                 .execute(
                     "INSERT OR REPLACE INTO push_configs (task_id, id, config, delivered) \
                      SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM tasks WHERE id = ?1)",
-                    params![r.config.task_id, r.config.id, to_json(&r)?, r.delivered as i64],
+                    params![
+                        r.config.task_id,
+                        r.config.id,
+                        to_json(&r)?,
+                        r.delivered as i64
+                    ],
                 )
                 .map_err(backend)?;
             if stored == 0 {

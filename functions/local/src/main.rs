@@ -113,6 +113,7 @@ async fn run() -> Result<(), common::lambda::Error> {
         rate_limit_per_minute: args.rate_limit_per_minute,
         push_notifications: args.push_notifications,
         push_key: match (args.push_key.clone(), &args.table) {
+            _ if !args.push_notifications => None,
             (Some(key), _) => Some(key),
             // A shared table's deployment shares one key: it must be given.
             (None, Some(_)) => None,
