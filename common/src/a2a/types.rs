@@ -536,8 +536,8 @@ pub struct SubscribeToTaskRequest {
     pub id: String,
 }
 
-/// How the agent authenticates to a push webhook.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+/// How the agent authenticates to a push webhook. `Debug` leaves the credentials out.
+#[derive(Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct AuthenticationInfo {
     #[serde(
@@ -552,8 +552,8 @@ pub struct AuthenticationInfo {
     pub credentials: String,
 }
 
-/// A webhook that receives a task's events.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+/// A webhook that receives a task's events. `Debug` leaves the token out.
+#[derive(Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct TaskPushNotificationConfig {
     #[serde(
@@ -584,6 +584,37 @@ pub struct TaskPushNotificationConfig {
     pub token: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub authentication: Option<AuthenticationInfo>,
+}
+
+/// What `Debug` shows of a secret: whether there is one.
+fn redacted(secret: &str) -> &'static str {
+    if secret.is_empty() {
+        ""
+    } else {
+        "<redacted>"
+    }
+}
+
+impl std::fmt::Debug for AuthenticationInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AuthenticationInfo")
+            .field("scheme", &self.scheme)
+            .field("credentials", &redacted(&self.credentials))
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for TaskPushNotificationConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskPushNotificationConfig")
+            .field("tenant", &self.tenant)
+            .field("id", &self.id)
+            .field("task_id", &self.task_id)
+            .field("url", &self.url)
+            .field("token", &redacted(&self.token))
+            .field("authentication", &self.authentication)
+            .finish()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]

@@ -224,6 +224,13 @@ mod tests {
     }
 
     #[test]
+    fn debug_output_never_shows_the_secrets() {
+        let shown = format!("{:?}", config());
+        assert!(!shown.contains("secret"), "{shown}");
+        assert!(shown.contains("<redacted>") && shown.contains("hooks.example"), "{shown}");
+    }
+
+    #[test]
     fn a_config_without_secrets_seals_to_nothing() {
         let key = PushKey::generate();
         let mut c = TaskPushNotificationConfig {
