@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Feed a table's DynamoDB stream to the resume function under `cargo lambda watch`.
+"""Feed a table's DynamoDB stream to a stream-fed function (resume, or notifier with
+`--function notifier`) under `cargo lambda watch`.
 
 In AWS, an event source mapping reads the table's stream, drops the records its
 FilterCriteria rejects, and invokes the resume function synchronously with the rest, in
@@ -35,6 +36,9 @@ shard, as the mapping's checkpoint does). Batch size and retries are the mapping
 
     python tests/lambda_watch/stream_tool.py --table harness-dev --invoke-port 9000
     python tests/lambda_watch/stream_tool.py --table harness-dev --invoke-port 9000 --follow
+    # webhooks: the notifier's own mapping (run it beside the resume one)
+    python tests/lambda_watch/stream_tool.py --table harness-dev --invoke-port 9000 \
+        --function notifier --checkpoint .notifier-checkpoint --follow
 
 Arguments fall back to the environment: `AWS_ENDPOINT_URL_DYNAMODB` (default
 http://127.0.0.1:8000), `HARNESS_TABLE`, `HARNESS_RESUME_INVOKE_URL` (or
@@ -64,9 +68,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / 'template.yaml'
+# The function fed by default; `--function` names another (its binary name).
 FUNCTION = 'resume'
-# The resume function's logical id in template.yaml.
-RESOURCE = 'ResumeFunction'
 # What the resume mapping's filter is (template.yaml is the authority when it has one):
 # task items a write left runnable (`wake`) and unleased (not in the sweeper's index).
 DEFAULT_PATTERN: dict[str, Any] = {
@@ -187,7 +190,7 @@ def passes(patterns: list[dict[str, Any]], record: dict[str, Any]) -> bool:
 
 @dataclass
 class Mapping:
-    """What the tool takes from the resume function's event source mapping."""
+    """What the tool takes from the function's event source mapping."""
 
     patterns: list[dict[str, Any]]
     batch_size: int = DEFAULT_BATCH_SIZE
@@ -203,41 +206,52 @@ def _pattern(raw: Any) -> dict[str, Any]:
     raise ValueError(f'a filter Pattern is a JSON string, not {raw!r}')
 
 
-def _names_resume(value: Any) -> bool:
-    """A FunctionName that refers to the resume function (`!Ref`, `!GetAtt`, a name)."""
+def _names(value: Any, resource: str) -> bool:
+    """A FunctionName that refers to `resource` (`!Ref`, `!GetAtt`, a name)."""
     if isinstance(value, str):
-        return value == RESOURCE
+        return value == resource
     if isinstance(value, dict):
         ref = value.get('Ref') or value.get('Fn::GetAtt')
         if isinstance(ref, list):
             ref = ref[0]
         if isinstance(ref, str):
-            return ref.split('.')[0] == RESOURCE
+            return ref.split('.')[0] == resource
     return False
 
 
-def mapping_from_template(path: Path = TEMPLATE) -> Mapping | None:
-    """The resume mapping's filter (and batch size): from the `Type: DynamoDB` event of
-    `ResumeFunction`, or an `AWS::Lambda::EventSourceMapping` naming it. None when the
-    template declares none."""
+def _resource_of(resources: dict[str, Any], function: str) -> str | None:
+    """The logical id of the function that builds the `function` binary."""
+    for logical_id, res in resources.items():
+        binary = res.get('Metadata', {}).get('BuildProperties', {}).get('Binary')
+        if res.get('Type') == 'AWS::Serverless::Function' and binary == function:
+            return logical_id
+    return None
+
+
+def mapping_from_template(path: Path = TEMPLATE, function: str = FUNCTION) -> Mapping | None:
+    """The filter (and batch size) of `function`'s stream mapping: from the
+    `Type: DynamoDB` event of the function that builds that binary, or an
+    `AWS::Lambda::EventSourceMapping` naming it. None when the template declares none."""
     from cfnlint.decode import cfn_yaml
 
     template = cfn_yaml.load(str(path))
     resources = template.get('Resources', {})
+    resource = _resource_of(resources, function)
+    if resource is None:
+        return None
     found: list[dict[str, Any]] = []
-    resume = resources.get(RESOURCE, {})
-    for event in (resume.get('Properties', {}).get('Events') or {}).values():
+    for event in (resources[resource].get('Properties', {}).get('Events') or {}).values():
         if event.get('Type') == 'DynamoDB':
             found.append(event.get('Properties', {}))
-    for resource in resources.values():
-        if resource.get('Type') == 'AWS::Lambda::EventSourceMapping':
-            props = resource.get('Properties', {})
-            if _names_resume(props.get('FunctionName')):
+    for res in resources.values():
+        if res.get('Type') == 'AWS::Lambda::EventSourceMapping':
+            props = res.get('Properties', {})
+            if _names(props.get('FunctionName'), resource):
                 found.append(props)
     if not found:
         return None
     if len(found) > 1:
-        raise ValueError(f'{path}: {len(found)} stream mappings feed {RESOURCE}; expected one')
+        raise ValueError(f'{path}: {len(found)} stream mappings feed {resource}; expected one')
     props = found[0]
     filters = (props.get('FilterCriteria') or {}).get('Filters') or []
     patterns = [_pattern(f['Pattern']) for f in filters]
@@ -248,16 +262,23 @@ def mapping_from_template(path: Path = TEMPLATE) -> Mapping | None:
         batch_size=int(props.get('BatchSize', DEFAULT_BATCH_SIZE)),
         # -1 is "until the record expires" in AWS: too long for a local tool.
         retries=retries if retries >= 0 else DEFAULT_RETRIES,
-        source=f'{path} ({RESOURCE})',
+        source=f'{path} ({resource})',
     )
 
 
 def resume_mapping(path: Path = TEMPLATE) -> Mapping:
     """The template's mapping when it has one, else the built-in default."""
+    return function_mapping(path, FUNCTION)
+
+
+def function_mapping(path: Path, function: str) -> Mapping:
+    """`function`'s mapping in the template; the resume function has a built-in default."""
     if path.is_file():
-        mapping = mapping_from_template(path)
+        mapping = mapping_from_template(path, function)
         if mapping is not None:
             return mapping
+    if function != FUNCTION:
+        raise ValueError(f'{path}: no stream mapping feeds the {function} function')
     return Mapping(patterns=[DEFAULT_PATTERN])
 
 
@@ -532,19 +553,21 @@ def _save_checkpoint(path: Path | None, arn: str, checkpoint: dict[str, str]) ->
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
-        description='Feed a DynamoDB Local table stream to the resume function under '
+        description='Feed a DynamoDB Local table stream to a stream-fed function under '
         '`cargo lambda watch`, as the event source mapping does in AWS.'
     )
     p.add_argument('--endpoint', default=os.environ.get('AWS_ENDPOINT_URL_DYNAMODB', 'http://127.0.0.1:8000'),
                    help='DynamoDB (Local) endpoint [AWS_ENDPOINT_URL_DYNAMODB]')
     p.add_argument('--table', default=os.environ.get('HARNESS_TABLE'), help='table name [HARNESS_TABLE]')
     p.add_argument('--region', default=os.environ.get('AWS_REGION', 'us-east-1'))
+    p.add_argument('--function', default=FUNCTION,
+                   help='the stream-fed function (its binary name): resume (default) or notifier')
     target = p.add_mutually_exclusive_group()
     target.add_argument('--invoke-url', default=os.environ.get('HARNESS_RESUME_INVOKE_URL'),
-                        help='the Invoke URL of the resume function [HARNESS_RESUME_INVOKE_URL]')
+                        help='the Invoke URL of the function [HARNESS_RESUME_INVOKE_URL]')
     target.add_argument('--invoke-port', type=int,
-                        help=f'the `cargo lambda watch` port: invokes '
-                        f'http://127.0.0.1:PORT/2015-03-31/functions/{FUNCTION}/invocations')
+                        help='the `cargo lambda watch` port: invokes '
+                        'http://127.0.0.1:PORT/2015-03-31/functions/<function>/invocations')
     p.add_argument('--template', type=Path, default=TEMPLATE, help='where the mapping filter is read')
     p.add_argument('--no-filter', action='store_true', help='pass every record (with --dump: capture)')
     p.add_argument('--batch-size', type=int, help="records per invocation (default: the mapping's, or 100)")
@@ -564,7 +587,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if not args.table:
         p.error('--table (or HARNESS_TABLE) is required')
     if args.invoke_port:
-        args.invoke_url = f'http://127.0.0.1:{args.invoke_port}/2015-03-31/functions/{FUNCTION}/invocations'
+        args.invoke_url = (f'http://127.0.0.1:{args.invoke_port}/2015-03-31/functions/'
+                           f'{args.function}/invocations')
     if not args.dump and not args.invoke_url:
         p.error('--invoke-port or --invoke-url (or HARNESS_RESUME_INVOKE_URL) is required unless --dump')
     return args
@@ -587,7 +611,7 @@ def main(argv: list[str] | None = None) -> int:
     dynamodb = session.client('dynamodb', endpoint_url=args.endpoint)
     streams = session.client('dynamodbstreams', endpoint_url=args.endpoint)
     arn = stream_arn(dynamodb, args.table)
-    mapping = None if args.no_filter else resume_mapping(args.template)
+    mapping = None if args.no_filter else function_mapping(args.template, args.function)
     if mapping is not None:
         log(f'filter from {mapping.source}: {json.dumps(mapping.patterns)}')
     batch_size = args.batch_size or (mapping.batch_size if mapping else DEFAULT_BATCH_SIZE)

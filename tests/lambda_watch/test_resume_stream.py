@@ -89,6 +89,18 @@ def test_filter_on_real_stream_records() -> None:
     assert passing == [0, 8], passing
 
 
+def test_notifier_filter_on_the_push_capture() -> None:
+    """The notifier's mapping (read by `--function notifier`) passes exactly the records
+    common/tests/push_notifier.rs shows `task_to_notify` picks: new push-marked events and
+    the new config."""
+    patterns = stream_tool.function_mapping(stream_tool.TEMPLATE, 'notifier').patterns
+    capture = _records('dynamodb-stream-push-capture.json')
+    passing = [i for i, r in enumerate(capture) if stream_tool.passes(patterns, r)]
+    assert passing == [1, 3, 5], passing
+    with pytest.raises(ValueError):
+        stream_tool.function_mapping(stream_tool.TEMPLATE, 'no-such-function')
+
+
 @pytest.mark.parametrize(
     'pattern,record,expected',
     [
@@ -241,6 +253,8 @@ def deployment() -> Iterator[Deployment]:
         'HARNESS_PUBLIC_URL': base,
         'HARNESS_AGENT': 'conformance',
         'HARNESS_DEFAULT_PARTICIPANT': 'anonymous',
+        # The test's webhook receiver is on loopback.
+        'HARNESS_PUSH_ALLOW_PRIVATE_URLS': 'true',
         'RUST_LOG': os.environ.get('RUST_LOG', 'info'),
         **store_env,
     }
@@ -405,3 +419,73 @@ def test_stream_records_have_the_lambda_event_shape(deployment: Deployment) -> N
         assert r['dynamodb']['StreamViewType'] == 'NEW_AND_OLD_IMAGES'
     ids = {r['dynamodb']['Keys']['pk']['S'] for r in records}
     assert all(i.startswith('TASK#') for i in ids), ids
+
+
+# --------------------------------------------------------------------------- webhooks
+
+
+class _Webhook(BaseHTTPRequestHandler):
+    """A webhook receiver: records each POST (headers lower-cased, JSON body)."""
+
+    received: list[tuple[dict[str, str], Any]] = []
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+        body = json.loads(self.rfile.read(int(self.headers['content-length'])))
+        type(self).received.append(({k.lower(): v for k, v in self.headers.items()}, body))
+        self.send_response(200)
+        self.send_header('content-length', '0')
+        self.end_headers()
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def webhook() -> Iterator[tuple[str, list[tuple[dict[str, str], Any]]]]:
+    _Webhook.received = []
+    server = HTTPServer(('127.0.0.1', 0), _Webhook)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f'http://127.0.0.1:{server.server_port}/hook', _Webhook.received
+    finally:
+        server.shutdown()
+
+
+def test_webhook_updates_are_delivered_by_the_notifier_through_the_stream(
+    client: httpx.Client, deployment: Deployment, webhook: tuple[str, list[Any]],
+) -> None:
+    """In Lambda nothing posts a webhook after a commit: the notifier function, fed the
+    table's stream through its own mapping, does. A returnImmediately task with a webhook
+    is driven by the resume function, then the notifier delivers its updates in order,
+    with the config's headers; a second drain of its mapping posts nothing again."""
+    url, received = webhook
+    body = {'message': _message('tck-complete-task'),
+            'configuration': {'returnImmediately': True, 'taskPushNotificationConfig': {
+                'url': url, 'token': 'lw-token',
+                'authentication': {'scheme': 'Bearer', 'credentials': 'lw-cred'}}}}
+    resp = client.post('/message:send', json=body)
+    assert resp.status_code == 200, f'{resp.text}\n{deployment.watch.log_tail()}'
+    task_id = resp.json()['task']['id']
+
+    deployment.run_tool()  # the resume mapping: drives the task
+    assert _get(client, task_id)['status']['state'] == COMPLETED
+    assert received == [], 'no function posts a webhook on its own in Lambda'
+
+    notifier = ['--function', 'notifier', '--checkpoint', str(deployment.checkpoint) + '.notifier']
+    run = deployment.run_tool(*notifier)
+    assert _delivered(run) >= 2, run.stderr  # at least the config and the COMPLETED event
+    mine = [(h, b) for h, b in received if json.dumps(b).find(task_id) >= 0]
+    assert mine, f'nothing delivered:\n{run.stderr}\n{deployment.watch.log_tail()}'
+    states = [b['statusUpdate']['status']['state'] for _, b in mine if 'statusUpdate' in b]
+    assert states[-1] == COMPLETED, states
+    assert states == sorted(states, key=lambda s: s == COMPLETED), states
+    for headers, body in mine:
+        assert len(body) == 1 and next(iter(body)) in ('statusUpdate', 'artifactUpdate'), body
+        assert headers['authorization'] == 'Bearer lw-cred', headers
+        assert headers['x-a2a-notification-token'] == 'lw-token', headers
+        assert headers['content-type'] == 'application/a2a+json', headers
+
+    count = len(received)
+    again = deployment.run_tool(*notifier)
+    assert _delivered(again) == 0, again.stderr
+    assert len(received) == count, 'a second drain posts nothing again'
