@@ -396,7 +396,8 @@ async fn assert_every_update_delivered(
     assert_eq!(kinds.first(), Some(&"statusUpdate"), "{got:#?}");
     assert_eq!(kinds.last(), Some(&"statusUpdate"), "{got:#?}");
     assert!(kinds.contains(&"artifactUpdate"), "{got:#?}");
-    let stored = s.get_task(&id).await;
+    let record = s.store().load_task(&id).await.expect("load the task");
+    let stored = serde_json::to_value(&record.expect("the task is stored").task).unwrap();
     let artifact_ids: Vec<&Value> = stored["artifacts"]
         .as_array()
         .map(|a| a.iter().map(|a| &a["artifactId"]).collect())
@@ -426,6 +427,7 @@ fn push_configuration(url: &str, token: &str, credentials: &str) -> Value {
 
 /// SendMessage over JSON-RPC with a webhook in `configuration`: the receiver gets
 /// WORKING, both artifact chunks and COMPLETED, exactly as logged; the config is kept.
+/// With SendStreamingMessage, the webhook gets exactly the updates the SSE stream shows.
 async fn jsonrpc_send_message_webhook_gets_every_update_in_order(backend: Backend) {
     let Some(s) = Server::start_on(backend, &[]).await else {
         return;
@@ -473,6 +475,39 @@ async fn jsonrpc_send_message_webhook_gets_every_update_in_order(backend: Backen
     assert!(configs[0]["id"].as_str().is_some_and(|i| !i.is_empty()));
     let record = caught_up_record(&s, &id).await;
     assert_eq!((record.failures, record.last_failure.as_str()), (0, ""));
+
+    // A streamed SendMessage: the webhook gets the very updates the client's stream shows.
+    let streamed = Receiver::start().await;
+    let (_, events) = s
+        .rpc_stream(
+            "SendStreamingMessage",
+            json!({
+                "message": user_message(&unique("tck-stream-artifact-chunked"), "hi"),
+                "configuration": push_configuration(&streamed.url, "tok-sse", "cred-sse"),
+            }),
+        )
+        .await;
+    let task = events
+        .iter()
+        .find(|e| e.kind() == "task")
+        .map(|e| e.payload().clone())
+        .unwrap_or_else(|| panic!("the stream has no task: {events:?}"));
+    let on_stream: Vec<Value> = events
+        .iter()
+        .filter(|e| matches!(e.kind(), "statusUpdate" | "artifactUpdate"))
+        .map(|e| e.stream_response().clone())
+        .collect();
+    let got = assert_every_update_delivered(
+        &s,
+        &streamed,
+        &task,
+        None,
+        Some("cred-sse"),
+        Some("tok-sse"),
+    )
+    .await;
+    let bodies: Vec<Value> = got.into_iter().map(|r| r.body).collect();
+    assert_eq!(bodies, on_stream, "the webhook and the stream differ");
 }
 
 /// The same over REST `POST /message:send`.
