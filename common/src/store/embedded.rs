@@ -384,6 +384,24 @@ impl EmbeddedStore {
         })
         .await
     }
+
+    /// Tasks with a webhook whose delivery is behind the task's log: what a stop cut off,
+    /// for the next start to catch up.
+    pub async fn push_backlog(&self) -> Result<Vec<String>, StoreError> {
+        self.read(|conn| {
+            let mut stmt = conn
+                .prepare(
+                    "SELECT DISTINCT p.task_id FROM push_configs p \
+                     JOIN tasks t ON t.id = p.task_id WHERE p.delivered < t.last_seq",
+                )
+                .map_err(backend)?;
+            let rows = stmt
+                .query_map([], |r| r.get::<_, String>(0))
+                .map_err(backend)?;
+            rows.map(|r| r.map_err(backend)).collect()
+        })
+        .await
+    }
 }
 
 #[async_trait]
