@@ -13,7 +13,7 @@
 //! embedded store and DynamoDB Local (`<scenario>::embedded`, `<scenario>::dynamodb`).
 
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -77,6 +77,8 @@ struct Receiver {
     /// `http://127.0.0.1:PORT/hook`
     url: String,
     log: Arc<Mutex<Vec<Received>>>,
+    /// While set, requests are read and recorded (answered 0) but never answered.
+    hold: Arc<AtomicBool>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -102,17 +104,24 @@ impl Receiver {
         let port = listener.local_addr().unwrap().port();
         let log = Arc::new(Mutex::new(Vec::new()));
         let failures_left = Arc::new(AtomicUsize::new(fail_first));
+        let hold = Arc::new(AtomicBool::new(false));
         let task = {
-            let log = log.clone();
+            let (log, hold) = (log.clone(), hold.clone());
             tokio::spawn(async move {
                 while let Ok((conn, _)) = listener.accept().await {
-                    tokio::spawn(serve(conn, log.clone(), failures_left.clone(), fail_status));
+                    let answers = Answers {
+                        failures: failures_left.clone(),
+                        fail_status,
+                        hold: hold.clone(),
+                    };
+                    tokio::spawn(serve(conn, log.clone(), answers));
                 }
             })
         };
         Receiver {
             url: format!("http://127.0.0.1:{port}/hook"),
             log,
+            hold,
             task,
         }
     }
@@ -158,13 +167,20 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
 
-/// Reads HTTP/1.1 requests from one connection until it closes.
-async fn serve(
-    mut conn: TcpStream,
-    log: Arc<Mutex<Vec<Received>>>,
+/// How a receiver answers.
+struct Answers {
     failures: Arc<AtomicUsize>,
     fail_status: u16,
-) {
+    hold: Arc<AtomicBool>,
+}
+
+/// Reads HTTP/1.1 requests from one connection until it closes.
+async fn serve(mut conn: TcpStream, log: Arc<Mutex<Vec<Received>>>, answers: Answers) {
+    let Answers {
+        failures,
+        fail_status,
+        hold,
+    } = answers;
     let mut buf: Vec<u8> = Vec::new();
     let mut chunk = [0u8; 8192];
     loop {
@@ -203,6 +219,18 @@ async fn serve(
         buf.drain(..body_start + len);
         let body = serde_json::from_slice(&body_bytes)
             .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body_bytes).into_owned()));
+        if hold.load(Ordering::SeqCst) {
+            log.lock().unwrap().push(Received {
+                method,
+                path,
+                headers,
+                body,
+                answered: 0,
+            });
+            // Never answered: the connection stays open until the client gives up.
+            let _ = conn.read(&mut chunk).await;
+            return;
+        }
         let fail = failures
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
             .is_ok();
@@ -1177,6 +1205,61 @@ on_both_stores!(
 );
 
 // ------------------------------------------------------- embedded-store tests
+
+/// At least once across a crash: the server is killed while its webhook request hangs,
+/// so that event's cursor never moved; after the restart the delivery starts again from
+/// it and every update arrives, the cut-off one included.
+#[tokio::test]
+async fn a_delivery_cut_off_by_a_crash_is_made_after_the_restart() {
+    let mut s = private_ok_server().await;
+    let hook = Receiver::start().await;
+    let task = s.input_required_task().await;
+    let id = task_id(&task);
+    s.rpc_ok(
+        "CreateTaskPushNotificationConfig",
+        json!({"taskId": id, "id": "crash", "url": hook.url}),
+    )
+    .await;
+    hook.hold.store(true, Ordering::SeqCst);
+    s.rpc_ok(
+        "SendMessage",
+        json!({"message": reply_message(&unique("tck-complete-task"), &id, "done")}),
+    )
+    .await;
+    let deadline = Instant::now() + DELIVERY_TIMEOUT;
+    while hook.all().is_empty() {
+        assert!(Instant::now() < deadline, "no delivery was attempted");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let cut_off = hook.all()[0].body.clone();
+    s.kill();
+    hook.hold.store(false, Ordering::SeqCst);
+    let stored = s
+        .store()
+        .get_push_config(&id, "crash")
+        .await
+        .expect("read the config")
+        .expect("stored");
+    let before = stored.delivered;
+
+    s.restart().await;
+    let got = hook.wait_for_state("TASK_STATE_COMPLETED").await;
+    assert_eq!(
+        got[0].body, cut_off,
+        "the cut-off update is delivered first"
+    );
+    let record = s
+        .store()
+        .get_push_config(&id, "crash")
+        .await
+        .expect("read the config")
+        .expect("stored");
+    assert!(
+        record.delivered > before,
+        "the cursor moved on after the restart"
+    );
+    assert_eq!(record.failures, 0);
+}
 #[tokio::test]
 async fn config_created_on_an_input_required_task_gets_the_completion_of_the_reply() {
     let s = private_ok_server().await;

@@ -150,22 +150,23 @@ async fn run() -> Result<(), common::lambda::Error> {
         turn_limit: args.turn_limit,
     };
     let agent = common::agent::build(args.agent, &settings).await?;
-    let (store, unfinished, undelivered): (Arc<dyn Store>, Vec<String>, Vec<String>) = match &args.table {
-        // A DynamoDB table (AWS, or DynamoDB Local through AWS_ENDPOINT_URL_DYNAMODB).
-        Some(table) => {
-            let store = common::lambda::dynamo_store(table.clone(), 30).await;
-            // The drives a crash cut off hold leases (ours are taken back at once).
-            let leased = store.expired_leases(i64::MAX, 1000).await?;
-            // Webhook deliveries a stop cut off resume with their task's next commit.
-            (Arc::new(store), leased, Vec::new())
-        }
-        None => {
-            let store = EmbeddedStore::open(&args.state_dir)?;
-            let unfinished = store.unfinished_tasks().await?;
-            let undelivered = store.push_backlog().await?;
-            (Arc::new(store), unfinished, undelivered)
-        }
-    };
+    let (store, unfinished, undelivered): (Arc<dyn Store>, Vec<String>, Vec<String>) =
+        match &args.table {
+            // A DynamoDB table (AWS, or DynamoDB Local through AWS_ENDPOINT_URL_DYNAMODB).
+            Some(table) => {
+                let store = common::lambda::dynamo_store(table.clone(), 30).await;
+                // The drives a crash cut off hold leases (ours are taken back at once).
+                let leased = store.expired_leases(i64::MAX, 1000).await?;
+                // Webhook deliveries a stop cut off resume with their task's next commit.
+                (Arc::new(store), leased, Vec::new())
+            }
+            None => {
+                let store = EmbeddedStore::open(&args.state_dir)?;
+                let unfinished = store.unfinished_tasks().await?;
+                let undelivered = store.push_backlog().await?;
+                (Arc::new(store), unfinished, undelivered)
+            }
+        };
     let harness = Harness::new(store, agent, config)?;
     // Webhook deliveries the last stop cut off go on from their cursors.
     if let Some(notifier) = harness.notifier.clone() {
