@@ -225,11 +225,8 @@ impl Engine {
             .find(|m| m.role == crate::a2a::Role::User)
             .cloned()
             .unwrap_or_default();
-        let mut run = TaskRun::new(self.store.clone(), record).leased(
-            &self.owner,
-            self.lease_ttl,
-            deadline,
-        );
+        let mut run =
+            TaskRun::new(self.store.clone(), record).leased(&self.owner, self.lease_ttl, deadline);
         match self.agent.run(&mut run, &input).await {
             Ok(()) | Err(RunError::Ended(_)) => {}
             Err(RunError::LeaseLost) => return Ok(None),

@@ -227,7 +227,10 @@ mod tests {
     fn debug_output_never_shows_the_secrets() {
         let shown = format!("{:?}", config());
         assert!(!shown.contains("secret"), "{shown}");
-        assert!(shown.contains("<redacted>") && shown.contains("hooks.example"), "{shown}");
+        assert!(
+            shown.contains("<redacted>") && shown.contains("hooks.example"),
+            "{shown}"
+        );
     }
 
     #[test]
