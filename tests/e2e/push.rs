@@ -675,7 +675,7 @@ async fn a_receiver_failing_twice_then_recovering_gets_every_update_once_in_orde
     assert_eq!(got.len(), 4, "WORKING, two chunks, COMPLETED: {got:#?}");
     let all = hook.all();
     let mut answers = vec![500, 500];
-    answers.extend(std::iter::repeat(200).take(got.len()));
+    answers.extend(std::iter::repeat_n(200, got.len()));
     assert_eq!(
         all.iter().map(|r| r.answered).collect::<Vec<_>>(),
         answers,
