@@ -1,6 +1,6 @@
 //! `google.protobuf.Timestamp` as ProtoJSON: RFC 3339 in UTC, printed with milliseconds.
 
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, Datelike, SecondsFormat, Utc};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// A point in time, always UTC; printed as `2025-10-28T10:30:00.000Z`.
@@ -40,7 +40,33 @@ impl Serialize for Timestamp {
 impl<'de> Deserialize<'de> for Timestamp {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;
-        Timestamp::parse(&s)
-            .map_err(|e| serde::de::Error::custom(format!("invalid timestamp {s:?}: {e}")))
+        let t = Timestamp::parse(&s)
+            .map_err(|e| serde::de::Error::custom(format!("invalid timestamp {s:?}: {e}")))?;
+        // google.protobuf.Timestamp's range: years 1 to 9999 in UTC. An offset can take
+        // an RFC 3339 time outside it (`9999-12-31T23:59:59-01:00`), and that prints as
+        // `+10000-...`, which is not RFC 3339 and could not be read back (found by fuzzing).
+        if !(1..=9999).contains(&t.0.year()) {
+            return Err(serde::de::Error::custom(format!(
+                "invalid timestamp {s:?}: outside 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z"
+            )));
+        }
+        Ok(t)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_outside_the_proto_range_in_utc_are_refused() {
+        let read = |s: &str| serde_json::from_value::<Timestamp>(serde_json::json!(s));
+        assert!(read("9999-12-31T23:59:59-01:00").is_err());
+        assert!(read("0001-01-01T00:00:00+01:00").is_err());
+        assert!(read("0000-06-01T00:00:00Z").is_err());
+        let edge = read("9999-12-31T23:59:59.999+00:00").unwrap();
+        assert_eq!(edge.to_string(), "9999-12-31T23:59:59.999Z");
+        assert_eq!(read(&edge.to_string()).ok(), Some(edge));
+        assert!(read("0001-01-01T00:00:00Z").is_ok());
     }
 }
