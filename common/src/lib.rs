@@ -8,6 +8,8 @@ pub mod commands;
 pub mod config;
 pub mod engine;
 pub mod ext;
+#[doc(hidden)]
+pub mod fuzz;
 pub mod keyed_lock;
 pub mod lambda;
 pub mod models;
