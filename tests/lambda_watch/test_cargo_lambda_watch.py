@@ -59,7 +59,7 @@ EMULATOR_TITLES = {'Default function disabled', 'Missing function'}
 NOT_FUNCTIONS = {'local'}
 # Lambda functions invoked by AWS (the table's stream, a schedule), never over HTTP: not
 # in the router table; called through the Invoke API.
-EVENT_FUNCTIONS = {'resume', 'sweeper'}
+EVENT_FUNCTIONS = {'resume', 'sweeper', 'notifier'}
 # Functions the router table cannot reach (matchit has no `{id}:suffix` patterns); they are
 # called through `/lambda-url/<function>/...`.
 PREFIX_ONLY = {'subscribe-to-task'}
