@@ -164,14 +164,16 @@ impl EmbeddedStore {
         )?;
         // One transaction, so one fsync (not one per statement: a dozen fsyncs were most
         // of a fresh start-up), and a migration is all or nothing.
-        writer
-            .execute_batch("BEGIN IMMEDIATE")
-            .map_err(backend)?;
+        writer.execute_batch("BEGIN IMMEDIATE").map_err(backend)?;
         let prepared = writer
             .execute_batch(SCHEMA)
             .map_err(backend)
             .and_then(|()| migrate(&writer));
-        let end = if prepared.is_ok() { "COMMIT" } else { "ROLLBACK" };
+        let end = if prepared.is_ok() {
+            "COMMIT"
+        } else {
+            "ROLLBACK"
+        };
         writer.execute_batch(end).map_err(backend)?;
         prepared?;
         let readers = (0..READERS)
