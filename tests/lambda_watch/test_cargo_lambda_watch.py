@@ -200,6 +200,30 @@ def _create_table(endpoint: str, name: str) -> None:
 PUSH_KEY = 'AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8='
 
 
+# Settings a developer's shell may carry that would change what the functions do.
+STALE_SETTINGS = ('HARNESS_DEFAULT_PARTICIPANT', 'HARNESS_MODELS', 'HARNESS_PROMPT',
+                  'HARNESS_JSONRPC_URL', 'HARNESS_REQUIRED_EXTENSIONS',
+                  'HARNESS_REST_CONTENT_TYPE', 'HARNESS_RESUME_INVOKE_URL')
+
+
+def watch_env(path: str, base: str, store_env: dict[str, str], **settings: str) -> dict[str, str]:
+    """The environment `cargo lambda watch` (and so every function) runs in: this
+    process's, without stale settings, plus the build's, the public URL, `settings` and
+    the store's."""
+    env = {k: v for k, v in os.environ.items() if k not in STALE_SETTINGS}
+    env.update({
+        'PATH': path,
+        'CARGO_TARGET_DIR': os.environ.get('CARGO_TARGET_DIR')
+        or str(Path.home() / '.cache' / 'harness' / 'target'),
+        'CARGO_TERM_COLOR': 'never',
+        'HARNESS_PUBLIC_URL': base,
+        'RUST_LOG': os.environ.get('RUST_LOG', 'info'),
+        **settings,
+        **store_env,
+    })
+    return env
+
+
 def _store_env(store: str, state_dir: str) -> dict[str, str]:
     if store == 'embedded':
         return {'HARNESS_STORE': 'embedded', 'HARNESS_STATE_DIR': state_dir,
@@ -259,21 +283,9 @@ def watch(request: pytest.FixtureRequest) -> Iterator[Watch]:
     state_dir = work / 'state'
     state_dir.mkdir()
     log = work / 'cargo-lambda-watch.log'
-    env = {
-        **os.environ,
-        'PATH': path,
-        'CARGO_TARGET_DIR': os.environ.get('CARGO_TARGET_DIR')
-        or str(Path.home() / '.cache' / 'harness' / 'target'),
-        'CARGO_TERM_COLOR': 'never',
-        'HARNESS_PUBLIC_URL': base,
-        'HARNESS_AGENT': 'conformance',
-        # The protocol checks send no identity: it stands for one participant.
-        'HARNESS_DEFAULT_PARTICIPANT': 'anonymous',
-        'RUST_LOG': os.environ.get('RUST_LOG', 'info'),
-        **_store_env(store, str(state_dir)),
-    }
-    for stale in ('HARNESS_JSONRPC_URL', 'HARNESS_REQUIRED_EXTENSIONS', 'HARNESS_REST_CONTENT_TYPE'):
-        env.pop(stale, None)
+    # The protocol checks send no identity: `anonymous` stands for it.
+    env = watch_env(path, base, _store_env(store, str(state_dir)),
+                    HARNESS_AGENT='conformance', HARNESS_DEFAULT_PARTICIPANT='anonymous')
     with open(log, 'wb') as out:
         proc = subprocess.Popen(
             [

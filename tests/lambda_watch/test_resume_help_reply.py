@@ -44,6 +44,7 @@ from test_cargo_lambda_watch import (
     _stop,
     _store_env,
     wait_listening,
+    watch_env,
 )
 from test_resume_stream import INPUT_REQUIRED, Deployment, _delivered, _get, _send
 
@@ -90,22 +91,7 @@ def deployment() -> Iterator[Llm]:
     script = work / 'script.json'
     script.write_text(json.dumps({'turns': TURNS, 'request_log': str(requests_file)}))
     store_env = _store_env('dynamodb', str(work))
-    env = {
-        **os.environ,
-        'PATH': path,
-        'CARGO_TARGET_DIR': os.environ.get('CARGO_TARGET_DIR')
-        or str(Path.home() / '.cache' / 'harness' / 'target'),
-        'CARGO_TERM_COLOR': 'never',
-        'HARNESS_PUBLIC_URL': base,
-        'HARNESS_AGENT': 'llm',
-        'HARNESS_MODEL': f'scripted:{script}',
-        'RUST_LOG': os.environ.get('RUST_LOG', 'info'),
-        **store_env,
-    }
-    for stale in ('HARNESS_DEFAULT_PARTICIPANT', 'HARNESS_MODELS', 'HARNESS_PROMPT',
-                  'HARNESS_JSONRPC_URL', 'HARNESS_REQUIRED_EXTENSIONS', 'HARNESS_REST_CONTENT_TYPE',
-                  'HARNESS_RESUME_INVOKE_URL'):
-        env.pop(stale, None)
+    env = watch_env(path, base, store_env, HARNESS_AGENT='llm', HARNESS_MODEL=f'scripted:{script}')
     with open(log, 'wb') as out:
         proc = subprocess.Popen(
             ['cargo', 'lambda', 'watch', '--invoke-address', '127.0.0.1',

@@ -49,6 +49,7 @@ from test_cargo_lambda_watch import (
     _stop,
     _store_env,
     wait_listening,
+    watch_env,
 )
 
 
@@ -244,23 +245,9 @@ def deployment() -> Iterator[Deployment]:
     work = Path(tempfile.mkdtemp(prefix='harness-resume-stream-'))
     log = work / 'cargo-lambda-watch.log'
     store_env = _store_env('dynamodb', str(work))
-    env = {
-        **os.environ,
-        'PATH': path,
-        'CARGO_TARGET_DIR': os.environ.get('CARGO_TARGET_DIR')
-        or str(Path.home() / '.cache' / 'harness' / 'target'),
-        'CARGO_TERM_COLOR': 'never',
-        'HARNESS_PUBLIC_URL': base,
-        'HARNESS_AGENT': 'conformance',
-        'HARNESS_DEFAULT_PARTICIPANT': 'anonymous',
-        # The test's webhook receiver is on loopback.
-        'HARNESS_PUSH_ALLOW_PRIVATE_URLS': 'true',
-        'RUST_LOG': os.environ.get('RUST_LOG', 'info'),
-        **store_env,
-    }
-    for stale in ('HARNESS_JSONRPC_URL', 'HARNESS_REQUIRED_EXTENSIONS', 'HARNESS_REST_CONTENT_TYPE',
-                  'HARNESS_RESUME_INVOKE_URL'):
-        env.pop(stale, None)
+    # The test's webhook receiver is on loopback.
+    env = watch_env(path, base, store_env, HARNESS_AGENT='conformance',
+                    HARNESS_DEFAULT_PARTICIPANT='anonymous', HARNESS_PUSH_ALLOW_PRIVATE_URLS='true')
     with open(log, 'wb') as out:
         proc = subprocess.Popen(
             ['cargo', 'lambda', 'watch', '--invoke-address', '127.0.0.1',
