@@ -104,7 +104,7 @@ pub fn config_from_env() -> Result<Config, Error> {
 /// The DynamoDB store on `table`, its client configured by the standard chain: region,
 /// credentials and `AWS_ENDPOINT_URL_DYNAMODB`.
 pub async fn dynamo_store(table: String, retention_days: u64) -> DynamoStore {
-    let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+    let sdk = crate::https::sdk_config().await;
     let client = aws_sdk_dynamodb::Client::new(&sdk);
     DynamoStore::new(client, table).with_retention(Duration::from_secs(retention_days * 24 * 3600))
 }

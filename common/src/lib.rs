@@ -10,6 +10,7 @@ pub mod engine;
 pub mod ext;
 #[doc(hidden)]
 pub mod fuzz;
+pub mod https;
 pub mod keyed_lock;
 pub mod lambda;
 pub mod models;

@@ -27,6 +27,7 @@ const CONVERSE: &str = r"^/model/[^/]+/converse$";
 fn client(endpoint: &str, read_timeout: Duration) -> aws_sdk_bedrockruntime::Client {
     let config = aws_sdk_bedrockruntime::Config::builder()
         .behavior_version(BehaviorVersion::latest())
+        .http_client(common::https::sdk_http_client())
         .endpoint_url(endpoint)
         .region(Region::new("us-east-1"))
         .credentials_provider(Credentials::new(

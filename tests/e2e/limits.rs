@@ -137,7 +137,7 @@ async fn the_rate_limit_is_per_peer_address() {
         429
     );
     // Another loopback address is another peer.
-    let other = reqwest::Client::builder()
+    let other = common::https::client_builder()
         .local_address(Some("127.0.0.2".parse().unwrap()))
         .build()
         .unwrap();

@@ -176,7 +176,9 @@ async fn dropping_the_fixture_kills_the_server_and_removes_its_state() {
     assert!(dir.exists());
     drop(s);
     assert!(!dir.exists(), "state dir {} removed", dir.display());
-    let refused = reqwest::Client::new()
+    let refused = common::https::client_builder()
+        .build()
+        .expect("a client")
         .get(format!("{url}/.well-known/agent-card.json"))
         .send()
         .await;

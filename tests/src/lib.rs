@@ -106,6 +106,7 @@ pub fn dynamo_client() -> Option<aws_sdk_dynamodb::Client> {
     };
     let config = aws_sdk_dynamodb::Config::builder()
         .behavior_version(BehaviorVersion::latest())
+        .http_client(common::https::sdk_http_client())
         .endpoint_url(endpoint)
         .region(Region::new("us-east-1"))
         .credentials_provider(Credentials::new("test", "test", None, None, "static"))
@@ -193,7 +194,7 @@ impl Server {
             url: String::new(),
             state_dir,
             args,
-            http: reqwest::Client::builder()
+            http: common::https::client_builder()
                 .pool_max_idle_per_host(0)
                 .build()
                 .expect("reqwest client"),
@@ -292,7 +293,7 @@ impl Server {
     /// SIGKILLs the server and starts it again on the same state directory (new port).
     pub async fn restart(&mut self) {
         self.kill();
-        self.http = reqwest::Client::builder()
+        self.http = common::https::client_builder()
             .pool_max_idle_per_host(0)
             .build()
             .expect("reqwest client");

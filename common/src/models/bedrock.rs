@@ -59,7 +59,7 @@ impl Bedrock {
     /// A client from the standard AWS configuration chain: what a Lambda function has
     /// (its execution role and `AWS_REGION`), or the environment and profile elsewhere.
     pub async fn from_env() -> Self {
-        let config = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+        let config = crate::https::sdk_config().await;
         Bedrock::new(aws_sdk_bedrockruntime::Client::new(&config))
     }
 }

@@ -14,7 +14,7 @@ const MAX_DETAIL_CHARS: usize = 500;
 /// A client whose requests time out after `timeout`. Building one can fail (the TLS
 /// backend); the failure is kept and reported by each call rather than panicking.
 pub(crate) fn client(timeout: Duration) -> Result<reqwest::Client, String> {
-    reqwest::Client::builder()
+    crate::https::client_builder()
         .timeout(timeout)
         .build()
         .map_err(|e| format!("could not build the HTTP client: {}", chain(&e)))

@@ -67,7 +67,7 @@ impl Notifier {
         timeout: Duration,
         allow_private: bool,
     ) -> Result<Self, String> {
-        let client = reqwest::Client::builder()
+        let client = crate::https::client_builder()
             .timeout(timeout)
             .redirect(reqwest::redirect::Policy::none())
             .build()

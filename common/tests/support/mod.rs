@@ -22,6 +22,7 @@ pub fn dynamo_config() -> Option<aws_sdk_dynamodb::config::Builder> {
     Some(
         aws_sdk_dynamodb::Config::builder()
             .behavior_version(BehaviorVersion::latest())
+            .http_client(common::https::sdk_http_client())
             .endpoint_url(endpoint)
             .region(Region::new("us-east-1"))
             .credentials_provider(Credentials::new("test", "test", None, None, "static")),
