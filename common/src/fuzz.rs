@@ -70,7 +70,14 @@ pub fn jsonrpc_request(data: &[u8]) {
         Ok(call) => {
             assert_eq!(call.operation().name(), env.method);
             check_call(&call);
-            reparses(&jsonrpc::success(&env.id, request_json(&call)));
+            let result = request_json(&call);
+            let printed = jsonrpc::success(&env.id, &result);
+            let back: Value = serde_json::from_str(&printed)
+                .unwrap_or_else(|e| panic!("printed JSON does not parse ({e}): {printed}"));
+            assert_eq!(
+                back,
+                json!({"jsonrpc": "2.0", "id": env.id, "result": result})
+            );
         }
         Err(e) => {
             assert!(

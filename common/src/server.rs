@@ -279,12 +279,11 @@ fn with_extensions(mut resp: Response, activated: &[String]) -> Response {
 }
 
 fn json_response(status: StatusCode, content_type: &'static str, body: &Value) -> Response {
-    (
-        status,
-        [(header::CONTENT_TYPE, content_type)],
-        body.to_string(),
-    )
-        .into_response()
+    text_response(status, content_type, body.to_string())
+}
+
+fn text_response(status: StatusCode, content_type: &'static str, body: String) -> Response {
+    (status, [(header::CONTENT_TYPE, content_type)], body).into_response()
 }
 
 fn sse(stream: crate::engine::follow::EventStream, framing: Framing) -> Response {
@@ -329,10 +328,10 @@ async fn json_rpc(h: &Harness, req: Request) -> Response {
         Err(e) => return rpc_error(&id, &e),
     };
     let resp = match execute(h, call, &caller(h, &parts)).await {
-        Ok(Answer::Json(result)) => json_response(
+        Ok(Answer::Json(result)) => text_response(
             StatusCode::OK,
             "application/json",
-            &jsonrpc::success(&id, result),
+            jsonrpc::success(&id, &result),
         ),
         Ok(Answer::Stream(stream)) => sse(stream, Framing::JsonRpc { id }),
         Err(e) => rpc_error(&id, &e),
@@ -377,9 +376,11 @@ async fn rest_call(h: &Harness, req: Request, tenant: String, route: rest::Route
         Err(e) => return rest_error(h, &e),
     };
     let resp = match execute(h, call, &caller(h, &parts)).await {
-        Ok(Answer::Json(v)) => {
-            json_response(StatusCode::OK, h.config.rest_content_type.as_str(), &v)
-        }
+        Ok(Answer::Json(v)) => text_response(
+            StatusCode::OK,
+            h.config.rest_content_type.as_str(),
+            String::from(Box::<str>::from(v)),
+        ),
         Ok(Answer::Stream(stream)) => sse(stream, Framing::Rest),
         Err(e) => rest_error(h, &e),
     };

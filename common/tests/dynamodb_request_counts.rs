@@ -99,7 +99,7 @@ fn send(id: &str, task_id: &str) -> Call {
 
 async fn run(h: &Harness, call: Call) -> Value {
     match execute(h, call, &Caller::named("alice")).await {
-        Ok(Answer::Json(v)) => v,
+        Ok(Answer::Json(v)) => serde_json::from_str(v.get()).expect("JSON"),
         Ok(Answer::Stream(_)) => panic!("a stream"),
         Err(e) => panic!("{e}"),
     }

@@ -80,7 +80,7 @@ async fn send(h: &Harness, text: &str) -> Value {
     )
     .await
     {
-        Ok(Answer::Json(v)) => v,
+        Ok(Answer::Json(v)) => serde_json::from_str(v.get()).expect("JSON"),
         other => panic!("unexpected answer: {:?}", other.err()),
     }
 }
@@ -466,6 +466,7 @@ async fn a_message_that_arrives_mid_run_reaches_the_model_at_the_next_turn() {
     let Ok(Answer::Json(v)) = execute(&h, request(first), &alice).await else {
         panic!("sent")
     };
+    let v: serde_json::Value = serde_json::from_str(v.get()).expect("JSON");
     let id = v["task"]["id"].as_str().expect("id").to_owned();
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     let later = Message {

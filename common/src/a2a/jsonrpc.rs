@@ -2,6 +2,7 @@
 //! response and error envelopes (spec §1). Every answer is HTTP 200.
 
 use serde::de::DeserializeOwned;
+use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::error::A2aError;
@@ -85,8 +86,26 @@ pub fn parse_call(method: &str, params: Value) -> Result<Call, A2aError> {
     })
 }
 
-pub fn success(id: &Value, result: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "result": result})
+/// The success envelope of `result`, printed.
+pub fn success<T: Serialize + ?Sized>(id: &Value, result: &T) -> String {
+    #[derive(Serialize)]
+    struct Success<'a, T: ?Sized> {
+        id: &'a Value,
+        jsonrpc: &'static str,
+        result: &'a T,
+    }
+    serde_json::to_string(&Success {
+        id,
+        jsonrpc: "2.0",
+        result,
+    })
+    .unwrap_or_else(|e| {
+        failure(
+            id,
+            &A2aError::Internal(format!("cannot encode the answer: {e}")),
+        )
+        .to_string()
+    })
 }
 
 pub fn failure(id: &Value, error: &A2aError) -> Value {

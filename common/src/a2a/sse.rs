@@ -18,10 +18,11 @@ pub enum Framing {
 
 impl Framing {
     pub fn data(&self, event: &StreamResponse) -> String {
-        let result = serde_json::to_value(event).unwrap_or(Value::Null);
         match self {
-            Framing::JsonRpc { id } => jsonrpc::success(id, result).to_string(),
-            Framing::Rest => result.to_string(),
+            Framing::JsonRpc { id } => jsonrpc::success(id, event),
+            Framing::Rest => serde_json::to_string(event).unwrap_or_else(|e| {
+                self.error(&A2aError::Internal(format!("cannot encode the event: {e}")))
+            }),
         }
     }
 

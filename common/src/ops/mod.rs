@@ -227,14 +227,15 @@ impl Call {
     }
 }
 
-/// What an operation answers: one JSON value, or a stream of events.
+/// What an operation answers: one JSON value (printed once, straight from its type), or a
+/// stream of events.
 pub enum Answer {
-    Json(serde_json::Value),
+    Json(Box<serde_json::value::RawValue>),
     Stream(crate::engine::follow::EventStream),
 }
 
 fn json<T: serde::Serialize>(v: T) -> Result<Answer, A2aError> {
-    serde_json::to_value(v)
+    serde_json::value::to_raw_value(&v)
         .map(Answer::Json)
         .map_err(|e| A2aError::Internal(format!("cannot encode the answer: {e}")))
 }

@@ -5,8 +5,11 @@
 //!
 //! Writes go through one writer thread that gathers whatever commits are waiting into a
 //! single transaction (each in its own savepoint, so one failed condition does not undo
-//! the others) and acknowledges them after one fsync: group commit. Reads use a small pool
-//! of connections on the blocking thread pool.
+//! the others) and acknowledges them together: group commit. A commit is acknowledged
+//! once it is in the write-ahead log, or, with [`Durability::PowerLoss`], once the log is
+//! fsynced. Checkpoints (copying the log into the database, with their fsyncs) run on a
+//! thread of their own, so a commit never waits for one. Point reads run on the calling
+//! thread, scans on the blocking pool, each on one of a small pool of connections.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -27,6 +30,9 @@ const DB_FILE: &str = "harness.sqlite3";
 const READERS: usize = 4;
 /// Most commits gathered into one transaction.
 const MAX_BATCH: usize = 256;
+/// Commits between two checkpoints of the write-ahead log into the database (~1000 pages,
+/// SQLite's own default, at a few pages a commit).
+const CHECKPOINT_EVERY: usize = 128;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS tasks (
@@ -134,21 +140,45 @@ fn corrupt(e: impl std::fmt::Display) -> StoreError {
     StoreError::Corrupt(e.to_string())
 }
 
-fn open(path: &Path, flags: OpenFlags) -> Result<Connection, StoreError> {
+/// When a commit is acknowledged (SQLite's `synchronous` setting in WAL mode).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Durability {
+    /// Once it is in the write-ahead log: it survives the process being killed at any
+    /// point; a power loss or an OS crash may lose the last commits (never corrupting
+    /// the store). No fsync on the request path (`synchronous=NORMAL`).
+    #[default]
+    Process,
+    /// Once the write-ahead log is fsynced: it also survives a power loss
+    /// (`synchronous=FULL`; concurrent commits share one fsync).
+    PowerLoss,
+}
+
+fn open(path: &Path, flags: OpenFlags, durability: Durability) -> Result<Connection, StoreError> {
     let conn = Connection::open_with_flags(path, flags).map_err(backend)?;
     conn.busy_timeout(Duration::from_secs(10))
         .map_err(backend)?;
-    // FULL: a commit is fsynced before it is acknowledged, and batching makes that cheap.
-    conn.execute_batch(
-        "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=OFF;",
-    )
+    // Room for every statement the store runs, so none is parsed twice.
+    conn.set_prepared_statement_cache_capacity(64);
+    let synchronous = match durability {
+        Durability::Process => "NORMAL",
+        Durability::PowerLoss => "FULL",
+    };
+    conn.execute_batch(&format!(
+        "PRAGMA journal_mode=WAL; PRAGMA synchronous={synchronous}; PRAGMA foreign_keys=OFF;"
+    ))
     .map_err(backend)?;
     Ok(conn)
 }
 
 impl EmbeddedStore {
-    /// Opens (creating if needed) the store in `dir`.
+    /// Opens (creating if needed) the store in `dir`, commits durable against the
+    /// process being killed ([`Durability::Process`]).
     pub fn open(dir: &Path) -> Result<Self, StoreError> {
+        Self::open_with(dir, Durability::default())
+    }
+
+    /// Opens (creating if needed) the store in `dir`.
+    pub fn open_with(dir: &Path, durability: Durability) -> Result<Self, StoreError> {
         std::fs::create_dir_all(dir).map_err(|e| {
             StoreError::Unavailable(format!(
                 "cannot create state directory {}: {e}",
@@ -161,6 +191,7 @@ impl EmbeddedStore {
             OpenFlags::SQLITE_OPEN_READ_WRITE
                 | OpenFlags::SQLITE_OPEN_CREATE
                 | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            durability,
         )?;
         // One transaction, so one fsync (not one per statement: a dozen fsyncs were most
         // of a fresh start-up), and a migration is all or nothing.
@@ -176,11 +207,26 @@ impl EmbeddedStore {
         };
         writer.execute_batch(end).map_err(backend)?;
         prepared?;
+        // The checkpointer does it, off the commit path.
+        writer
+            .execute_batch("PRAGMA wal_autocheckpoint=0")
+            .map_err(backend)?;
+        let checkpointer = open(
+            &path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            durability,
+        )?;
+        let (kick, kicks) = mpsc::sync_channel::<()>(1);
+        std::thread::Builder::new()
+            .name("store-checkpoint".into())
+            .spawn(move || checkpoint_loop(checkpointer, kicks))
+            .map_err(backend)?;
         let readers = (0..READERS)
             .map(|_| {
                 open(
                     &path,
                     OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+                    durability,
                 )
                 .map(Mutex::new)
             })
@@ -188,7 +234,7 @@ impl EmbeddedStore {
         let (jobs, rx) = mpsc::channel::<Job>();
         std::thread::Builder::new()
             .name("store-writer".into())
-            .spawn(move || writer_loop(writer, rx))
+            .spawn(move || writer_loop(writer, rx, kick))
             .map_err(backend)?;
         Ok(EmbeddedStore {
             jobs,
@@ -198,7 +244,8 @@ impl EmbeddedStore {
         })
     }
 
-    /// Runs `f` inside the next group transaction; resolves once that transaction is durable.
+    /// Runs `f` inside the next group transaction; resolves once that transaction is
+    /// committed (durable as the store's [`Durability`] says).
     async fn write<R: Send + 'static>(
         &self,
         f: impl FnOnce(&Connection) -> Result<R, StoreError> + Send + 'static,
@@ -220,6 +267,27 @@ impl EmbeddedStore {
             .map_err(|_| backend("the store writer has stopped"))?
     }
 
+    /// A read small enough to run on the calling thread (a point lookup or a short page
+    /// from the page cache takes microseconds, less than the two thread hops of the
+    /// blocking pool), on the first idle reader connection.
+    fn read_now<R>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<R, StoreError>,
+    ) -> Result<R, StoreError> {
+        let n = self.readers.len();
+        let first = self.next_reader.fetch_add(1, Ordering::Relaxed);
+        for k in 0..n {
+            if let Ok(conn) = self.readers[(first + k) % n].try_lock() {
+                return f(&conn);
+            }
+        }
+        let conn = self.readers[first % n]
+            .lock()
+            .map_err(|_| backend("a reader panicked"))?;
+        f(&conn)
+    }
+
+    /// A read that may scan: on the blocking pool.
     async fn read<R: Send + 'static>(
         &self,
         f: impl FnOnce(&Connection) -> Result<R, StoreError> + Send + 'static,
@@ -241,18 +309,25 @@ fn in_savepoint<R>(
     conn: &Connection,
     f: impl FnOnce(&Connection) -> Result<R, StoreError>,
 ) -> Result<R, StoreError> {
-    conn.execute_batch("SAVEPOINT job").map_err(backend)?;
+    run(conn, "SAVEPOINT job")?;
     let out = f(conn);
-    let end = if out.is_ok() {
-        "RELEASE job"
-    } else {
-        "ROLLBACK TO job; RELEASE job"
-    };
-    conn.execute_batch(end).map_err(backend)?;
+    if out.is_err() {
+        run(conn, "ROLLBACK TO job")?;
+    }
+    run(conn, "RELEASE job")?;
     out
 }
 
-fn writer_loop(conn: Connection, rx: mpsc::Receiver<Job>) {
+/// Runs one statement, prepared once per connection: every commit runs these.
+fn run(conn: &Connection, sql: &str) -> Result<(), StoreError> {
+    conn.prepare_cached(sql)
+        .and_then(|mut stmt| stmt.execute([]))
+        .map(drop)
+        .map_err(backend)
+}
+
+fn writer_loop(conn: Connection, rx: mpsc::Receiver<Job>, checkpoint: mpsc::SyncSender<()>) {
+    let mut since_checkpoint = 0;
     while let Ok(first) = rx.recv() {
         let mut batch = vec![first];
         while batch.len() < MAX_BATCH {
@@ -261,20 +336,36 @@ fn writer_loop(conn: Connection, rx: mpsc::Receiver<Job>) {
                 Err(_) => break,
             }
         }
-        if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
-            let err = backend(e);
+        if let Err(err) = run(&conn, "BEGIN IMMEDIATE") {
             for job in batch {
                 job(None)(Err(err.clone()));
             }
             continue;
         }
+        since_checkpoint += batch.len();
         let completions: Vec<Completion> = batch.into_iter().map(|job| job(Some(&conn))).collect();
-        let committed = conn.execute_batch("COMMIT").map_err(backend);
+        let committed = run(&conn, "COMMIT");
         if committed.is_err() {
             let _ = conn.execute_batch("ROLLBACK");
         }
         for done in completions {
             done(committed.clone());
+        }
+        if since_checkpoint >= CHECKPOINT_EVERY {
+            // Full: a checkpoint is already due, which covers these commits too.
+            let _ = checkpoint.try_send(());
+            since_checkpoint = 0;
+        }
+    }
+}
+
+/// Copies the log into the database when the writer asks. PASSIVE: it never blocks the
+/// writer nor readers, and a log that readers still need is copied by a later one.
+fn checkpoint_loop(conn: Connection, kicks: mpsc::Receiver<()>) {
+    while kicks.recv().is_ok() {
+        let done = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+        if let Err(e) = done {
+            tracing::warn!(error = %e, "the embedded store's checkpoint failed");
         }
     }
 }
@@ -293,12 +384,11 @@ fn now_ms() -> i64 {
 
 fn insert_message(conn: &Connection, m: &InboundMessage, task_id: &str) -> Result<(), StoreError> {
     let existing: Option<String> = conn
-        .query_row(
-            "SELECT task_id FROM messages WHERE tenant = ?1 AND message_id = ?2",
-            params![m.tenant, m.message.message_id],
-            |r| r.get(0),
-        )
-        .optional()
+        .prepare_cached("SELECT task_id FROM messages WHERE tenant = ?1 AND message_id = ?2")
+        .and_then(|mut stmt| {
+            stmt.query_row(params![m.tenant, m.message.message_id], |r| r.get(0))
+                .optional()
+        })
         .map_err(backend)?;
     if let Some(task_id) = existing {
         return Err(StoreError::DuplicateMessage {
@@ -306,10 +396,13 @@ fn insert_message(conn: &Connection, m: &InboundMessage, task_id: &str) -> Resul
             task_id,
         });
     }
-    conn.execute(
+    let message = to_json(&m.message)?;
+    conn.prepare_cached(
         "INSERT INTO messages (tenant, message_id, task_id, received_ms, message) VALUES (?1, ?2, ?3, ?4, ?5)",
-        params![m.tenant, m.message.message_id, task_id, now_ms(), to_json(&m.message)?],
     )
+    .and_then(|mut stmt| {
+        stmt.execute(params![m.tenant, m.message.message_id, task_id, now_ms(), message])
+    })
     .map_err(backend)?;
     Ok(())
 }
@@ -459,12 +552,11 @@ impl Store for EmbeddedStore {
         self.write(move |conn| {
             // The stored last_seq must be the one this commit read, or events would gap.
             let current: Option<(i64, i64)> = conn
-                .query_row(
-                    "SELECT version, last_seq FROM tasks WHERE id = ?1",
-                    params![rec.task.id],
-                    |r| Ok((r.get(0)?, r.get(1)?)),
-                )
-                .optional()
+                .prepare_cached("SELECT version, last_seq FROM tasks WHERE id = ?1")
+                .and_then(|mut stmt| {
+                    stmt.query_row(params![rec.task.id], |r| Ok((r.get(0)?, r.get(1)?)))
+                        .optional()
+                })
                 .map_err(backend)?;
             let conflict = || StoreError::Conflict {
                 task_id: rec.task.id.clone(),
@@ -498,7 +590,7 @@ impl Store for EmbeddedStore {
         message_id: &str,
     ) -> Result<Option<String>, StoreError> {
         let (tenant, message_id) = (tenant.to_owned(), message_id.to_owned());
-        self.read(move |conn| {
+        self.read_now(|conn| {
             conn.query_row(
                 "SELECT task_id FROM messages WHERE tenant = ?1 AND message_id = ?2",
                 params![tenant, message_id],
@@ -507,12 +599,11 @@ impl Store for EmbeddedStore {
             .optional()
             .map_err(backend)
         })
-        .await
     }
 
     async fn load_task(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
         let id = task_id.to_owned();
-        self.read(move |conn| {
+        self.read_now(|conn| {
             conn.prepare_cached("SELECT record, version, last_seq FROM tasks WHERE id = ?1")
                 .map_err(backend)?
                 .query_row(params![id], row_record)
@@ -521,7 +612,6 @@ impl Store for EmbeddedStore {
                 .map(decode_record)
                 .transpose()
         })
-        .await
     }
 
     async fn read_events(
@@ -532,7 +622,7 @@ impl Store for EmbeddedStore {
     ) -> Result<Vec<LoggedEvent>, StoreError> {
         let id = task_id.to_owned();
         let from = after.map(|a| a as i64 + 1).unwrap_or(0);
-        self.read(move |conn| {
+        self.read_now(|conn| {
             let mut stmt = conn
                 .prepare_cached(
                     "SELECT seq, event FROM events WHERE task_id = ?1 AND seq >= ?2 ORDER BY seq LIMIT ?3",
@@ -549,7 +639,6 @@ impl Store for EmbeddedStore {
             })
             .collect()
         })
-        .await
     }
 
     async fn list_tasks(&self, q: &TaskQuery) -> Result<TaskPage, StoreError> {
@@ -647,7 +736,7 @@ impl Store for EmbeddedStore {
         id: &str,
     ) -> Result<Option<PushConfigRecord>, StoreError> {
         let (task_id, id) = (task_id.to_owned(), id.to_owned());
-        self.read(move |conn| {
+        self.read_now(|conn| {
             conn.query_row(
                 "SELECT config, delivered FROM push_configs WHERE task_id = ?1 AND id = ?2",
                 params![task_id, id],
@@ -658,7 +747,6 @@ impl Store for EmbeddedStore {
             .map(|(json, delivered)| PushConfigRecord::from_stored(&json, delivered as u64))
             .transpose()
         })
-        .await
     }
 
     async fn list_push_configs(

@@ -8,7 +8,7 @@ pub mod dynamodb;
 mod embedded;
 
 pub use dynamodb::DynamoStore;
-pub use embedded::EmbeddedStore;
+pub use embedded::{Durability, EmbeddedStore};
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};

@@ -9,7 +9,10 @@ use common::agent::AgentKind;
 use common::config::{Config, RestContentType};
 use common::models::config::ModelCatalog;
 use common::ops::Harness;
-use common::store::{EmbeddedStore, Store};
+use common::store::{Durability, EmbeddedStore, Store};
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Runs the whole harness locally, with its state in a directory.
 #[derive(Debug, Parser)]
@@ -72,6 +75,10 @@ struct Args {
     /// region and `AWS_ENDPOINT_URL_DYNAMODB` from the standard AWS environment).
     #[arg(long, env = "HARNESS_TABLE")]
     table: Option<String>,
+    /// Fsync the embedded store's log before answering a commit, so it survives a power
+    /// loss too. Off, a commit survives the process being killed (the default).
+    #[arg(long, env = "HARNESS_FSYNC_COMMITS", default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    fsync_commits: bool,
     /// The harness's own participant id: the assignee of the tasks its agent runs.
     #[arg(long, env = "HARNESS_AGENT_ID", default_value = common::config::DEFAULT_AGENT_ID, value_parser = common::channels::parse_id)]
     agent_id: String,
@@ -161,7 +168,12 @@ async fn run() -> Result<(), common::lambda::Error> {
                 (Arc::new(store), leased, Vec::new())
             }
             None => {
-                let store = EmbeddedStore::open(&args.state_dir)?;
+                let durability = if args.fsync_commits {
+                    Durability::PowerLoss
+                } else {
+                    Durability::Process
+                };
+                let store = EmbeddedStore::open_with(&args.state_dir, durability)?;
                 let unfinished = store.unfinished_tasks().await?;
                 let undelivered = store.push_backlog().await?;
                 (Arc::new(store), unfinished, undelivered)
