@@ -13,15 +13,29 @@
 //! server's peak RSS (VmHWM) under the load, the start-up time (exec to the first answered
 //! agent-card request, median of several starts), the ratios ours/reference, and the size
 //! of each Lambda function binary. Not a test: it passes or fails nothing.
+//!
+//! The load client shares the cores with the server it measures, so it is kept as lean
+//! as a load generator (wrk): one thread, a bare hyper HTTP/1.1 keep-alive connection per
+//! worker, bodies serialised ahead or by `format!`, answers checked through small typed
+//! structs (a wrong answer still panics, with the URL and the body).
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
+use bytes::Bytes;
+use http::header::{HeaderName, HeaderValue, CONTENT_LENGTH, CONTENT_TYPE, HOST};
+use http::{Method, Request, StatusCode, Uri};
+use http_body_util::{BodyExt, Full};
+use hyper::client::conn::http1::{self, SendRequest};
+use hyper_util::rt::TokioIo;
+use serde::de::IgnoredAny;
+use serde::Deserialize;
 use serde_json::{json, Value};
+use tokio::net::TcpStream;
 
 /// Starts of each server timed for the start-up median.
 const STARTS: usize = 7;
@@ -35,12 +49,14 @@ struct Args {
     reference: PathBuf,
     functions: Option<(PathBuf, Vec<String>)>,
     scale: f64,
+    /// `--only ours`: skip the reference (profiling our side; no ratios).
+    only_ours: bool,
 }
 
 fn args() -> Result<Args, String> {
     let mut it = std::env::args().skip(1);
-    let (mut ours, mut python, mut reference, mut functions, mut scale) =
-        (None, None, None, None, 1.0);
+    let (mut ours, mut python, mut reference, mut functions, mut scale, mut only_ours) =
+        (None, None, None, None, 1.0, false);
     while let Some(a) = it.next() {
         let mut value = || it.next().ok_or(format!("{a} needs a value"));
         match a.as_str() {
@@ -48,6 +64,10 @@ fn args() -> Result<Args, String> {
             "--python" => python = Some(PathBuf::from(value()?)),
             "--reference" => reference = Some(PathBuf::from(value()?)),
             "--scale" => scale = value()?.parse().map_err(|e| format!("--scale: {e}"))?,
+            "--only" => match value()?.as_str() {
+                "ours" => only_ours = true,
+                other => return Err(format!("--only {other}: expected ours")),
+            },
             "--functions" => {
                 let dir = PathBuf::from(value()?);
                 functions = Some((dir, it.by_ref().collect()));
@@ -61,6 +81,7 @@ fn args() -> Result<Args, String> {
         reference: reference.ok_or("--reference is required")?,
         functions,
         scale,
+        only_ours,
     })
 }
 
@@ -208,52 +229,213 @@ fn rpc(method: &str, params: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
 }
 
-fn message() -> Value {
+/// A message id no server has seen: the `tck-complete-task` prefix makes the conformance
+/// agent complete the task at once.
+fn message_id() -> String {
     static N: AtomicUsize = AtomicUsize::new(0);
+    static PREFIX: OnceLock<String> = OnceLock::new();
+    let prefix = PREFIX.get_or_init(|| format!("tck-complete-task-bench-{}-", std::process::id()));
     let n = N.fetch_add(1, Ordering::Relaxed);
-    json!({"message": {"messageId": format!("tck-complete-task-bench-{}-{n}", std::process::id()),
-        "role": "ROLE_USER", "parts": [{"text": "hello"}]}})
+    format!("{prefix}{n}")
+}
+
+fn message() -> Value {
+    json!({"message": {"messageId": message_id(), "role": "ROLE_USER",
+        "parts": [{"text": "hello"}]}})
+}
+
+/// The body of one request of the scenario, serialised without serde: GetTask's is the
+/// same every time (`get` is built once), a message's differs only in its id.
+fn body(scenario: Scenario, get: &Bytes) -> Bytes {
+    let method = match scenario {
+        Scenario::Get => return get.clone(),
+        Scenario::Send => "SendMessage",
+        Scenario::Stream => "SendStreamingMessage",
+    };
+    Bytes::from(format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"{method}","params":{{"message":{{"messageId":"{}","role":"ROLE_USER","parts":[{{"text":"hello"}}]}}}}}}"#,
+        message_id()
+    ))
+}
+
+fn get_body(task_id: &str) -> Bytes {
+    Bytes::from(rpc("GetTask", json!({"id": task_id})).to_string())
+}
+
+/// What a JSON-RPC answer is checked for; serde skips everything else without building it.
+#[derive(Deserialize)]
+struct Rpc<'a> {
+    #[serde(borrow)]
+    result: Option<RpcResult<'a>>,
+    error: Option<IgnoredAny>,
+}
+
+/// `result` is a `{"task": Task}` (SendMessage) or a bare Task (GetTask).
+#[derive(Deserialize)]
+struct RpcResult<'a> {
+    #[serde(borrow)]
+    task: Option<TaskStatus<'a>>,
+    #[serde(borrow)]
+    status: Option<Status<'a>>,
+}
+
+#[derive(Deserialize)]
+struct TaskStatus<'a> {
+    #[serde(borrow)]
+    status: Status<'a>,
+}
+
+#[derive(Deserialize)]
+struct Status<'a> {
+    #[serde(borrow)]
+    state: Cow<'a, str>,
+}
+
+impl Rpc<'_> {
+    fn completed(&self) -> bool {
+        let status = self
+            .result
+            .as_ref()
+            .and_then(|r| r.task.as_ref().map(|t| &t.status).or(r.status.as_ref()));
+        self.error.is_none() && status.is_some_and(|s| s.state == "TASK_STATE_COMPLETED")
+    }
+}
+
+/// The last `data:` line of an SSE stream.
+fn last_data(stream: &[u8]) -> Option<&[u8]> {
+    stream
+        .rsplit(|&b| b == b'\n')
+        .find(|line| line.starts_with(b"data:"))
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+/// One keep-alive HTTP/1.1 connection to the server under test: what a load generator
+/// (wrk) does per connection and no more. Reconnects when the server closed it.
+struct Conn {
+    url: Arc<str>,
+    /// `127.0.0.1:port`: where to connect and the `Host` header.
+    addr: Arc<str>,
+    host: HeaderValue,
+    sender: Option<SendRequest<Full<Bytes>>>,
+}
+
+impl Conn {
+    fn new(url: &str) -> Conn {
+        let addr = url.strip_prefix("http://").expect("an http:// URL");
+        Conn {
+            url: url.into(),
+            addr: addr.into(),
+            host: HeaderValue::from_str(addr).expect("a Host header"),
+            sender: None,
+        }
+    }
+
+    async fn connect(&self) -> SendRequest<Full<Bytes>> {
+        let tcp = TcpStream::connect(&*self.addr)
+            .await
+            .unwrap_or_else(|e| panic!("{}: cannot connect: {e}", self.url));
+        tcp.set_nodelay(true).expect("TCP_NODELAY");
+        let (sender, conn) = http1::handshake(TokioIo::new(tcp))
+            .await
+            .unwrap_or_else(|e| panic!("{}: HTTP handshake: {e}", self.url));
+        tokio::spawn(async move {
+            // Ends when the server closes the connection or the sender is dropped; a
+            // request in flight then fails and says why.
+            let _ = conn.await;
+        });
+        sender
+    }
+
+    /// The sender, ready for a request: the open connection, else a new one.
+    async fn ready(&mut self) -> &mut SendRequest<Full<Bytes>> {
+        for _ in 0..3 {
+            let usable = match &mut self.sender {
+                Some(s) => !s.is_closed() && s.ready().await.is_ok(),
+                None => false,
+            };
+            if usable {
+                return self.sender.as_mut().expect("a sender");
+            }
+            self.sender = Some(self.connect().await);
+        }
+        panic!("{}: no usable connection", self.url)
+    }
+
+    fn request(&self, body: Bytes) -> Request<Full<Bytes>> {
+        let len = HeaderValue::from(body.len());
+        let mut req = Request::new(Full::new(body));
+        *req.method_mut() = Method::POST;
+        *req.uri_mut() = Uri::from_static("/");
+        let h = req.headers_mut();
+        h.insert(HOST, self.host.clone());
+        h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        h.insert(
+            HeaderName::from_static("a2a-version"),
+            HeaderValue::from_static("1.0"),
+        );
+        h.insert(CONTENT_LENGTH, len);
+        req
+    }
+
+    /// POSTs `body` to `/` and reads the whole answer. A request the connection never
+    /// sent (the server had closed it) is sent again on a new one; any other failure
+    /// panics.
+    async fn post(&mut self, body: Bytes) -> (StatusCode, Bytes) {
+        let mut req = self.request(body);
+        let mut retried = false;
+        let resp = loop {
+            match self.ready().await.try_send_request(req).await {
+                Ok(resp) => break resp,
+                Err(mut e) => match e.take_message() {
+                    Some(unsent) if !retried => {
+                        retried = true;
+                        self.sender = None;
+                        req = unsent;
+                    }
+                    _ => panic!("{}: request failed: {}", self.url, e.into_error()),
+                },
+            }
+        };
+        let status = resp.status();
+        let body = resp
+            .into_body()
+            .collect()
+            .await
+            .unwrap_or_else(|e| panic!("{}: HTTP {status}, body unread: {e}", self.url))
+            .to_bytes();
+        (status, body)
+    }
 }
 
 /// One request of the scenario; panics on a wrong answer, so a fast error never passes
 /// for a fast answer.
-async fn one(client: &reqwest::Client, url: &str, scenario: Scenario, task_id: &str) {
-    let body = match scenario {
-        Scenario::Send => rpc("SendMessage", message()),
-        Scenario::Get => rpc("GetTask", json!({"id": task_id})),
-        Scenario::Stream => rpc("SendStreamingMessage", message()),
+async fn one(conn: &mut Conn, scenario: Scenario, get: &Bytes) {
+    let (status, body) = conn.post(body(scenario, get)).await;
+    let wrong = |why: &str| -> ! {
+        panic!(
+            "{}: {why}: HTTP {status}: {}",
+            conn.url,
+            String::from_utf8_lossy(&body)
+        )
     };
-    let resp = client
-        .post(format!("{url}/"))
-        .header("A2A-Version", "1.0")
-        .json(&body)
-        .send()
-        .await
-        .expect("the request is answered");
-    assert!(resp.status().is_success(), "{url}: HTTP {}", resp.status());
+    if !status.is_success() {
+        wrong("not 2xx");
+    }
     match scenario {
         Scenario::Stream => {
-            let mut stream = resp.bytes_stream();
-            let mut seen = Vec::new();
-            while let Some(chunk) = stream.next().await {
-                seen.extend_from_slice(&chunk.expect("the stream reads"));
+            if !last_data(&body).is_some_and(|d| contains(d, b"TASK_STATE_COMPLETED")) {
+                wrong("the stream did not end with the task completed");
             }
-            let text = String::from_utf8_lossy(&seen);
-            assert!(
-                text.contains("TASK_STATE_COMPLETED"),
-                "{url}: stream ended early: {text}"
-            );
         }
-        _ => {
-            let v: Value = resp.json().await.expect("a JSON answer");
-            let state = &v["result"]["task"]["status"]["state"];
-            let state = if state.is_null() {
-                &v["result"]["status"]["state"]
-            } else {
-                state
-            };
-            assert_eq!(state, "TASK_STATE_COMPLETED", "{url}: {v}");
-        }
+        Scenario::Send | Scenario::Get => match serde_json::from_slice::<Rpc>(&body) {
+            Ok(rpc) if rpc.completed() => {}
+            Ok(rpc) if rpc.error.is_some() => wrong("a JSON-RPC error"),
+            Ok(_) => wrong("the task is not completed"),
+            Err(e) => wrong(&format!("not a JSON-RPC answer ({e})")),
+        },
     }
 }
 
@@ -270,32 +452,29 @@ async fn load(
     requests: usize,
     task_id: &str,
 ) -> Measured {
-    let client = reqwest::Client::builder()
-        .pool_max_idle_per_host(concurrency)
-        .build()
-        .expect("a client");
-    for _ in 0..WARM_UP {
-        one(&client, url, scenario, task_id).await;
+    let get = get_body(task_id);
+    // Every worker's connection open and warm before the clock starts.
+    let mut conns: Vec<Conn> = (0..concurrency).map(|_| Conn::new(url)).collect();
+    for i in 0..WARM_UP.max(concurrency) {
+        one(&mut conns[i % concurrency], scenario, &get).await;
     }
     let next = Arc::new(AtomicUsize::new(0));
     let t0 = Instant::now();
-    let workers = (0..concurrency).map(|_| {
-        let (client, next, url, task_id) = (
-            client.clone(),
-            next.clone(),
-            url.to_owned(),
-            task_id.to_owned(),
-        );
-        tokio::spawn(async move {
-            let mut latencies = Vec::new();
-            while next.fetch_add(1, Ordering::Relaxed) < requests {
-                let t = Instant::now();
-                one(&client, &url, scenario, &task_id).await;
-                latencies.push(t.elapsed());
-            }
-            latencies
+    let workers: Vec<_> = conns
+        .into_iter()
+        .map(|mut conn| {
+            let (next, get) = (next.clone(), get.clone());
+            tokio::spawn(async move {
+                let mut latencies = Vec::with_capacity(requests / concurrency + 1);
+                while next.fetch_add(1, Ordering::Relaxed) < requests {
+                    let t = Instant::now();
+                    one(&mut conn, scenario, &get).await;
+                    latencies.push(t.elapsed());
+                }
+                latencies
+            })
         })
-    });
+        .collect();
     let mut latencies: Vec<Duration> = futures::future::join_all(workers)
         .await
         .into_iter()
@@ -312,7 +491,7 @@ async fn load(
 }
 
 async fn completed_task(url: &str) -> String {
-    let client = reqwest::Client::new();
+    let client = common::https::client_builder().build().expect("a client");
     let v: Value = client
         .post(format!("{url}/"))
         .header("A2A-Version", "1.0")
@@ -347,7 +526,9 @@ fn median(mut v: Vec<Duration>) -> Duration {
 const LOADS: [(usize, usize); 2] = [(1, 1000), (32, 4000)];
 const SCENARIOS: [Scenario; 3] = [Scenario::Send, Scenario::Get, Scenario::Stream];
 
-#[tokio::main]
+/// One worker thread: the client (its 32 workers are tasks on it) takes at most one of
+/// the cores it shares with the server under test.
+#[tokio::main(flavor = "current_thread")]
 async fn main() {
     let a = match args() {
         Ok(a) => a,
@@ -356,11 +537,16 @@ async fn main() {
             std::process::exit(2);
         }
     };
-    let client = reqwest::Client::new();
+    let client = common::https::client_builder().build().expect("a client");
 
     // Start-up: exec to the first answered card, each server on its own, several times.
+    let servers: &[Which] = if a.only_ours {
+        &[Which::Ours]
+    } else {
+        &[Which::Ours, Which::Reference]
+    };
     let mut startup = Vec::new();
-    for which in [Which::Ours, Which::Reference] {
+    for &which in servers {
         let mut times = Vec::new();
         for _ in 0..STARTS {
             let (server, took) = start(which, &a, &client).await;
@@ -373,7 +559,7 @@ async fn main() {
     // Load: both servers up at once, each driven in turn by the same client.
     let mut results = Vec::new();
     let mut rss = Vec::new();
-    for which in [Which::Ours, Which::Reference] {
+    for &which in servers {
         let (server, _) = start(which, &a, &client).await;
         let task_id = completed_task(&server.url).await;
         for scenario in SCENARIOS {
@@ -429,14 +615,16 @@ async fn main() {
     for ((which, up), (_, peak)) in startup.iter().zip(&rss) {
         println!("| {} | {} | {} |", which.name(), ms(*up), mib(*peak));
     }
-    let (ours_up, ref_up) = (startup[0].1, startup[1].1);
-    let (ours_rss, ref_rss) = (rss[0].1, rss[1].1);
-    println!(
-        "| ours/reference | {:.4} (1/{:.0}) | {:.3} |",
-        ours_up.as_secs_f64() / ref_up.as_secs_f64(),
-        ref_up.as_secs_f64() / ours_up.as_secs_f64(),
-        ours_rss as f64 / ref_rss.max(1) as f64
-    );
+    if let ([(_, ours_up), (_, ref_up)], [(_, ours_rss), (_, ref_rss)]) =
+        (startup.as_slice(), rss.as_slice())
+    {
+        println!(
+            "| ours/reference | {:.4} (1/{:.0}) | {:.3} |",
+            ours_up.as_secs_f64() / ref_up.as_secs_f64(),
+            ref_up.as_secs_f64() / ours_up.as_secs_f64(),
+            *ours_rss as f64 / (*ref_rss).max(1) as f64
+        );
+    }
 
     if let Some((dir, names)) = &a.functions {
         println!();
