@@ -4,7 +4,7 @@
 //!
 //! | variable | default | meaning |
 //! |---|---|---|
-//! | `HARNESS_STORE` | `dynamodb` | `dynamodb`, or `embedded` (local testing) |
+//! | `HARNESS_STORE` | `dynamodb` | `dynamodb`, or `embedded` (local testing; built with the `embedded-store` feature) |
 //! | `HARNESS_TABLE` | required for `dynamodb` | the table |
 //! | `HARNESS_STATE_DIR` | `.harness` | directory of the embedded store |
 //! | `HARNESS_PUBLIC_URL` | the request's host | URL of the HTTP+JSON interface |
@@ -35,7 +35,7 @@ use crate::config::Config;
 use crate::models::config::ModelCatalog;
 use crate::ops::Harness;
 use crate::server::{self, Endpoint};
-use crate::store::{DynamoStore, EmbeddedStore, Store};
+use crate::store::{DynamoStore, Store};
 
 pub type Error = lambda_http::Error;
 
@@ -101,11 +101,15 @@ pub fn config_from_env() -> Result<Config, Error> {
     })
 }
 
-/// The DynamoDB store on `table`, its client configured by the standard chain: region,
-/// credentials and `AWS_ENDPOINT_URL_DYNAMODB`.
+/// The DynamoDB store on `table`, its client configured by [`crate::https::sdk_config`]
+/// (region, credentials) and `AWS_ENDPOINT_URL_DYNAMODB`.
 pub async fn dynamo_store(table: String, retention_days: u64) -> DynamoStore {
     let sdk = crate::https::sdk_config().await;
-    let client = aws_sdk_dynamodb::Client::new(&sdk);
+    let mut config = aws_sdk_dynamodb::config::Builder::from(&sdk);
+    if let Some(url) = crate::https::service_endpoint("DYNAMODB") {
+        config = config.endpoint_url(url);
+    }
+    let client = aws_sdk_dynamodb::Client::from_conf(config.build());
     DynamoStore::new(client, table).with_retention(Duration::from_secs(retention_days * 24 * 3600))
 }
 
@@ -118,10 +122,16 @@ pub async fn store_from_env() -> Result<Arc<dyn Store>, Error> {
             let days: u64 = parse("HARNESS_AUDIT_RETENTION_DAYS", 30)?;
             Ok(Arc::new(dynamo_store(table, days).await))
         }
+        #[cfg(feature = "embedded-store")]
         "embedded" => {
             let dir = var("HARNESS_STATE_DIR").unwrap_or_else(|| ".harness".into());
-            Ok(Arc::new(EmbeddedStore::open(std::path::Path::new(&dir))?))
+            let store = crate::store::EmbeddedStore::open(std::path::Path::new(&dir))?;
+            Ok(Arc::new(store))
         }
+        #[cfg(not(feature = "embedded-store"))]
+        "embedded" => Err("HARNESS_STORE=embedded: this build has no embedded store \
+             (build the function with `--features embedded-store`)"
+            .into()),
         other => Err(format!("HARNESS_STORE={other:?}: expected dynamodb or embedded").into()),
     }
 }

@@ -207,3 +207,24 @@ async fn a_task_working_when_the_server_was_killed_completes_after_the_restart()
     )
     .await;
 }
+
+/// Every answered commit survives SIGKILL, past the background checkpoints (one per 128
+/// commits) and whether or not each commit is fsynced (`--fsync-commits`).
+#[tokio::test]
+async fn answered_commits_survive_sigkill_across_checkpoints_with_and_without_fsync() {
+    for flags in [&[][..], &["--fsync-commits"][..]] {
+        let mut s = Server::start_with(flags).await;
+        let mut tasks = Vec::new();
+        // Each completed task is at least two commits: well past two checkpoints.
+        for _ in 0..150 {
+            tasks.push(s.completed_task().await);
+        }
+        s.restart().await;
+        let list = s.rpc_ok("ListTasks", json!({"pageSize": 100})).await;
+        assert_eq!(list["totalSize"], tasks.len(), "{flags:?}");
+        for task in [&tasks[0], &tasks[tasks.len() / 2], &tasks[tasks.len() - 1]] {
+            let id = task["id"].as_str().expect("an id");
+            assert_eq!(&s.get_task(id).await, task, "{flags:?}");
+        }
+    }
+}

@@ -292,6 +292,8 @@ def watch(request: pytest.FixtureRequest) -> Iterator[Watch]:
                 'cargo', 'lambda', 'watch',
                 '--invoke-address', '127.0.0.1',
                 '--invoke-port', str(port),
+                # Deployed functions have no embedded store; these runs use it.
+                '--features', 'embedded-store',
                 # Other engineers edit the tree while this runs: no reloads mid-test.
                 '--ignore-changes',
             ],

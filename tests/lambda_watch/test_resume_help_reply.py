@@ -95,7 +95,7 @@ def deployment() -> Iterator[Llm]:
     with open(log, 'wb') as out:
         proc = subprocess.Popen(
             ['cargo', 'lambda', 'watch', '--invoke-address', '127.0.0.1',
-             '--invoke-port', str(port), '--ignore-changes'],
+             '--invoke-port', str(port), '--ignore-changes', '--features', 'embedded-store'],
             cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
             start_new_session=True,
         )

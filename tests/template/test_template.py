@@ -189,6 +189,20 @@ def test_every_lambda_crate_is_in_the_template(functions):
     assert not missing, f"crates under functions/ missing from template.yaml: {missing}"
 
 
+def test_sam_build_resolves_features_over_the_functions_alone(functions):
+    # `sam build` runs `cargo lambda build --release --arm64 --bin <Binary>` at the root,
+    # which resolves features over the default members: the functions, and nothing that
+    # turns on the embedded store (harness-local, the tests) or leaves a function out.
+    manifest = tomllib.loads((ROOT / "Cargo.toml").read_text())
+    default = manifest["workspace"].get("default-members", [])
+    assert sorted(default) == sorted(f"functions/{c.name}" for c in lambda_crates())
+    assert set(functions) <= {b for c in lambda_crates() for b in crate_binaries(c)}
+    assert manifest["workspace"]["dependencies"]["common"].get("default-features") is False
+    for crate in lambda_crates():
+        deps = tomllib.loads((crate / "Cargo.toml").read_text())["dependencies"]
+        assert "features" not in deps["common"], f"{crate.name} turns on common features"
+
+
 def test_template_functions_share_the_workspace_root(template, functions):
     globals_fn = template.get("Globals", {}).get("Function", {})
     for binary, res in functions.items():

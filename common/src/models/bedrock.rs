@@ -59,8 +59,12 @@ impl Bedrock {
     /// A client from the standard AWS configuration chain: what a Lambda function has
     /// (its execution role and `AWS_REGION`), or the environment and profile elsewhere.
     pub async fn from_env() -> Self {
-        let config = crate::https::sdk_config().await;
-        Bedrock::new(aws_sdk_bedrockruntime::Client::new(&config))
+        let sdk = crate::https::sdk_config().await;
+        let mut config = aws_sdk_bedrockruntime::config::Builder::from(&sdk);
+        if let Some(url) = crate::https::service_endpoint("BEDROCK_RUNTIME") {
+            config = config.endpoint_url(url);
+        }
+        Bedrock::new(aws_sdk_bedrockruntime::Client::from_conf(config.build()))
     }
 }
 

@@ -5,9 +5,11 @@
 //! next gap-free sequence numbers, and a message is stored only if its id is new.
 
 pub mod dynamodb;
+#[cfg(feature = "embedded-store")]
 mod embedded;
 
 pub use dynamodb::DynamoStore;
+#[cfg(feature = "embedded-store")]
 pub use embedded::{Durability, EmbeddedStore};
 
 use async_trait::async_trait;

@@ -109,6 +109,8 @@ async fn run() -> Result<(), common::lambda::Error> {
         )
         .with_writer(std::io::stderr)
         .init();
+    // A workstation's AWS setup (profiles, SSO) for --table and Bedrock models.
+    common::https::use_standard_chain();
     let args = Args::parse();
     let listener = tokio::net::TcpListener::bind(args.listen).await?;
     let bound = listener.local_addr()?;

@@ -6,7 +6,7 @@
 //!
 //! ```text
 //! bench --ours <harness-local> --python <venv python> --reference <reference_server.py>
-//!       [--functions <release dir> <name>...] [--scale <factor>]
+//!       [--functions <dir> <name>...] [--scale <factor>] [--only ours]
 //! ```
 //!
 //! It prints Markdown: per server and scenario the throughput and p50/p99 latency, each
@@ -628,13 +628,17 @@ async fn main() {
 
     if let Some((dir, names)) = &a.functions {
         println!();
-        println!("| Lambda function | stripped release binary (MiB) |");
-        println!("|---|---|");
+        println!("| Lambda function | stripped release binary (MB) | (MiB) |");
+        println!("|---|---|---|");
         for name in names {
-            let size = std::fs::metadata(Path::new(dir).join(name)).map(|m| m.len());
-            match size {
-                Ok(bytes) => println!("| {name} | {} |", mib(bytes)),
-                Err(e) => println!("| {name} | not built ({e}) |"),
+            // `cargo lambda build` leaves <dir>/<name>/bootstrap; cargo, <dir>/<name>.
+            let mut path = Path::new(dir).join(name);
+            if path.is_dir() {
+                path.push("bootstrap");
+            }
+            match std::fs::metadata(&path).map(|m| m.len()) {
+                Ok(bytes) => println!("| {name} | {:.2} | {} |", bytes as f64 / 1e6, mib(bytes)),
+                Err(e) => println!("| {name} | not built ({e}) | |"),
             }
         }
     }
