@@ -143,7 +143,6 @@ fn notifier(store: &Arc<dyn Store>) -> Notifier {
         Duration::from_secs(5),
         true,
     )
-    .expect("build the notifier")
 }
 
 async fn received(server: &MockServer) -> Vec<(Value, Option<String>, Option<String>)> {

@@ -61,7 +61,7 @@ impl Harness {
                 key,
                 config.push_timeout,
                 config.push_allow_private_urls,
-            )?);
+            ));
             if config.push_in_process {
                 tokio::spawn(notifier.clone().watch(store.pushes()));
             }

@@ -51,7 +51,9 @@ pub enum DeliveryError {
 }
 
 pub struct Notifier {
-    client: reqwest::Client,
+    /// Built at the first delivery: loading the trust roots takes milliseconds that a
+    /// start-up (or a cold start) need not wait for.
+    client: std::sync::OnceLock<reqwest::Client>,
     store: Arc<dyn Store>,
     key: PushKey,
     targets: Targets,
@@ -66,20 +68,27 @@ impl Notifier {
         key: PushKey,
         timeout: Duration,
         allow_private: bool,
-    ) -> Result<Self, String> {
-        let client = crate::https::client_builder()
-            .timeout(timeout)
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .map_err(|e| format!("cannot build the webhook client: {e}"))?;
-        Ok(Notifier {
-            client,
+    ) -> Self {
+        Notifier {
+            client: std::sync::OnceLock::new(),
             store,
             key,
             targets: Targets::new(allow_private),
             timeout,
             delivering: KeyedLocks::default(),
-        })
+        }
+    }
+
+    fn client(&self) -> Result<&reqwest::Client, String> {
+        if let Some(client) = self.client.get() {
+            return Ok(client);
+        }
+        let client = crate::https::client_builder()
+            .timeout(self.timeout)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| format!("cannot build the webhook client: {e}"))?;
+        Ok(self.client.get_or_init(|| client))
     }
 
     /// Refuses a config this server will not call (see [`target`]).
@@ -217,13 +226,13 @@ impl Notifier {
             return Err("the webhook's host resolves to a private address".into());
         }
         let body = serde_json::to_vec(event).map_err(|e| e.to_string())?;
+        let client = self.client()?;
         let mut why = String::new();
         for attempt in 1..=ATTEMPTS {
             if attempt > 1 {
                 tokio::time::sleep(BACKOFF * 2u32.pow(attempt - 2)).await;
             }
-            let mut req = self
-                .client
+            let mut req = client
                 .post(url.clone())
                 .header(CONTENT_TYPE, "application/a2a+json")
                 .body(body.clone());

@@ -211,15 +211,11 @@ impl EmbeddedStore {
         writer
             .execute_batch("PRAGMA wal_autocheckpoint=0")
             .map_err(backend)?;
-        let checkpointer = open(
-            &path,
-            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-            durability,
-        )?;
         let (kick, kicks) = mpsc::sync_channel::<()>(1);
+        let log = path.clone();
         std::thread::Builder::new()
             .name("store-checkpoint".into())
-            .spawn(move || checkpoint_loop(checkpointer, kicks))
+            .spawn(move || checkpoint_loop(&log, durability, kicks))
             .map_err(backend)?;
         let readers = (0..READERS)
             .map(|_| {
@@ -361,8 +357,17 @@ fn writer_loop(conn: Connection, rx: mpsc::Receiver<Job>, checkpoint: mpsc::Sync
 
 /// Copies the log into the database when the writer asks. PASSIVE: it never blocks the
 /// writer nor readers, and a log that readers still need is copied by a later one.
-fn checkpoint_loop(conn: Connection, kicks: mpsc::Receiver<()>) {
+/// Its connection is opened at the first checkpoint, off the start-up path.
+fn checkpoint_loop(path: &Path, durability: Durability, kicks: mpsc::Receiver<()>) {
+    let mut conn = None;
     while kicks.recv().is_ok() {
+        if conn.is_none() {
+            let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+            conn = open(path, flags, durability)
+                .map_err(|e| tracing::warn!(error = %e, "the checkpointer cannot open the store"))
+                .ok();
+        }
+        let Some(conn) = &conn else { continue };
         let done = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
         if let Err(e) = done {
             tracing::warn!(error = %e, "the embedded store's checkpoint failed");

@@ -11,9 +11,6 @@ use common::models::config::ModelCatalog;
 use common::ops::Harness;
 use common::store::{Durability, EmbeddedStore, Store};
 
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// Runs the whole harness locally, with its state in a directory.
 #[derive(Debug, Parser)]
 #[command(name = "harness-local", version)]
