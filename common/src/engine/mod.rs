@@ -147,8 +147,9 @@ impl Engine {
     }
 
     /// Drives the task in a task of its own, so a client that goes away does not stop the
-    /// work; the handle resolves when the agent stops (done or waiting).
-    pub fn start(self: &Arc<Self>, task_id: String) -> JoinHandle<()> {
+    /// work; the handle resolves when the agent stops (done or waiting), to the task as
+    /// the drive left it when it drove it.
+    pub fn start(self: &Arc<Self>, task_id: String) -> JoinHandle<Option<TaskRecord>> {
         self.start_until(task_id, None)
     }
 
@@ -158,7 +159,7 @@ impl Engine {
         self: &Arc<Self>,
         task_id: String,
         deadline: Option<std::time::Instant>,
-    ) -> JoinHandle<()> {
+    ) -> JoinHandle<Option<TaskRecord>> {
         let engine = self.clone();
         tokio::spawn(async move { engine.drive(&task_id, deadline).await })
     }
@@ -169,7 +170,7 @@ impl Engine {
     pub async fn resume(
         self: &Arc<Self>,
         task_id: &str,
-    ) -> Result<Option<JoinHandle<()>>, RunError> {
+    ) -> Result<Option<JoinHandle<Option<TaskRecord>>>, RunError> {
         let record = self.store.load_task(task_id).await?.ok_or(RunError::Gone)?;
         if !matches!(record.state(), TaskState::Submitted | TaskState::Working) {
             return Ok(None);
@@ -178,32 +179,39 @@ impl Engine {
     }
 
     #[tracing::instrument(skip(self))]
-    async fn drive(self: &Arc<Self>, task_id: &str, deadline: Option<std::time::Instant>) {
-        if let Err(e) = self.drive_now(task_id, deadline).await {
-            tracing::warn!(error = %e, "task run ended with an error");
-        }
+    async fn drive(
+        self: &Arc<Self>,
+        task_id: &str,
+        deadline: Option<std::time::Instant>,
+    ) -> Option<TaskRecord> {
+        self.drive_now(task_id, deadline)
+            .await
+            .map_err(|e| tracing::warn!(error = %e, "task run ended with an error"))
+            .ok()
+            .flatten()
     }
 
     /// Drives the task here and now (the resume function's work), handing it over before
-    /// `deadline`; an ended task wakes its parents.
+    /// `deadline`; an ended task wakes its parents. Returns the task as the drive left
+    /// it, when it drove it or found it ended.
     pub async fn drive_now(
         &self,
         task_id: &str,
         deadline: Option<std::time::Instant>,
-    ) -> Result<(), RunError> {
-        let ended = self
+    ) -> Result<Option<TaskRecord>, RunError> {
+        let last = self
             .running
             .run(task_id, self.drive_locked(task_id, deadline))
             .await?;
-        if let Some(ended) = ended {
-            self.wake_parents(&ended).await;
+        if let Some(ended) = last.as_ref().filter(|r| r.state().is_terminal()) {
+            self.wake_parents(ended).await;
         }
-        Ok(())
+        Ok(last)
     }
 
     /// Runs the agent on the task if it is the agent's, has something to do and no other
-    /// drive holds it; returns the task if it is terminal afterwards (its parents may be
-    /// waiting on it).
+    /// drive holds it; returns the task as this drive left it (or found it, ended), so the
+    /// caller need not read it again (and an ended task's parents may be waiting on it).
     async fn drive_locked(
         &self,
         task_id: &str,
@@ -238,7 +246,7 @@ impl Engine {
             }
         }
         match run.release().await {
-            Ok(rec) => Ok(rec.state().is_terminal().then_some(rec)),
+            Ok(rec) => Ok(Some(rec)),
             // Cancelled meanwhile (CancelTask wakes the parents itself), or taken over.
             Err(RunError::Ended(_) | RunError::LeaseLost) => Ok(None),
             Err(e) => Err(e),

@@ -34,7 +34,7 @@ enum Intake {
     /// runnable (not, say, a remark on a task that waits for someone else's reply).
     Stored {
         record: TaskRecord,
-        run: Option<tokio::task::JoinHandle<()>>,
+        run: Option<tokio::task::JoinHandle<Option<TaskRecord>>>,
         /// The last seq before the message: a stream shows what the message caused.
         replay_from: u64,
         /// Whether a stream ends once it has shown that (a command's answer).
@@ -67,9 +67,12 @@ pub async fn send_message(
         Intake::Duplicate(record) => record,
         Intake::Stored { record, run, .. } => match run {
             Some(run) if !accepted.return_immediately => {
-                // The run stops at a terminal or interrupted state: that is when to answer.
-                let _ = run.await;
-                h.store.load_task(record.id()).await?.unwrap_or(record)
+                // The run stops at a terminal or interrupted state: that is when to answer,
+                // with the task as the run left it (read again only if it did not run).
+                match run.await {
+                    Ok(Some(last)) => last,
+                    _ => h.store.load_task(record.id()).await?.unwrap_or(record),
+                }
             }
             _ => record,
         },
