@@ -225,10 +225,6 @@ impl Scenario {
     }
 }
 
-fn rpc(method: &str, params: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
-}
-
 /// A message id no server has seen: the `tck-complete-task` prefix makes the conformance
 /// agent complete the task at once.
 fn message_id() -> String {
@@ -237,11 +233,6 @@ fn message_id() -> String {
     let prefix = PREFIX.get_or_init(|| format!("tck-complete-task-bench-{}-", std::process::id()));
     let n = N.fetch_add(1, Ordering::Relaxed);
     format!("{prefix}{n}")
-}
-
-fn message() -> Value {
-    json!({"message": {"messageId": message_id(), "role": "ROLE_USER",
-        "parts": [{"text": "hello"}]}})
 }
 
 /// The body of one request of the scenario, serialised without serde: GetTask's is the
@@ -259,7 +250,8 @@ fn body(scenario: Scenario, get: &Bytes) -> Bytes {
 }
 
 fn get_body(task_id: &str) -> Bytes {
-    Bytes::from(rpc("GetTask", json!({"id": task_id})).to_string())
+    let rpc = json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": task_id}});
+    Bytes::from(rpc.to_string())
 }
 
 /// What a JSON-RPC answer is checked for; serde skips everything else without building it.
@@ -495,7 +487,8 @@ async fn completed_task(url: &str) -> String {
     let v: Value = client
         .post(format!("{url}/"))
         .header("A2A-Version", "1.0")
-        .json(&rpc("SendMessage", message()))
+        .header("Content-Type", "application/json")
+        .body(body(Scenario::Send, &Bytes::new()))
         .send()
         .await
         .expect("answered")
