@@ -313,6 +313,54 @@ async fn push_cursors_move_only_from_where_they_were(store: Arc<dyn Store>) {
 }
 
 /// A DynamoDB store on a fresh table of its own.
+/// A write refused on its condition leaves nothing of itself: not the message it
+/// carried, not its events (the message is stored before the task in the same write).
+async fn a_refused_write_stores_none_of_its_message(store: Arc<dyn Store>) {
+    let rec = create(store.as_ref(), "", "m-first").await;
+    let inbound = |id: &str| InboundMessage {
+        tenant: String::new(),
+        message: message(id),
+    };
+    let again = store
+        .create_task(&rec, &[created(&rec)], Some(&inbound("m-create-again")))
+        .await;
+    assert!(
+        matches!(again, Err(StoreError::Conflict { .. })),
+        "{again:?}"
+    );
+    let mut next = rec.clone();
+    let ev = set_status(&mut next, TaskState::Working, None, None);
+    let stale = store
+        .commit(
+            &next,
+            rec.version + 1,
+            &[ev],
+            Some(&inbound("m-stale-reply")),
+        )
+        .await;
+    assert!(
+        matches!(stale, Err(StoreError::Conflict { .. })),
+        "{stale:?}"
+    );
+    for id in ["m-create-again", "m-stale-reply"] {
+        assert_eq!(
+            store.message_task("", id).await.expect("lookup"),
+            None,
+            "{id} was not stored"
+        );
+    }
+    let events = store
+        .read_events(&rec.task.id, None, 100)
+        .await
+        .expect("events");
+    assert_eq!(events.len(), 1, "only the creation event");
+    // The message ids are still free: the writes that carried them can be made now.
+    store
+        .commit(&next, rec.version, &[], Some(&inbound("m-stale-reply")))
+        .await
+        .expect("the reply, at the right version");
+}
+
 async fn dynamo() -> Option<(Arc<dyn Store>, aws_sdk_dynamodb::Client, String)> {
     let client = support::dynamo_client()?;
     let table = support::fresh_table(&client).await;
@@ -352,6 +400,7 @@ contract!(
     concurrent_commits_on_one_task_lose_nothing,
     a_commit_at_a_stale_version_is_refused,
     a_repeated_message_id_is_stored_once,
+    a_refused_write_stores_none_of_its_message,
     list_pages_cover_every_task_once_newest_first,
     push_configs_are_kept_per_task_and_deletes_are_idempotent,
     push_cursors_move_only_from_where_they_were,

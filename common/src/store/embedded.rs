@@ -4,8 +4,8 @@
 //! share the directory, and a write-ahead log that survives kill -9.
 //!
 //! Writes go through one writer thread that gathers whatever commits are waiting into a
-//! single transaction (each in its own savepoint, so one failed condition does not undo
-//! the others) and acknowledges them together: group commit. A commit is acknowledged
+//! single transaction (each in its own savepoint when there are several, so one failed
+//! condition does not undo the others) and acknowledges them together: group commit. A commit is acknowledged
 //! once it is in the write-ahead log, or, with [`Durability::PowerLoss`], once the log is
 //! fsynced. Checkpoints (copying the log into the database, with their fsyncs) run on a
 //! thread of their own, so a commit never waits for one. Point reads run on the calling
@@ -122,8 +122,9 @@ fn members_column(rec: &TaskRecord) -> String {
 
 type Completion = Box<dyn FnOnce(Result<(), StoreError>) + Send>;
 /// Runs its work on the connection it is given (None: the transaction could not start, so
-/// the work is skipped) and returns what acknowledges it once the outcome is known.
-type Job = Box<dyn FnOnce(Option<&Connection>) -> Completion + Send>;
+/// the work is skipped), in a savepoint if it shares the transaction (`shared`), and
+/// returns whether it succeeded and what acknowledges it once the outcome is known.
+type Job = Box<dyn FnOnce(Option<&Connection>, bool) -> (bool, Completion) + Send>;
 
 pub struct EmbeddedStore {
     jobs: mpsc::Sender<Job>,
@@ -247,14 +248,19 @@ impl EmbeddedStore {
         f: impl FnOnce(&Connection) -> Result<R, StoreError> + Send + 'static,
     ) -> Result<R, StoreError> {
         let (tx, rx) = oneshot::channel();
-        let job: Job = Box::new(move |conn: Option<&Connection>| {
+        let job: Job = Box::new(move |conn: Option<&Connection>, shared: bool| {
             let outcome = match conn {
-                Some(conn) => in_savepoint(conn, f),
+                Some(conn) if shared => in_savepoint(conn, f),
+                // Alone in its transaction, which is rolled back if it fails: no savepoint
+                // (whose sub-journal copies every page the job changes).
+                Some(conn) => f(conn),
                 None => Err(backend("the write was not attempted")),
             };
-            Box::new(move |committed: Result<(), StoreError>| {
+            let ok = outcome.is_ok();
+            let done: Completion = Box::new(move |committed: Result<(), StoreError>| {
                 let _ = tx.send(committed.and(outcome));
-            })
+            });
+            (ok, done)
         });
         self.jobs
             .send(job)
@@ -334,13 +340,22 @@ fn writer_loop(conn: Connection, rx: mpsc::Receiver<Job>, checkpoint: mpsc::Sync
         }
         if let Err(err) = run(&conn, "BEGIN IMMEDIATE") {
             for job in batch {
-                job(None)(Err(err.clone()));
+                job(None, false).1(Err(err.clone()));
             }
             continue;
         }
         since_checkpoint += batch.len();
-        let completions: Vec<Completion> = batch.into_iter().map(|job| job(Some(&conn))).collect();
-        let committed = run(&conn, "COMMIT");
+        let shared = batch.len() > 1;
+        let (oks, completions): (Vec<bool>, Vec<Completion>) = batch
+            .into_iter()
+            .map(|job| job(Some(&conn), shared))
+            .unzip();
+        let committed = if shared || oks.iter().all(|ok| *ok) {
+            run(&conn, "COMMIT")
+        } else {
+            // The lone job failed (its outcome says why): undo whatever it did.
+            run(&conn, "ROLLBACK")
+        };
         if committed.is_err() {
             let _ = conn.execute_batch("ROLLBACK");
         }
@@ -596,11 +611,10 @@ impl Store for EmbeddedStore {
     ) -> Result<Option<String>, StoreError> {
         let (tenant, message_id) = (tenant.to_owned(), message_id.to_owned());
         self.read_now(|conn| {
-            conn.query_row(
+            conn.prepare_cached(
                 "SELECT task_id FROM messages WHERE tenant = ?1 AND message_id = ?2",
-                params![tenant, message_id],
-                |r| r.get(0),
             )
+            .and_then(|mut stmt| stmt.query_row(params![tenant, message_id], |r| r.get(0)))
             .optional()
             .map_err(backend)
         })
@@ -742,11 +756,14 @@ impl Store for EmbeddedStore {
     ) -> Result<Option<PushConfigRecord>, StoreError> {
         let (task_id, id) = (task_id.to_owned(), id.to_owned());
         self.read_now(|conn| {
-            conn.query_row(
+            conn.prepare_cached(
                 "SELECT config, delivered FROM push_configs WHERE task_id = ?1 AND id = ?2",
-                params![task_id, id],
-                |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)),
             )
+            .and_then(|mut stmt| {
+                stmt.query_row(params![task_id, id], |r| {
+                    Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
+                })
+            })
             .optional()
             .map_err(backend)?
             .map(|(json, delivered)| PushConfigRecord::from_stored(&json, delivered as u64))
