@@ -9,7 +9,8 @@
 //!       [--functions <dir> <name>...] [--scale <factor>] [--only ours]
 //! ```
 //!
-//! It prints Markdown: per server and scenario the throughput and p50/p99 latency, each
+//! It prints Markdown: per server and scenario the throughput and p50/p99 latency (and,
+//! as the floor every scenario stands on, a GET of the static agent card), each
 //! server's peak RSS (VmHWM) under the load, the start-up time (exec to the first answered
 //! agent-card request, median of several starts), the ratios ours/reference, and the size
 //! of each Lambda function binary. Not a test: it passes or fails nothing.
@@ -207,6 +208,10 @@ fn peak_rss(pid: u32) -> u64 {
 
 #[derive(Clone, Copy)]
 enum Scenario {
+    /// GET of the agent card: no store, no agent, no JSON parsed. Not compared: the floor
+    /// that the HTTP stack and the loopback round trip set for every other scenario on
+    /// this machine.
+    Card,
     /// Blocking SendMessage (JSON-RPC) of a task that completes at once.
     Send,
     /// GetTask (JSON-RPC) of a completed task.
@@ -218,6 +223,7 @@ enum Scenario {
 impl Scenario {
     fn name(self) -> &'static str {
         match self {
+            Scenario::Card => "agent card (GET; the floor)",
             Scenario::Send => "SendMessage (blocking)",
             Scenario::Get => "GetTask",
             Scenario::Stream => "SendStreamingMessage",
@@ -239,6 +245,7 @@ fn message_id() -> String {
 /// same every time (`get` is built once), a message's differs only in its id.
 fn body(scenario: Scenario, get: &Bytes) -> Bytes {
     let method = match scenario {
+        Scenario::Card => return Bytes::new(),
         Scenario::Get => return get.clone(),
         Scenario::Send => "SendMessage",
         Scenario::Stream => "SendStreamingMessage",
@@ -356,27 +363,32 @@ impl Conn {
         panic!("{}: no usable connection", self.url)
     }
 
-    fn request(&self, body: Bytes) -> Request<Full<Bytes>> {
+    /// The scenario's request: a JSON-RPC POST to `/` of `body`, or the card's GET.
+    fn request(&self, scenario: Scenario, body: Bytes) -> Request<Full<Bytes>> {
         let len = HeaderValue::from(body.len());
         let mut req = Request::new(Full::new(body));
-        *req.method_mut() = Method::POST;
-        *req.uri_mut() = Uri::from_static("/");
         let h = req.headers_mut();
         h.insert(HOST, self.host.clone());
+        if let Scenario::Card = scenario {
+            *req.uri_mut() = Uri::from_static("/.well-known/agent-card.json");
+            return req;
+        }
         h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         h.insert(
             HeaderName::from_static("a2a-version"),
             HeaderValue::from_static("1.0"),
         );
         h.insert(CONTENT_LENGTH, len);
+        *req.method_mut() = Method::POST;
+        *req.uri_mut() = Uri::from_static("/");
         req
     }
 
-    /// POSTs `body` to `/` and reads the whole answer. A request the connection never
-    /// sent (the server had closed it) is sent again on a new one; any other failure
-    /// panics.
-    async fn post(&mut self, body: Bytes) -> (StatusCode, Bytes) {
-        let mut req = self.request(body);
+    /// Sends the scenario's request and reads the whole answer. A request the connection
+    /// never sent (the server had closed it) is sent again on a new one; any other
+    /// failure panics.
+    async fn send(&mut self, scenario: Scenario, body: Bytes) -> (StatusCode, Bytes) {
+        let mut req = self.request(scenario, body);
         let mut retried = false;
         let resp = loop {
             match self.ready().await.try_send_request(req).await {
@@ -405,7 +417,7 @@ impl Conn {
 /// One request of the scenario; panics on a wrong answer, so a fast error never passes
 /// for a fast answer.
 async fn one(conn: &mut Conn, scenario: Scenario, get: &Bytes) {
-    let (status, body) = conn.post(body(scenario, get)).await;
+    let (status, body) = conn.send(scenario, body(scenario, get)).await;
     let wrong = |why: &str| -> ! {
         panic!(
             "{}: {why}: HTTP {status}: {}",
@@ -417,6 +429,11 @@ async fn one(conn: &mut Conn, scenario: Scenario, get: &Bytes) {
         wrong("not 2xx");
     }
     match scenario {
+        Scenario::Card => {
+            if !contains(&body, b"\"supportedInterfaces\"") {
+                wrong("not an agent card");
+            }
+        }
         Scenario::Stream => {
             if !last_data(&body).is_some_and(|d| contains(d, b"TASK_STATE_COMPLETED")) {
                 wrong("the stream did not end with the task completed");
@@ -517,7 +534,12 @@ fn median(mut v: Vec<Duration>) -> Duration {
 }
 
 const LOADS: [(usize, usize); 2] = [(1, 1000), (32, 4000)];
-const SCENARIOS: [Scenario; 3] = [Scenario::Send, Scenario::Get, Scenario::Stream];
+const SCENARIOS: [Scenario; 4] = [
+    Scenario::Send,
+    Scenario::Get,
+    Scenario::Stream,
+    Scenario::Card,
+];
 
 /// One worker thread: the client (its 32 workers are tasks on it) takes at most one of
 /// the cores it shares with the server under test.
