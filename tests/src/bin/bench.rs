@@ -21,6 +21,7 @@
 //! structs (a wrong answer still panics, with the URL and the body).
 
 use std::borrow::Cow;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -157,6 +158,18 @@ fn spawn(which: Which, a: &Args) -> Server {
             (cmd, None)
         }
     };
+    // The server dies with the bench, however the bench ends (a wrong answer aborts it,
+    // Ctrl-C kills it): no server is left holding a port or the cores.
+    // SAFETY: prctl is async-signal-safe and touches nothing of the parent's.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == 0 {
+                Ok(())
+            } else {
+                Err(std::io::Error::last_os_error())
+            }
+        });
+    }
     let child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::null())
