@@ -221,9 +221,9 @@ fn peak_rss(pid: u32) -> u64 {
 
 #[derive(Clone, Copy)]
 enum Scenario {
-    /// GET of the agent card: no store, no agent, no JSON parsed. Not compared: the floor
-    /// that the HTTP stack and the loopback round trip set for every other scenario on
-    /// this machine.
+    /// GET of the agent card: no store, no agent, no JSON parsed. Not one of the issue's
+    /// scenarios: the floor that the HTTP stack and the loopback round trip set for every
+    /// other scenario on this machine.
     Card,
     /// Blocking SendMessage (JSON-RPC) of a task that completes at once.
     Send,
