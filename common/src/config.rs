@@ -65,11 +65,14 @@ pub struct Config {
     pub push_allow_private_urls: bool,
     /// Timeout of one webhook request.
     pub push_timeout: Duration,
+    /// How a request's participant is known: self-asserted (`none`) or from a verified
+    /// bearer token (`jwt`).
+    pub auth: crate::auth::Auth,
     /// The participant id of the harness's own agent: the assignee of the tasks it runs,
-    /// and the sender of what it asks and delegates.
+    /// and the sender of what it asks and delegates. No request may act as it.
     pub agent_id: String,
-    /// Who a message or request that asserts no participant stands for. None (the
-    /// default) refuses such messages and hides every task from such requests.
+    /// Who a message or request that asserts no participant stands for (`none` mode only).
+    /// None (the default) refuses such messages and hides every task from such requests.
     pub default_participant: Option<String>,
     /// How long a drive's lease on a task lasts; each commit renews it, and a lease that
     /// runs out (a crashed drive) lets the sweeper hand the task to another.
@@ -99,6 +102,7 @@ impl Default for Config {
             push_in_process: true,
             push_allow_private_urls: false,
             push_timeout: Duration::from_secs(10),
+            auth: crate::auth::Auth::None,
             agent_id: DEFAULT_AGENT_ID.into(),
             default_participant: None,
             lease_ttl: crate::engine::lease::DEFAULT_TTL,

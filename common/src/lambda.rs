@@ -18,7 +18,13 @@
 //! | `HARNESS_REQUIRED_EXTENSIONS` | none | card extensions marked required (comma-separated) |
 //! | `HARNESS_AGENT_ID` | `tiny-harness` | the harness's own participant id (assignee of its tasks) |
 //! | `HARNESS_LEASE_SECONDS` | `300` | how long a drive's lease on a task lasts (renewed by each commit) |
-//! | `HARNESS_DEFAULT_PARTICIPANT` | none (fail closed) | who a message or request asserting no participant stands for |
+//! | `HARNESS_AUTH` | `jwt` | `jwt` (a verified bearer token on every request but the card) or `none` (self-asserted identity) |
+//! | `HARNESS_JWKS_URL` | required for `jwt` | the identity provider's JWKS |
+//! | `HARNESS_JWT_ISSUER` | required for `jwt` | the `iss` tokens must carry |
+//! | `HARNESS_JWT_AUDIENCE` | required for `jwt` | the `aud` (or `client_id`) tokens must carry |
+//! | `HARNESS_IDENTITY_CLAIM` | `sub` | the claim holding the participant id |
+//! | `HARNESS_OIDC_DISCOVERY_URL` | none | advertised on the card as an OpenID Connect scheme |
+//! | `HARNESS_DEFAULT_PARTICIPANT` | none (fail closed) | `none` mode: who a message or request asserting no participant stands for |
 //! | `HARNESS_PUSH_NOTIFICATIONS` | `true` | offer push notifications |
 //! | `HARNESS_PUSH_KEY` | required while push is on | 32 bytes, base64: seals webhook secrets at rest |
 //! | `HARNESS_PUSH_ALLOW_PRIVATE_URLS` | `false` | webhooks on private addresses |
@@ -97,6 +103,16 @@ pub fn config_from_env() -> Result<Config, Error> {
         // leaves the task runnable wakes the resume function instead.
         detached_runs: false,
         default_participant: checked_id("HARNESS_DEFAULT_PARTICIPANT")?,
+        // A deployment verifies identity unless told otherwise.
+        auth: crate::auth::Options {
+            mode: parse("HARNESS_AUTH", crate::auth::AuthMode::Jwt)?,
+            jwks_url: var("HARNESS_JWKS_URL"),
+            issuer: var("HARNESS_JWT_ISSUER"),
+            audience: var("HARNESS_JWT_AUDIENCE"),
+            identity_claim: var("HARNESS_IDENTITY_CLAIM"),
+            oidc_discovery_url: var("HARNESS_OIDC_DISCOVERY_URL"),
+        }
+        .resolve(None)?,
         ..defaults
     })
 }

@@ -3,6 +3,7 @@
 
 pub mod a2a;
 pub mod agent;
+pub mod auth;
 pub mod channels;
 pub mod commands;
 pub mod config;

@@ -22,6 +22,7 @@ use crate::a2a::card::{self, PublishedCard};
 use crate::a2a::headers::{self, EXTENSIONS_HEADER};
 use crate::a2a::sse::Framing;
 use crate::a2a::{jsonrpc, rest, A2aError};
+use crate::auth::AuthError;
 use crate::ops::{execute, Answer, Harness, Operation};
 
 const AGENT_CARD_PATH: &str = "/.well-known/agent-card.json";
@@ -236,20 +237,64 @@ mod http_body_util_limit {
     pub use http_body_util::LengthLimitError;
 }
 
-/// The participant the request comes from (`X-Participant-Id`, else the default), and
-/// the deadline of the Lambda invocation serving it, when it is one.
-fn caller(h: &Harness, parts: &axum::http::request::Parts) -> crate::ops::Caller {
+/// The participant a request's bearer token authenticates (`jwt` mode; None in `none`
+/// mode), or the answer refusing it: 401 with a challenge, or 503 while the identity
+/// provider's keys cannot be fetched. Nothing of the request but its headers is read.
+async fn authenticate(
+    h: &Harness,
+    parts: &axum::http::request::Parts,
+    json_rpc: bool,
+) -> Result<Option<String>, Response> {
+    let authorization = parts
+        .headers
+        .get(header::AUTHORIZATION)
+        .map(HeaderValue::as_bytes);
+    h.authenticate(authorization).await.map_err(|e| {
+        let error = match e {
+            AuthError::Unavailable => A2aError::Unavailable(e.to_string()),
+            _ => A2aError::Unauthenticated(e.to_string()),
+        };
+        let status =
+            StatusCode::from_u16(error.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let mut resp = if json_rpc {
+            json_response(
+                status,
+                "application/json",
+                &jsonrpc::failure(&Value::Null, &error),
+            )
+        } else {
+            rest_error(h, &error)
+        };
+        let headers = resp.headers_mut();
+        if let Some(challenge) = e.challenge().and_then(|c| HeaderValue::from_str(&c).ok()) {
+            headers.insert(header::WWW_AUTHENTICATE, challenge);
+        }
+        if e == AuthError::Unavailable {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from_static("30"));
+        }
+        resp
+    })
+}
+
+/// The participant the request comes from (its token's, else `X-Participant-Id`, else
+/// the default), and the deadline of the Lambda invocation serving it, when it is one.
+async fn caller(
+    h: &Harness,
+    parts: &axum::http::request::Parts,
+    op: Operation,
+    verified: Option<String>,
+) -> Result<crate::ops::Caller, A2aError> {
     let header = parts
         .headers
         .get(crate::channels::PARTICIPANT_HEADER)
         .and_then(|v| v.to_str().ok())
         .map(str::trim);
-    let mut caller = h.caller(header);
+    let mut caller = h.caller(op, header, verified).await?;
     caller.deadline = parts
         .extensions
         .get::<lambda_http::Context>()
         .and_then(|c| crate::engine::lease::instant_at_epoch_ms(c.deadline));
-    caller
+    Ok(caller)
 }
 
 fn content_type(headers: &HeaderMap) -> Option<&str> {
@@ -299,6 +344,10 @@ fn sse(stream: crate::engine::follow::EventStream, framing: Framing) -> Response
 
 async fn json_rpc(h: &Harness, req: Request) -> Response {
     let (parts, body) = req.into_parts();
+    let verified = match authenticate(h, &parts, true).await {
+        Ok(v) => v,
+        Err(refusal) => return refusal,
+    };
     let rpc_error = |id: &Value, e: &A2aError| {
         json_response(StatusCode::OK, "application/json", &jsonrpc::failure(id, e))
     };
@@ -327,7 +376,11 @@ async fn json_rpc(h: &Harness, req: Request) -> Response {
         Ok(c) => c,
         Err(e) => return rpc_error(&id, &e),
     };
-    let resp = match execute(h, call, &caller(h, &parts)).await {
+    let caller = match caller(h, &parts, call.operation(), verified).await {
+        Ok(c) => c,
+        Err(e) => return rpc_error(&id, &e),
+    };
+    let resp = match execute(h, call, &caller).await {
         Ok(Answer::Json(result)) => text_response(
             StatusCode::OK,
             "application/json",
@@ -353,6 +406,10 @@ fn rest_error_as(h: &Harness, e: &A2aError, status: StatusCode) -> Response {
 
 async fn rest_call(h: &Harness, req: Request, tenant: String, route: rest::Route) -> Response {
     let (parts, body) = req.into_parts();
+    let verified = match authenticate(h, &parts, false).await {
+        Ok(v) => v,
+        Err(refusal) => return refusal,
+    };
     if let Some(ct) = content_type(&parts.headers) {
         if route.takes_body() && !headers::is_json_content_type(ct) {
             let e = A2aError::ContentTypeNotSupported(format!(
@@ -375,7 +432,11 @@ async fn rest_call(h: &Harness, req: Request, tenant: String, route: rest::Route
         Ok(c) => c,
         Err(e) => return rest_error(h, &e),
     };
-    let resp = match execute(h, call, &caller(h, &parts)).await {
+    let caller = match caller(h, &parts, call.operation(), verified).await {
+        Ok(c) => c,
+        Err(e) => return rest_error(h, &e),
+    };
+    let resp = match execute(h, call, &caller).await {
         Ok(Answer::Json(v)) => text_response(
             StatusCode::OK,
             h.config.rest_content_type.as_str(),

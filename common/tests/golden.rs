@@ -1107,6 +1107,8 @@ fn every_error() -> Vec<A2aError> {
         A2aError::invalid_params("historyLength must not be negative"),
         A2aError::invalid_field("message.parts", "message.parts must hold at least one part"),
         A2aError::Internal("boom".into()),
+        A2aError::Unauthenticated("a bearer token is required".into()),
+        A2aError::Unavailable("the identity provider's keys cannot be fetched".into()),
     ]
 }
 
@@ -1156,6 +1158,9 @@ fn spec_row(e: &A2aError) -> (i32, u16, &'static str, &'static str) {
         A2aError::MethodNotFound(_) => (-32601, 404, "NOT_FOUND", "METHOD_NOT_FOUND"),
         A2aError::InvalidParams { .. } => (-32602, 400, "INVALID_ARGUMENT", "INVALID_PARAMS"),
         A2aError::Internal(_) => (-32603, 500, "INTERNAL", "INTERNAL_ERROR"),
+        // Not in the A2A error set: HTTP's own (spec §7), -32000 on JSON-RPC.
+        A2aError::Unauthenticated(_) => (-32000, 401, "UNAUTHENTICATED", "UNAUTHENTICATED"),
+        A2aError::Unavailable(_) => (-32603, 503, "UNAVAILABLE", "UNAVAILABLE"),
     }
 }
 

@@ -202,6 +202,8 @@ PUSH_KEY = 'AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8='
 
 # Settings a developer's shell may carry that would change what the functions do.
 STALE_SETTINGS = ('HARNESS_DEFAULT_PARTICIPANT', 'HARNESS_MODELS', 'HARNESS_PROMPT',
+                  'HARNESS_JWKS_URL', 'HARNESS_JWT_ISSUER', 'HARNESS_JWT_AUDIENCE',
+                  'HARNESS_IDENTITY_CLAIM', 'HARNESS_OIDC_DISCOVERY_URL',
                   'HARNESS_JSONRPC_URL', 'HARNESS_REQUIRED_EXTENSIONS',
                   'HARNESS_REST_CONTENT_TYPE', 'HARNESS_RESUME_INVOKE_URL')
 
@@ -218,6 +220,9 @@ def watch_env(path: str, base: str, store_env: dict[str, str], **settings: str) 
         'CARGO_TERM_COLOR': 'never',
         'HARNESS_PUBLIC_URL': base,
         'RUST_LOG': os.environ.get('RUST_LOG', 'info'),
+        # Deployed functions verify tokens by default; these suites test the protocol
+        # with self-asserted identity unless a test says otherwise.
+        'HARNESS_AUTH': 'none',
         **settings,
         **store_env,
     })

@@ -4,7 +4,12 @@
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use super::types::{AgentCapabilities, AgentCard, AgentExtension, AgentInterface, AgentSkill};
+use super::types::{
+    AgentCapabilities, AgentCard, AgentExtension, AgentInterface, AgentSkill,
+    HttpAuthSecurityScheme, OpenIdConnectSecurityScheme, SecurityRequirement, SecurityScheme,
+    StringList,
+};
+use crate::auth::Auth;
 use crate::commands::CommandSpec;
 use crate::config::Config;
 use crate::ext;
@@ -90,6 +95,8 @@ pub fn build(config: &Config, commands: &[CommandSpec]) -> AgentCard {
             ext::TASK_MEDIA_TYPE.into(),
             ext::CHANNEL_MEDIA_TYPE.into(),
         ],
+        security_schemes: security_schemes(&config.auth),
+        security_requirements: security_requirements(&config.auth),
         skills: vec![AgentSkill {
             id: "tasks".into(),
             name: "Tasks".into(),
@@ -99,6 +106,48 @@ pub fn build(config: &Config, commands: &[CommandSpec]) -> AgentCard {
             ..Default::default()
         }],
         ..Default::default()
+    }
+}
+
+/// The name of the card's one security scheme.
+const SCHEME: &str = "bearer";
+
+/// In `jwt` mode, how to authenticate: a bearer JWT, or the identity provider's OpenID
+/// Connect discovery document when one is configured. Nothing in `none` mode.
+fn security_schemes(auth: &Auth) -> std::collections::BTreeMap<String, SecurityScheme> {
+    let Auth::Jwt(settings) = auth else {
+        return Default::default();
+    };
+    let description = "A JWT from the deployment's identity provider; the participant is \
+        its identity claim"
+        .to_owned();
+    let scheme = match &settings.openid_configuration_url {
+        Some(url) => SecurityScheme {
+            open_id_connect_security_scheme: Some(OpenIdConnectSecurityScheme {
+                description,
+                open_id_connect_url: url.clone(),
+            }),
+            ..Default::default()
+        },
+        None => SecurityScheme {
+            http_auth_security_scheme: Some(HttpAuthSecurityScheme {
+                description,
+                scheme: "Bearer".into(),
+                bearer_format: "JWT".into(),
+            }),
+            ..Default::default()
+        },
+    };
+    [(SCHEME.to_owned(), scheme)].into()
+}
+
+/// Every operation needs the scheme (the card itself excepted).
+fn security_requirements(auth: &Auth) -> Vec<SecurityRequirement> {
+    match auth {
+        Auth::None => Vec::new(),
+        Auth::Jwt(_) => vec![SecurityRequirement {
+            schemes: [(SCHEME.to_owned(), StringList::default())].into(),
+        }],
     }
 }
 

@@ -42,6 +42,14 @@ pub enum A2aError {
     },
     #[error("Internal error: {0}")]
     Internal(String),
+    /// No verified identity (jwt mode): HTTP 401 on both bindings. The A2A error set has
+    /// no code for it (the spec leaves it to HTTP), so JSON-RPC bodies carry -32000, the
+    /// first implementation-defined server error, which A2A does not use.
+    #[error("Unauthenticated: {0}")]
+    Unauthenticated(String),
+    /// A dependency the request needs is down (the identity provider's keys): HTTP 503.
+    #[error("Unavailable: {0}")]
+    Unavailable(String),
 }
 
 impl A2aError {
@@ -81,7 +89,8 @@ impl A2aError {
             A2aError::InvalidRequest(_) => -32600,
             A2aError::MethodNotFound(_) => -32601,
             A2aError::InvalidParams { .. } => -32602,
-            A2aError::Internal(_) => -32603,
+            A2aError::Internal(_) | A2aError::Unavailable(_) => -32603,
+            A2aError::Unauthenticated(_) => -32000,
         }
     }
 
@@ -92,6 +101,8 @@ impl A2aError {
             | A2aError::PushConfigNotFound { .. }
             | A2aError::MethodNotFound(_) => 404,
             A2aError::InvalidAgentResponse(_) | A2aError::Internal(_) => 500,
+            A2aError::Unauthenticated(_) => 401,
+            A2aError::Unavailable(_) => 503,
             _ => 400,
         }
     }
@@ -107,6 +118,8 @@ impl A2aError {
             | A2aError::InvalidRequest(_)
             | A2aError::InvalidParams { .. } => "INVALID_ARGUMENT",
             A2aError::InvalidAgentResponse(_) | A2aError::Internal(_) => "INTERNAL",
+            A2aError::Unauthenticated(_) => "UNAUTHENTICATED",
+            A2aError::Unavailable(_) => "UNAVAILABLE",
             _ => "FAILED_PRECONDITION",
         }
     }
@@ -127,6 +140,8 @@ impl A2aError {
             A2aError::MethodNotFound(_) => "METHOD_NOT_FOUND",
             A2aError::InvalidParams { .. } => "INVALID_PARAMS",
             A2aError::Internal(_) => "INTERNAL_ERROR",
+            A2aError::Unauthenticated(_) => "UNAUTHENTICATED",
+            A2aError::Unavailable(_) => "UNAVAILABLE",
         }
     }
 

@@ -13,12 +13,13 @@ pub mod subscribe_to_task;
 use std::sync::Arc;
 
 use crate::a2a::card::PublishedCard;
-use crate::a2a::A2aError;
+use crate::a2a::{A2aError, Timestamp};
+use crate::auth::{AuthError, Verifier};
 use crate::commands::CommandRegistry;
 use crate::config::Config;
 use crate::engine::Engine;
 use crate::push::Notifier;
-use crate::store::{Store, StoreError, TaskRecord};
+use crate::store::{AuditRecord, Store, StoreError, TaskRecord};
 
 /// Why a harness with push on will not start without a key.
 const NO_PUSH_KEY: &str = "push notifications are on, but no key is configured to seal \
@@ -35,6 +36,8 @@ pub struct Harness {
     pub commands: CommandRegistry,
     /// Push notifications; None when they are off.
     pub notifier: Option<Arc<Notifier>>,
+    /// Verifies bearer tokens in `jwt` mode; None in `none` mode.
+    pub verifier: Option<Arc<Verifier>>,
 }
 
 impl Harness {
@@ -54,6 +57,29 @@ impl Harness {
         config: Config,
         commands: CommandRegistry,
     ) -> Result<Arc<Self>, String> {
+        let verifier = crate::auth::verifier(&config.auth)?;
+        match (&verifier, &config.default_participant) {
+            (Some(_), Some(_)) => {
+                return Err(
+                    "a default participant stands for requests that name no one, \
+                     which jwt mode does not take: unset it (HARNESS_DEFAULT_PARTICIPANT)"
+                        .into(),
+                )
+            }
+            (None, Some(id)) if *id == config.agent_id => {
+                return Err(format!(
+                    "the default participant cannot be the harness's own id {id}"
+                ))
+            }
+            (None, _) => tracing::warn!(
+                "auth none: identity is not verified; a request is whoever it says it is \
+                 (X-Participant-Id, metadata.participant_id). Use --auth jwt where others \
+                 can reach this server"
+            ),
+            (Some(v), None) => {
+                tracing::info!(issuer = %v.settings().issuer, "auth jwt: bearer tokens verified")
+            }
+        }
         let notifier = if config.push_notifications {
             let key = config.push_key.clone().ok_or(NO_PUSH_KEY)?;
             let notifier = Arc::new(Notifier::new(
@@ -81,6 +107,7 @@ impl Harness {
             card,
             commands,
             notifier,
+            verifier,
         }))
     }
 
@@ -105,24 +132,97 @@ impl Harness {
             .ok_or(A2aError::PushNotificationNotSupported)
     }
 
-    /// Who a request comes from: the `X-Participant-Id` header, else the configured default
-    /// participant, else no one (which fails closed).
-    pub fn caller(&self, header: Option<&str>) -> Caller {
-        Caller {
-            participant: header
-                .filter(|h| !h.is_empty())
-                .map(str::to_owned)
-                .or_else(|| self.config.default_participant.clone()),
-            deadline: None,
+    /// The participant a request's token authenticates in `jwt` mode (None in `none` mode,
+    /// where no token is read). Runs before anything else of the request is read.
+    pub async fn authenticate(
+        &self,
+        authorization: Option<&[u8]>,
+    ) -> Result<Option<String>, AuthError> {
+        match &self.verifier {
+            None => Ok(None),
+            Some(v) => v.participant(authorization).await.map(Some),
         }
+    }
+
+    /// Who a request comes from: the participant its token authenticated (`jwt`), else
+    /// its `X-Participant-Id` header, else the configured default participant, else no
+    /// one (which fails closed). With a token, a header naming someone else is refused;
+    /// in every mode, so is acting as the harness itself.
+    pub async fn caller(
+        &self,
+        op: Operation,
+        header: Option<&str>,
+        verified: Option<String>,
+    ) -> Result<Caller, A2aError> {
+        let header = header.filter(|h| !h.is_empty());
+        let (participant, verified) = match (verified, header) {
+            (Some(id), Some(named)) if named != id => {
+                return Err(A2aError::invalid_field(
+                    "X-Participant-Id",
+                    format!("X-Participant-Id names {named}, but the token authenticates {id}"),
+                ))
+            }
+            (Some(id), _) => (Some(id), true),
+            (None, named) => (
+                named
+                    .map(str::to_owned)
+                    .or_else(|| self.config.default_participant.clone()),
+                false,
+            ),
+        };
+        let participant = match participant {
+            Some(p) => Some(self.speaking_as(op, "", p).await?),
+            None => None,
+        };
+        Ok(Caller {
+            participant,
+            verified,
+            deadline: None,
+        })
+    }
+
+    /// `id`, unless it is reserved for the harness (its own agent id): no client request
+    /// acts as the harness. A refusal is audited.
+    pub async fn speaking_as(
+        &self,
+        op: Operation,
+        tenant: &str,
+        id: String,
+    ) -> Result<String, A2aError> {
+        if id != self.config.agent_id {
+            return Ok(id);
+        }
+        let record = AuditRecord {
+            at: Some(Timestamp::now()),
+            tenant: tenant.into(),
+            operation: op.name().into(),
+            task_id: String::new(),
+            message_id: String::new(),
+            participant: id.clone(),
+            accepted: false,
+            detail: RESERVED.into(),
+        };
+        tracing::info!(participant = %id, op = op.name(), "reserved participant id refused");
+        if let Err(e) = self.store.audit(&record).await {
+            tracing::warn!(error = %e, "the refusal could not be audited");
+        }
+        Err(A2aError::invalid_params(format!(
+            "participant id {id} is {RESERVED}"
+        )))
     }
 }
 
-/// The participant a request comes from, as the bindings resolved it, and when the
-/// invocation serving it must end (Lambda), if it must.
+/// Why a request naming the harness's own id is refused.
+const RESERVED: &str = "reserved for the harness itself";
+
+/// The participant a request comes from, as the bindings resolved it, whether a token
+/// proved it, and when the invocation serving it must end (Lambda), if it must.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Caller {
     pub participant: Option<String>,
+    /// Verified by a token: the request may not name anyone else (a message's
+    /// `metadata.participant_id` included).
+    pub verified: bool,
     pub deadline: Option<std::time::Instant>,
 }
 
@@ -130,7 +230,7 @@ impl Caller {
     pub fn named(id: &str) -> Self {
         Caller {
             participant: Some(id.to_owned()),
-            deadline: None,
+            ..Default::default()
         }
     }
 

@@ -8,7 +8,7 @@
 //! that does not exist gets. Every refusal is audited; on a task waiting for input it is
 //! also a same-state status update saying why.
 
-use super::{push_config, Caller, Harness};
+use super::{push_config, Caller, Harness, Operation};
 use crate::a2a::{
     validate, A2aError, Message, Part, SendMessageRequest, SendMessageResponse, StreamResponse,
     TaskState, Timestamp,
@@ -56,7 +56,7 @@ pub async fn send_message(
     req: SendMessageRequest,
     caller: &Caller,
 ) -> Result<SendMessageResponse, A2aError> {
-    let accepted = intake(h, req, caller).await?;
+    let accepted = intake(h, Operation::SendMessage, req, caller).await?;
     let record = match accepted.intake {
         Intake::Direct(message) => {
             return Ok(SendMessageResponse {
@@ -89,7 +89,7 @@ pub async fn send_streaming_message(
     req: SendMessageRequest,
     caller: &Caller,
 ) -> Result<EventStream, A2aError> {
-    let accepted = intake(h, req, caller).await?;
+    let accepted = intake(h, Operation::SendStreamingMessage, req, caller).await?;
     let f = match accepted.intake {
         Intake::Direct(message) => {
             return Ok(Box::pin(futures::stream::once(async {
@@ -124,19 +124,34 @@ pub async fn send_streaming_message(
 }
 
 /// The sender of a message: its metadata's participant, else the caller's. Refused when
-/// there is none or it cannot be an id; recorded on the message when it came from the
-/// caller.
-fn sender_of(message: &mut Message, caller: &Caller) -> Result<String, A2aError> {
-    let sender = channels::asserted(message)
-        .map(str::to_owned)
-        .or_else(|| caller.participant.clone())
-        .ok_or_else(|| A2aError::invalid_params(NO_PARTICIPANT))?;
+/// there is none, it cannot be an id, it is the harness's own, or it differs from the
+/// participant a token verified; recorded on the message when it came from the caller.
+async fn sender_of(
+    h: &Harness,
+    op: Operation,
+    tenant: &str,
+    message: &mut Message,
+    caller: &Caller,
+) -> Result<String, A2aError> {
+    const FIELD: &str = "message.metadata.participant_id";
+    let sender = match (channels::asserted(message), &caller.participant) {
+        (Some(named), Some(id)) if caller.verified && named != id => {
+            return Err(A2aError::invalid_field(
+                FIELD,
+                format!("{FIELD} names {named}, but the token authenticates {id}"),
+            ))
+        }
+        (Some(named), _) => named.to_owned(),
+        (None, Some(id)) => id.clone(),
+        (None, None) => return Err(A2aError::invalid_params(NO_PARTICIPANT)),
+    };
     if !channels::valid_id(&sender) {
         return Err(A2aError::invalid_field(
-            "message.metadata.participant_id",
+            FIELD,
             "a participant id is 1 to 256 characters with no control characters",
         ));
     }
+    let sender = h.speaking_as(op, tenant, sender).await?;
     channels::assert_sender(message, &sender);
     Ok(sender)
 }
@@ -167,6 +182,7 @@ fn channel_of(message: &Message, sender: &str) -> Result<Option<ChannelMessage>,
 
 async fn intake(
     h: &Harness,
+    op: Operation,
     req: SendMessageRequest,
     caller: &Caller,
 ) -> Result<Accepted, A2aError> {
@@ -174,7 +190,7 @@ async fn intake(
         .message
         .ok_or_else(|| A2aError::invalid_field("message", "message is required"))?;
     validate::message(&mut message, "message")?;
-    let sender = sender_of(&mut message, caller)?;
+    let sender = sender_of(h, op, &req.tenant, &mut message, caller).await?;
     let channel = channel_of(&message, &sender)?;
     let envelope = envelope_of(&message)?;
     let command = h.commands.invoked(&message);

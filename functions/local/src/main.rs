@@ -4,8 +4,10 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use clap::Parser;
+use clap::{Parser, Subcommand};
 use common::agent::AgentKind;
+use common::auth::local_key::{self, LocalKey};
+use common::auth::AuthMode;
 use common::config::{Config, RestContentType};
 use common::models::config::ModelCatalog;
 use common::ops::Harness;
@@ -15,12 +17,43 @@ use common::store::{Durability, EmbeddedStore, Store};
 #[derive(Debug, Parser)]
 #[command(name = "harness-local", version)]
 struct Args {
+    #[command(subcommand)]
+    command: Option<Cmd>,
     /// Address to listen on.
     #[arg(long, env = "HARNESS_LISTEN", default_value = "127.0.0.1:8080")]
     listen: SocketAddr,
-    /// Directory holding the embedded store.
-    #[arg(long, env = "HARNESS_STATE_DIR", default_value = ".harness")]
+    /// Directory holding the embedded store (and, for --auth jwt without --jwks-url, the
+    /// key local tokens are signed with).
+    #[arg(
+        long,
+        env = "HARNESS_STATE_DIR",
+        default_value = ".harness",
+        global = true
+    )]
     state_dir: PathBuf,
+    /// How a request's participant is known: none (self-asserted, X-Participant-Id and
+    /// metadata.participant_id; identity is not verified) or jwt (a bearer token verified
+    /// on every request but the agent card).
+    #[arg(long, env = "HARNESS_AUTH", default_value = "none")]
+    auth: AuthMode,
+    /// jwt: the identity provider's JWKS URL (https, or http on loopback). Unset: tokens
+    /// from `harness-local token` on the same state directory.
+    #[arg(long, env = "HARNESS_JWKS_URL", global = true)]
+    jwks_url: Option<String>,
+    /// jwt: the issuer (`iss`) tokens must carry (default with no JWKS URL: harness-local).
+    #[arg(long, env = "HARNESS_JWT_ISSUER", global = true)]
+    jwt_issuer: Option<String>,
+    /// jwt: the audience (`aud`) tokens must carry (default with no JWKS URL:
+    /// harness-local).
+    #[arg(long, env = "HARNESS_JWT_AUDIENCE", global = true)]
+    jwt_audience: Option<String>,
+    /// jwt: the claim holding the participant id.
+    #[arg(long, env = "HARNESS_IDENTITY_CLAIM", default_value = common::auth::DEFAULT_IDENTITY_CLAIM, global = true)]
+    identity_claim: String,
+    /// jwt: an OpenID Connect discovery URL the card advertises (openIdConnectSecurityScheme)
+    /// instead of a bare bearer scheme.
+    #[arg(long, env = "HARNESS_OIDC_DISCOVERY_URL")]
+    oidc_discovery_url: Option<String>,
     /// URL clients reach the server at (default: http://<listen>).
     #[arg(long, env = "HARNESS_PUBLIC_URL")]
     public_url: Option<String>,
@@ -85,6 +118,20 @@ struct Args {
     default_participant: Option<String>,
 }
 
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// Prints a short-lived token for a participant, signed by the key in the state
+    /// directory: a harness on that directory with --auth jwt and no --jwks-url accepts it.
+    Token {
+        /// The participant the token names.
+        #[arg(value_parser = common::channels::parse_id)]
+        participant: String,
+        /// How long the token is valid, in seconds (at most a day).
+        #[arg(long, default_value_t = local_key::DEFAULT_LIFETIME.as_secs())]
+        ttl_seconds: u64,
+    },
+}
+
 /// The embedded store's push key, beside (not inside) its data.
 const PUSH_KEY_FILE: &str = "push.key";
 
@@ -109,6 +156,22 @@ async fn run() -> Result<(), common::lambda::Error> {
     // A workstation's AWS setup (profiles, SSO) for --table and Bedrock models.
     common::https::use_standard_chain();
     let args = Args::parse();
+    if let Some(Cmd::Token {
+        participant,
+        ttl_seconds,
+    }) = &args.command
+    {
+        return token(&args, participant, *ttl_seconds);
+    }
+    let auth = common::auth::Options {
+        mode: args.auth,
+        jwks_url: args.jwks_url.clone(),
+        issuer: args.jwt_issuer.clone(),
+        audience: args.jwt_audience.clone(),
+        identity_claim: Some(args.identity_claim.clone()),
+        oidc_discovery_url: args.oidc_discovery_url.clone(),
+    }
+    .resolve(Some(&args.state_dir))?;
     let listener = tokio::net::TcpListener::bind(args.listen).await?;
     let bound = listener.local_addr()?;
     let config = Config {
@@ -131,6 +194,7 @@ async fn run() -> Result<(), common::lambda::Error> {
             }
         },
         push_allow_private_urls: args.push_allow_private_urls,
+        auth,
         agent_id: args.agent_id,
         default_participant: args.default_participant,
         lease_owner: Some(match &args.table {
@@ -220,5 +284,41 @@ async fn run() -> Result<(), common::lambda::Error> {
         let _ = tokio::signal::ctrl_c().await;
     })
     .await?;
+    Ok(())
+}
+
+/// `harness-local token <participant>`: the token on stdout (so `$(...)` takes it), how to
+/// use it on stderr.
+fn token(args: &Args, participant: &str, ttl_seconds: u64) -> Result<(), common::lambda::Error> {
+    if args.jwks_url.is_some() {
+        return Err(
+            "a harness with a JWKS URL accepts its identity provider's tokens, \
+             not local ones: unset --jwks-url (HARNESS_JWKS_URL) to mint one"
+                .into(),
+        );
+    }
+    let key = LocalKey::load_or_create(&args.state_dir)?;
+    let issuer = args
+        .jwt_issuer
+        .as_deref()
+        .unwrap_or(local_key::LOCAL_ISSUER);
+    let audience = args
+        .jwt_audience
+        .as_deref()
+        .unwrap_or(local_key::LOCAL_ISSUER);
+    let token = key.mint(
+        participant,
+        &args.identity_claim,
+        issuer,
+        audience,
+        std::time::Duration::from_secs(ttl_seconds),
+    )?;
+    println!("{token}");
+    eprintln!(
+        "A token for {participant}, valid for {ttl_seconds} s, accepted by harness-local \
+         --auth jwt --state-dir {dir}. Send it on every request:\n  \
+         curl -H \"Authorization: Bearer $TOKEN\" -H 'A2A-Version: 1.0' ...",
+        dir = args.state_dir.display()
+    );
     Ok(())
 }
