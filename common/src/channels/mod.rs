@@ -8,6 +8,7 @@
 //! (`metadata.participant_id`, else the `X-Participant-Id` header) and fails closed.
 
 pub mod help;
+pub mod permissions;
 pub mod subtask;
 
 use crate::a2a::{Message, Part};
@@ -125,13 +126,26 @@ impl HelpRequest {
         ]
     }
 
-    /// Whether a member's message answers it: it is from the participant asked and, when
-    /// it names what it replies to, names this request.
-    pub fn answered_by(&self, sender: &str, channel: Option<&ChannelMessage>) -> bool {
-        sender == self.participant_id
-            && channel
-                .and_then(|c| c.in_reply_to.as_deref())
-                .is_none_or(|r| r == self.message_id)
+    /// Whether a member's message answers it: it is from the participant asked or an
+    /// admin (see [`permissions`]) and, when it names what it replies to, names this
+    /// request. Anyone else's message is a remark, but a `help_reply` meant for this
+    /// request from them is refused, naming the rule.
+    pub fn answered_by(
+        &self,
+        ext: &TaskExtension,
+        sender: &str,
+        channel: Option<&ChannelMessage>,
+    ) -> Result<bool, &'static str> {
+        let aimed_here = channel
+            .and_then(|c| c.in_reply_to.as_deref())
+            .is_none_or(|r| r == self.message_id);
+        if permissions::may_answer(ext, sender, &self.participant_id) {
+            Ok(aimed_here)
+        } else if aimed_here && channel.is_some_and(|c| c.kind == ChannelKind::HelpReply) {
+            Err(permissions::ANSWER_RULE)
+        } else {
+            Ok(false)
+        }
     }
 }
 
@@ -191,13 +205,25 @@ mod tests {
             call_id: "c1".into(),
         };
         assert_eq!(req.display(), "Which colour?\nOptions: red, blue");
-        assert!(req.answered_by("alice", None));
-        assert!(!req.answered_by("bob", None));
+        let mut e = ext();
+        e.add(Participant::new(
+            "bob",
+            ParticipantKind::Human,
+            Role::Watcher,
+        ));
+        e.add(Participant::new("ada", ParticipantKind::Human, Role::Admin));
+        assert_eq!(req.answered_by(&e, "alice", None), Ok(true));
+        assert_eq!(req.answered_by(&e, "bob", None), Ok(false));
+        assert_eq!(req.answered_by(&e, "ada", None), Ok(true));
         let mut reply = ChannelMessage::new("t", "alice", ChannelKind::HelpReply, "red");
         reply.in_reply_to = Some("t:help:3".into());
-        assert!(req.answered_by("alice", Some(&reply)));
+        assert_eq!(req.answered_by(&e, "alice", Some(&reply)), Ok(true));
+        assert_eq!(
+            req.answered_by(&e, "bob", Some(&reply)),
+            Err(permissions::ANSWER_RULE)
+        );
         reply.in_reply_to = Some("t:help:9".into());
-        assert!(!req.answered_by("alice", Some(&reply)));
+        assert_eq!(req.answered_by(&e, "alice", Some(&reply)), Ok(false));
         assert_eq!(
             frame_reply(&req.participant_id, &req.question, "red"),
             "Reply from alice to \"Which colour?\": red"

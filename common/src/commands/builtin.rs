@@ -2,10 +2,10 @@
 
 use async_trait::async_trait;
 
-use super::{Command, CommandRegistry, CommandSpec, Invocation, Reply};
+use super::{Command, CommandError, CommandRegistry, CommandSpec, Invocation, Reply};
+use crate::channels::permissions::Action;
 use crate::channels::subtask::{self, CreateError, ParticipantTask};
 use crate::ext::task::{Role, TaskExtension};
-use crate::store::StoreError;
 
 impl CommandRegistry {
     /// The built-in commands, in the order the card lists them.
@@ -65,15 +65,15 @@ const NEEDS_A_TASK: &str = "this command works on a task: send it with the task'
 
 #[async_trait]
 impl Command for Builtin {
-    async fn run(&self, call: &mut Invocation<'_>, arguments: &str) -> Result<Reply, StoreError> {
+    async fn run(&self, call: &mut Invocation<'_>, arguments: &str) -> Result<Reply, CommandError> {
         match self {
             Builtin::Help => Ok(Reply::text(help(call))),
-            Builtin::Model => Ok(Reply::text(model(call, arguments))),
+            Builtin::Model => Ok(Reply::text(model(call, arguments)?)),
             Builtin::Participants => Ok(Reply::text(match call.task.as_deref() {
                 Some(task) => task.ext().unwrap_or_default().render_participants(),
                 None => NEEDS_A_TASK.into(),
             })),
-            Builtin::Role => Ok(Reply::text(role(call, arguments))),
+            Builtin::Role => Ok(Reply::text(role(call, arguments)?)),
             Builtin::Task => task(call, arguments).await,
         }
     }
@@ -96,12 +96,15 @@ fn help(call: &Invocation<'_>) -> String {
         .join("\n")
 }
 
-fn model(call: &mut Invocation<'_>, arguments: &str) -> String {
+fn model(call: &mut Invocation<'_>, arguments: &str) -> Result<String, CommandError> {
     let Some(choices) = call.harness.engine.agent().models() else {
-        return "this agent uses no model".into();
+        return Ok("this agent uses no model".into());
     };
+    if !arguments.is_empty() {
+        call.permit(Action::ChooseModel)?;
+    }
     let Some(task) = call.task.as_deref_mut() else {
-        return NEEDS_A_TASK.into();
+        return Ok(NEEDS_A_TASK.into());
     };
     let listed = choices.names.join(", ");
     if arguments.is_empty() {
@@ -110,40 +113,38 @@ fn model(call: &mut Invocation<'_>, arguments: &str) -> String {
             .model
             .clone()
             .unwrap_or_else(|| format!("{} (the default)", choices.default));
-        return format!("model: {current}\nchoices: {listed}");
+        return Ok(format!("model: {current}\nchoices: {listed}"));
     }
     if !choices.names.iter().any(|n| n == arguments) {
-        return format!("unknown model {arguments:?}; choices: {listed}");
+        return Ok(format!("unknown model {arguments:?}; choices: {listed}"));
     }
     task.agent.model = Some(arguments.to_owned());
-    format!("model for this task: {arguments}")
+    Ok(format!("model for this task: {arguments}"))
 }
 
-fn role(call: &mut Invocation<'_>, arguments: &str) -> String {
+fn role(call: &mut Invocation<'_>, arguments: &str) -> Result<String, CommandError> {
+    call.permit(Action::ChangeParticipants)?;
     let Some(task) = call.task.as_deref_mut() else {
-        return NEEDS_A_TASK.into();
+        return Ok(NEEDS_A_TASK.into());
     };
     let mut ext = task.ext().unwrap_or_default();
-    if !ext.has_role(Some(call.sender), Role::Admin) {
-        return "[channel.not_a_member] only an admin may change roles".into();
-    }
     let mut words = arguments.split_whitespace();
     let (Some(who), Some(role), None) = (words.next(), words.next(), words.next()) else {
-        return "usage: /role <participant> <role>".into();
+        return Ok("usage: /role <participant> <role>".into());
     };
     let role: Role = match role.parse() {
         Ok(r) => r,
-        Err(e) => return e,
+        Err(e) => return Ok(e),
     };
     let Some(p) = ext.participants.iter_mut().find(|p| p.id == who) else {
-        return "[channel.not_a_member] no such participant on this task".into();
+        return Ok("[channel.not_a_member] no such participant on this task".into());
     };
     p.role = role;
     ext.store(&mut task.task);
-    format!("{who} is now {}", role.as_str())
+    Ok(format!("{who} is now {}", role.as_str()))
 }
 
-async fn task(call: &mut Invocation<'_>, arguments: &str) -> Result<Reply, StoreError> {
+async fn task(call: &mut Invocation<'_>, arguments: &str) -> Result<Reply, CommandError> {
     let Some((who, goal)) = arguments
         .split_once(char::is_whitespace)
         .map(|(w, g)| (w.trim(), g.trim()))
@@ -158,6 +159,7 @@ async fn task(call: &mut Invocation<'_>, arguments: &str) -> Result<Reply, Store
         goal: goal.to_owned(),
         acceptance_criteria: Vec::new(),
     };
+    call.permit(Action::CreateSubTask)?;
     let created = match call.task.as_deref_mut() {
         Some(parent) => {
             if parent.ext().unwrap_or_default().participant(who).is_none() {
@@ -172,7 +174,7 @@ async fn task(call: &mut Invocation<'_>, arguments: &str) -> Result<Reply, Store
                 Err(CreateError::Taken(id)) => {
                     return Ok(Reply::text(format!("task id {id} is taken")))
                 }
-                Err(CreateError::Store(e)) => return Err(e),
+                Err(CreateError::Store(e)) => return Err(e.into()),
             }
             subtask::link(parent, &id, None);
             id

@@ -17,6 +17,7 @@ use async_trait::async_trait;
 use serde::Serialize;
 
 use crate::a2a::{Message, Part};
+use crate::channels::permissions::{Action, Forbidden};
 use crate::store::TaskRecord;
 
 /// What clients see of a command on the card (`CommandSpec` of the seed's schema).
@@ -63,15 +64,36 @@ impl Reply {
     }
 }
 
-/// A command's body. Errors are for failures of the harness (the store); a refusal the
-/// sender should read ("only an admin may...") is a reply like any other.
+impl Invocation<'_> {
+    /// Whether the sender may do `action` on the task the command was sent on (see
+    /// `channels::permissions`); without a task there is nothing to refuse.
+    pub fn permit(&self, action: Action) -> Result<(), Forbidden> {
+        match self.task.as_deref() {
+            Some(task) => crate::channels::permissions::require(
+                &task.ext().unwrap_or_default(),
+                self.sender,
+                action,
+            ),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Why a command did not run: the sender may not do what it does (answered as invalid
+/// params naming the rule, nothing stored), or the harness failed (the store). Any other
+/// answer the sender should read is a reply.
+#[derive(Debug, thiserror::Error)]
+pub enum CommandError {
+    #[error(transparent)]
+    Forbidden(#[from] Forbidden),
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+}
+
+/// A command's body.
 #[async_trait]
 pub trait Command: Send + Sync + 'static {
-    async fn run(
-        &self,
-        call: &mut Invocation<'_>,
-        arguments: &str,
-    ) -> Result<Reply, crate::store::StoreError>;
+    async fn run(&self, call: &mut Invocation<'_>, arguments: &str) -> Result<Reply, CommandError>;
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -183,7 +205,7 @@ mod tests {
             &self,
             _call: &mut Invocation<'_>,
             arguments: &str,
-        ) -> Result<Reply, crate::store::StoreError> {
+        ) -> Result<Reply, CommandError> {
             Ok(Reply::text(format!("pong {arguments}")))
         }
     }

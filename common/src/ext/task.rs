@@ -230,9 +230,9 @@ pub struct TaskEnvelope {
     pub field: String,
 }
 
-/// Fields any participant may change with a task envelope on an existing task.
+/// Fields a task envelope may change on an existing task, with who may (the reporter or
+/// an admin; an admin).
 const OPEN_FIELDS: &[&str] = &["name", "description", "acceptance_criteria"];
-/// Fields only an admin may change.
 const ADMIN_FIELDS: &[&str] = &["participants"];
 
 impl TaskEnvelope {
@@ -242,14 +242,15 @@ impl TaskEnvelope {
             .map_err(|e| self.refuse(format!("invalid task extension: {e}")))
     }
 
-    /// `ext` as changed by this envelope from a participant (`admin` when they are one):
-    /// name, description and acceptance criteria by anyone, participants by admins only,
-    /// nothing else; the result must still match the schema.
+    /// `ext` as changed by this envelope from participant `editor`: name, description and
+    /// acceptance criteria by the reporter or an admin, participants by an admin (see
+    /// `channels::permissions`), nothing else; the result must still match the schema.
     pub fn applied_to(
         &self,
         ext: &TaskExtension,
-        admin: bool,
+        editor: &str,
     ) -> Result<TaskExtension, crate::a2a::A2aError> {
+        use crate::channels::permissions::{permits, Action};
         let changes = self.payload.as_object().cloned().unwrap_or_default();
         let fixed: Vec<&str> = changes
             .keys()
@@ -259,8 +260,14 @@ impl TaskEnvelope {
         if !fixed.is_empty() {
             return Err(self.refuse(format!("task envelope cannot change {}", fixed.join(", "))));
         }
-        if !admin && changes.keys().any(|k| ADMIN_FIELDS.contains(&k.as_str())) {
-            return Err(self.refuse("admin required to change participants".into()));
+        for (fields, action) in [
+            (OPEN_FIELDS, Action::Edit),
+            (ADMIN_FIELDS, Action::ChangeParticipants),
+        ] {
+            let touched = changes.keys().any(|k| fields.contains(&k.as_str()));
+            if touched && !permits(ext, editor, action) {
+                return Err(self.refuse(action.rule().into()));
+            }
         }
         let mut merged = serde_json::to_value(ext).unwrap_or_default();
         if let Some(obj) = merged.as_object_mut() {
@@ -334,40 +341,48 @@ mod tests {
         }
     }
 
-    /// `test_inbox_envelopes.py` / `durable/test_envelopes.py`: open fields from anyone,
-    /// participants from admins only, anything else refused.
+    /// `test_inbox_envelopes.py` / `durable/test_envelopes.py`: open fields from the
+    /// reporter or an admin (the reference let any participant), participants from
+    /// admins only, anything else refused.
     #[test]
     fn an_envelope_on_a_task_changes_open_fields_and_participants_only_for_admins() {
         let mut ext = TaskExtension::from_text("Ship it");
-        ext.add(Participant::new(
-            "rita",
-            ParticipantKind::Human,
-            Role::Reporter,
-        ));
+        for (id, role) in [
+            ("rita", Role::Reporter),
+            ("ada", Role::Admin),
+            ("walt", Role::Watcher),
+        ] {
+            ext.add(Participant::new(id, ParticipantKind::Human, role));
+        }
         let criteria = envelope(json!({"acceptance_criteria": [{"text": "green build"}]}));
-        let changed = criteria.applied_to(&ext, false).unwrap();
+        let changed = criteria.applied_to(&ext, "rita").unwrap();
         assert_eq!(changed.acceptance_criteria[0].text, "green build");
         assert_eq!(changed.goal, "Ship it");
+        let err = criteria.applied_to(&ext, "walt").unwrap_err().to_string();
+        assert!(
+            err.contains("only the task's reporter or an admin"),
+            "{err}"
+        );
 
         let people = envelope(json!({"participants": [
             {"id": "rita", "kind": "human", "role": "admin"}
         ]}));
-        let err = people.applied_to(&ext, false).unwrap_err().to_string();
+        let err = people.applied_to(&ext, "rita").unwrap_err().to_string();
         assert!(
-            err.contains("admin required to change participants"),
+            err.contains("only an admin may change participants"),
             "{err}"
         );
-        let by_admin = people.applied_to(&ext, true).unwrap();
+        let by_admin = people.applied_to(&ext, "ada").unwrap();
         assert!(by_admin.has_role(Some("rita"), Role::Admin));
 
         let goal = envelope(json!({"goal": "something else", "sub_tasks": []}));
-        let err = goal.applied_to(&ext, true).unwrap_err().to_string();
+        let err = goal.applied_to(&ext, "ada").unwrap_err().to_string();
         assert!(
             err.contains("task envelope cannot change goal, sub_tasks"),
             "{err}"
         );
         let broken = envelope(json!({"acceptance_criteria": [{"met": true}]}));
-        let err = broken.applied_to(&ext, true).unwrap_err().to_string();
+        let err = broken.applied_to(&ext, "ada").unwrap_err().to_string();
         assert!(err.contains("invalid task extension"), "{err}");
     }
 

@@ -1,8 +1,10 @@
 //! CancelTask: a task that has not ended becomes CANCELED; the answer is the updated task.
+//! Its reporter and admins may cancel it (see `channels::permissions`).
 //! A run still working on it sees the change at its next commit and stops.
 
 use super::{Caller, Harness};
 use crate::a2a::{A2aError, CancelTaskRequest, Task, TaskState};
+use crate::channels::permissions::Action;
 use crate::engine::transition::{set_status, view};
 use crate::store::StoreError;
 
@@ -15,6 +17,7 @@ pub async fn cancel_task(
     crate::a2a::validate::required_id(&req.id, "id")?;
     loop {
         let rec = h.visible_task(&req.tenant, &req.id, caller).await?;
+        h.permit(&rec, caller, Action::Cancel)?;
         if rec.state().is_terminal() {
             return Err(A2aError::TaskNotCancelable { task_id: req.id });
         }

@@ -125,6 +125,19 @@ impl Harness {
         }
     }
 
+    /// Whether the caller, a participant of `rec` (see [`Harness::visible_task`]), may do
+    /// `action` on it: a refusal names the rule.
+    pub fn permit(
+        &self,
+        rec: &TaskRecord,
+        caller: &Caller,
+        action: crate::channels::permissions::Action,
+    ) -> Result<(), A2aError> {
+        let ext = rec.ext().unwrap_or_default();
+        let who = caller.participant.as_deref().unwrap_or_default();
+        Ok(crate::channels::permissions::require(&ext, who, action)?)
+    }
+
     /// The notifier, or PushNotificationNotSupported when push is off.
     pub fn notifier(&self) -> Result<&Arc<Notifier>, A2aError> {
         self.notifier

@@ -1,5 +1,6 @@
 //! The four push-notification config operations: configs belong to a task the caller
-//! can see (anyone else gets the task's not-found), keep a client-chosen id (or get one),
+//! can see (anyone else gets the task's not-found) and are managed by its reporter and
+//! admins (other participants are refused naming the rule), keep a client-chosen id (or get one),
 //! are checked before they are stored and stored with their secrets sealed (see
 //! [`crate::push`]). Deleting is idempotent. With push off, each answers
 //! PushNotificationNotSupported.
@@ -13,6 +14,7 @@ use crate::a2a::{
     GetTaskPushNotificationConfigRequest, ListTaskPushNotificationConfigsRequest,
     ListTaskPushNotificationConfigsResponse, TaskPushNotificationConfig,
 };
+use crate::channels::permissions::Action;
 use crate::engine::transition::new_id;
 use crate::push::MAX_CONFIGS_PER_TASK;
 use crate::store::{StoreError, TaskRecord};
@@ -83,6 +85,7 @@ pub async fn create(
     validate::required_id(&req.url, "url")?;
     h.notifier()?;
     let rec = h.visible_task(&req.tenant, &req.task_id, caller).await?;
+    h.permit(&rec, caller, Action::ManageWebhooks)?;
     // Only what happens from now on.
     let delivered = rec.last_seq;
     attach(h, rec, req, delivered).await
@@ -96,7 +99,8 @@ pub async fn get(
     validate::required_id(&req.task_id, "taskId")?;
     validate::required_id(&req.id, "id")?;
     let notifier = h.notifier()?;
-    h.visible_task(&req.tenant, &req.task_id, caller).await?;
+    let rec = h.visible_task(&req.tenant, &req.task_id, caller).await?;
+    h.permit(&rec, caller, Action::ManageWebhooks)?;
     let record = h
         .store
         .get_push_config(&req.task_id, &req.id)
@@ -124,7 +128,8 @@ pub async fn list(
         Some(String::from_utf8(bytes).map_err(|_| bad())?)
     };
     let notifier = h.notifier()?;
-    h.visible_task(&req.tenant, &req.task_id, caller).await?;
+    let rec = h.visible_task(&req.tenant, &req.task_id, caller).await?;
+    h.permit(&rec, caller, Action::ManageWebhooks)?;
     let mut configs = h
         .store
         .list_push_configs(&req.task_id, after.as_deref(), page_size + 1)
@@ -155,7 +160,8 @@ pub async fn delete(
     validate::required_id(&req.task_id, "taskId")?;
     validate::required_id(&req.id, "id")?;
     h.notifier()?;
-    h.visible_task(&req.tenant, &req.task_id, caller).await?;
+    let rec = h.visible_task(&req.tenant, &req.task_id, caller).await?;
+    h.permit(&rec, caller, Action::ManageWebhooks)?;
     h.store.delete_push_config(&req.task_id, &req.id).await?;
     Ok(())
 }

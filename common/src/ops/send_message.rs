@@ -14,6 +14,7 @@ use crate::a2a::{
     TaskState, Timestamp,
 };
 use crate::agent::llm::Reply;
+use crate::channels::permissions::{self, Action};
 use crate::channels::{self, NOT_A_PARTICIPANT, NO_PARTICIPANT};
 use crate::commands::{self, Command, Invocation};
 use crate::engine::follow::{follow, EventStream, Follow};
@@ -232,6 +233,7 @@ async fn intake(
         let on = Sender {
             id: &sender,
             caller,
+            push: push.is_some(),
             channel: channel.as_ref(),
             envelope: envelope.as_ref(),
             command: command.as_ref(),
@@ -288,6 +290,8 @@ enum Stored {
 struct Sender<'a> {
     id: &'a str,
     caller: &'a Caller,
+    /// Whether it attaches a webhook (`taskPushNotificationConfig`).
+    push: bool,
     channel: Option<&'a ChannelMessage>,
     envelope: Option<&'a TaskEnvelope>,
     command: Option<&'a Invoked>,
@@ -311,6 +315,15 @@ enum IntakeError {
 impl From<StoreError> for IntakeError {
     fn from(e: StoreError) -> Self {
         IntakeError::Store(e)
+    }
+}
+
+impl From<commands::CommandError> for IntakeError {
+    fn from(e: commands::CommandError) -> Self {
+        match e {
+            commands::CommandError::Forbidden(f) => IntakeError::A2a(f.into()),
+            commands::CommandError::Store(e) => IntakeError::Store(e),
+        }
     }
 }
 
@@ -339,6 +352,10 @@ async fn start_task(
         return Ok(Stored::Direct(Box::new(reply)));
     }
     let ext = task_extension(h, new.ext, &message, new.sender);
+    if new.push {
+        // An envelope may have made the sender something other than the reporter.
+        permissions::require(&ext, new.sender, Action::ManageWebhooks).map_err(A2aError::from)?;
+    }
     let mut record = new_task(tenant, &mut message, &ext);
     let runs = h.engine.runs(&record);
     if !runs {
@@ -432,6 +449,9 @@ async fn continue_task(
             ))
             .into());
         }
+        if from.push {
+            permissions::require(&ext, from.id, Action::ManageWebhooks).map_err(A2aError::from)?;
+        }
         let mut next = current.clone();
         if let Some(invoked) = from.command {
             message.task_id = current.task.id.clone();
@@ -471,8 +491,7 @@ async fn continue_task(
             }
         }
         if let Some(envelope) = from.envelope {
-            let admin = ext.has_role(Some(from.id), Role::Admin);
-            envelope.applied_to(&ext, admin)?.store(&mut next.task);
+            envelope.applied_to(&ext, from.id)?.store(&mut next.task);
         }
         accept_message(&mut next, &mut message);
         let mut events = Vec::new();
@@ -494,7 +513,9 @@ async fn continue_task(
             from_assignee
         } else if let Some(pending) = next.agent.pending_help.clone() {
             // A task waiting on a question resumes only for its reply.
-            let answers = pending.answered_by(from.id, from.channel);
+            let answers = pending
+                .answered_by(&ext, from.id, from.channel)
+                .map_err(|rule| A2aError::invalid_field("message.parts", rule))?;
             if answers {
                 next.agent.pending_help = None;
                 next.agent.replies.push(Reply {
