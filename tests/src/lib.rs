@@ -20,6 +20,7 @@ use serde_json::{json, Value};
 /// table needs the key given; the embedded store keeps its own in its state directory.
 pub const TEST_PUSH_KEY: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
 
+pub mod identity;
 pub mod participants;
 
 /// How long an SSE stream may stay open before a test gives up on it.
