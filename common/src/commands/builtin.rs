@@ -97,12 +97,12 @@ fn help(call: &Invocation<'_>) -> String {
 }
 
 fn model(call: &mut Invocation<'_>, arguments: &str) -> Result<String, CommandError> {
-    let Some(choices) = call.harness.engine.agent().models() else {
-        return Ok("this agent uses no model".into());
-    };
     if !arguments.is_empty() {
         call.permit(Action::ChooseModel)?;
     }
+    let Some(choices) = call.harness.engine.agent().models() else {
+        return Ok("this agent uses no model".into());
+    };
     let Some(task) = call.task.as_deref_mut() else {
         return Ok(NEEDS_A_TASK.into());
     };
