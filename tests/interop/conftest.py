@@ -11,6 +11,7 @@ CARGO_TARGET_DIR defaulting to $HOME/.cache/harness/target.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -70,8 +71,11 @@ class HarnessServer:
     process: subprocess.Popen
 
 
-@pytest.fixture(scope='session')
-def harness_server() -> Iterator[HarnessServer]:
+@contextlib.contextmanager
+def run_harness(extra_args: list[str], **settings: str) -> Iterator[HarnessServer]:
+    """harness-local with the conformance agent on a free loopback port and a fresh
+    state directory, `extra_args` and `settings` (environment variables) added; stopped
+    on exit."""
     binary = harness_binary()
     if not binary.is_file() or not os.access(binary, os.X_OK):
         pytest.fail(
@@ -88,16 +92,16 @@ def harness_server() -> Iterator[HarnessServer]:
     listen = f'127.0.0.1:{port}'
 
     env = dict(os.environ)
-    # Settings that would point the card elsewhere or gate every call.
-    env.pop('HARNESS_PUBLIC_URL', None)
-    env.pop('HARNESS_REQUIRED_EXTENSIONS', None)
+    # Settings that would point the card elsewhere, gate every call or change identity.
+    for name in ('HARNESS_PUBLIC_URL', 'HARNESS_REQUIRED_EXTENSIONS', 'HARNESS_AUTH',
+                 'HARNESS_JWKS_URL', 'HARNESS_DEFAULT_PARTICIPANT'):
+        env.pop(name, None)
     env.update(
         HARNESS_LISTEN=listen,
         HARNESS_STATE_DIR=str(state_dir),
         HARNESS_AGENT='conformance',
-        # The protocol suite sends no identity: it stands for one participant.
-        HARNESS_DEFAULT_PARTICIPANT='anonymous',
         HARNESS_RATE_LIMIT_PER_MINUTE='100000',
+        **settings,
     )
     env.setdefault('RUST_LOG', 'info')
     cmd = [
@@ -106,6 +110,7 @@ def harness_server() -> Iterator[HarnessServer]:
         '--state-dir', str(state_dir),
         '--agent', 'conformance',
         '--rate-limit-per-minute', '100000',
+        *extra_args,
     ]
     log_file = open(log_path, 'wb')  # noqa: SIM115 - closed in teardown
     proc = subprocess.Popen(
@@ -160,6 +165,13 @@ def harness_server() -> Iterator[HarnessServer]:
                 proc.kill()
                 proc.wait()
         log_file.close()
+
+
+@pytest.fixture(scope='session')
+def harness_server() -> Iterator[HarnessServer]:
+    # The protocol suite sends no identity: it stands for one participant.
+    with run_harness([], HARNESS_DEFAULT_PARTICIPANT='anonymous') as server:
+        yield server
 
 
 @pytest.fixture(scope='session')
