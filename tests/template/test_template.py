@@ -5,7 +5,8 @@
    functions/ (except functions/local, the local server) is in the template.
 3. The table is the one the DynamoDB store creates for tests (keys, indexes, TTL, stream).
 4. Routing, streaming, environment and IAM follow spec/serverless-stack.md as the
-   template's comments explain.
+   template's comments explain; the default deployment requires a bearer token on every
+   route (the HTTP API's JWT authorizer) and every Function URL (the functions' own check).
 5. The event-driven functions: resume (the table's stream, through a filter that passes
    only runnable, unleased task items; batch item failures, retries, an on-failure queue)
    and the sweeper (a schedule). They have no HTTP route.
@@ -87,6 +88,8 @@ PERMISSIONS = {
 SPEC_FUNCTIONS = set(BUFFERED) | set(UNTENANTED) | STREAMING | EVENT_FUNCTIONS
 
 ENV = {
+    "HARNESS_AUTH", "HARNESS_JWKS_URL", "HARNESS_JWT_ISSUER", "HARNESS_JWT_AUDIENCE",
+    "HARNESS_IDENTITY_CLAIM", "HARNESS_OIDC_DISCOVERY_URL",
     "HARNESS_TABLE", "HARNESS_STORE", "HARNESS_PUBLIC_URL", "HARNESS_AGENT",
     "HARNESS_REQUIRED_EXTENSIONS", "HARNESS_REST_CONTENT_TYPE",
     "HARNESS_PUSH_ALLOW_PRIVATE_URLS", "HARNESS_AUDIT_RETENTION_DAYS", "HARNESS_MODEL",
@@ -268,45 +271,184 @@ def test_store_code_writes_what_the_resume_filter_reads():
 
 # -------------------------------------------------------- 4. routes, env, IAM
 
-def http_routes(res) -> set[tuple[str, str]]:
-    return {(e["Properties"]["Method"].upper(), e["Properties"]["Path"])
-            for e in res["Properties"].get("Events", {}).values()
-            if e["Type"] == "HttpApi"}
+def of_type(template, type_: str) -> dict[str, dict]:
+    return {k: r for k, r in template["Resources"].items() if r["Type"] == type_}
+
+
+def binaries(template) -> dict[str, str]:
+    """Logical id -> binary, of every function."""
+    return {k: r["Metadata"]["BuildProperties"]["Binary"]
+            for k, r in of_type(template, "AWS::Serverless::Function").items()}
+
+
+def api_routes(template) -> dict[tuple[str, str], tuple[str, dict]]:
+    """(method, path) -> (the binary its integration invokes, the route's properties)."""
+    binary_of = binaries(template)
+    out = {}
+    for route in of_type(template, "AWS::ApiGatewayV2::Route").values():
+        props = route["Properties"]
+        assert props["ApiId"] == {"Ref": "HttpApi"}
+        target = props["Target"]["Fn::Sub"]
+        integration = template["Resources"][target.removeprefix("integrations/${").rstrip("}")]
+        assert integration["Type"] == "AWS::ApiGatewayV2::Integration"
+        assert integration["Properties"]["IntegrationType"] == "AWS_PROXY"
+        assert integration["Properties"]["PayloadFormatVersion"] == "2.0"
+        [fn, attr] = integration["Properties"]["IntegrationUri"]["Fn::GetAtt"]
+        assert attr == "Arn"
+        method, path = props["RouteKey"].split(" ", 1)
+        assert (method, path) not in out, f"{method} {path} routed twice"
+        out[(method, path)] = (binary_of[fn], props)
+    return out
+
+
+def http_routes(template, binary) -> set[tuple[str, str]]:
+    return {k for k, (b, _) in api_routes(template).items() if b == binary}
 
 
 @pytest.mark.parametrize("binary", sorted(BUFFERED) + sorted(UNTENANTED))
-def test_buffered_routes(binary, functions):
+def test_buffered_routes(binary, template, functions):
     res = functions[binary]
     routes = BUFFERED.get(binary) or UNTENANTED[binary]
     expected = set(routes)
     if binary in BUFFERED:
         expected |= {(m, "/{tenant}" + p) for m, p in routes}
-    assert http_routes(res) == expected
+    assert http_routes(template, binary) == expected
     assert "FunctionUrlConfig" not in res["Properties"]
     assert res["Properties"].get("Timeout", 30) == 30
+    assert "Events" not in res["Properties"], "routes are declared on the HTTP API"
+
+
+def test_api_gateway_may_invoke_each_routed_function_through_this_api_only(template, functions):
+    routed = {b for b, _ in api_routes(template).values()}
+    binary_of = binaries(template)
+    granted = set()
+    for perm in of_type(template, "AWS::Lambda::Permission").values():
+        props = perm["Properties"]
+        assert props["Principal"] == "apigateway.amazonaws.com"
+        assert props["Action"] == "lambda:InvokeFunction"
+        assert props["SourceArn"]["Fn::Sub"].endswith(":${HttpApi}/*"), props
+        granted.add(binary_of[props["FunctionName"]["Ref"]])
+    assert granted == routed
 
 
 @pytest.mark.parametrize("binary", sorted(STREAMING))
-def test_streaming_functions_use_a_function_url(binary, functions):
+def test_streaming_functions_use_a_function_url(binary, template, functions):
     props = functions[binary]["Properties"]
     assert props["FunctionUrlConfig"] == {"AuthType": "NONE", "InvokeMode": "RESPONSE_STREAM"}
-    assert not http_routes(functions[binary]), "HTTP API buffers: no route to a streaming function"
+    assert not http_routes(template, binary), \
+        "HTTP API buffers: no route to a streaming function"
     assert props["Timeout"] == 900
 
 
-def test_no_two_routes_collide(functions):
-    seen: dict[tuple[str, str], str] = {}
-    for binary, res in functions.items():
-        for route in http_routes(res):
-            assert route not in seen, f"{route} routed to {seen[route]} and {binary}"
-            seen[route] = binary
+def test_no_two_routes_collide(template, functions):
+    # api_routes refuses a route declared twice.
+    assert len(api_routes(template)) == 2 * len(BUFFERED) + len(UNTENANTED)
 
 
-def test_event_functions_have_no_http_entry(functions):
+def test_event_functions_have_no_http_entry(template, functions):
     for binary in EVENT_FUNCTIONS:
         res = functions[binary]
-        assert not http_routes(res), f"{binary} is invoked by AWS, not routed"
+        assert not http_routes(template, binary), \
+            f"{binary} is invoked by AWS, not routed"
         assert "FunctionUrlConfig" not in res["Properties"], binary
+
+
+# ------------------------------------------------------------------ authentication
+
+def resolve(value, conditions: dict[str, bool]):
+    """`value` with every Fn::If decided by `conditions`."""
+    if isinstance(value, dict):
+        if list(value) == ["Fn::If"]:
+            name, yes, no = value["Fn::If"]
+            return resolve(yes if conditions[name] else no, conditions)
+        return {k: resolve(v, conditions) for k, v in value.items()}
+    if isinstance(value, list):
+        return [resolve(v, conditions) for v in value]
+    return value
+
+
+def default_conditions(template) -> dict[str, bool]:
+    params = template["Parameters"]
+    verified = params["AuthMode"]["Default"] == "jwt"
+    return {"Verified": verified,
+            "WithUserPool": verified and params["CreateUserPool"]["Default"] == "true",
+            "PushKeyInKms": False}
+
+
+def test_the_default_deployment_requires_a_token_on_every_route(template, functions):
+    """Every route but the agent card has the JWT authorizer under the defaults; the
+    authorizer reads the Authorization header and checks the configured (or the user
+    pool's) issuer and audience."""
+    conditions = default_conditions(template)
+    assert conditions["Verified"], "jwt is the default"
+    routes = api_routes(template)
+    for (method, path), (binary, props) in routes.items():
+        props = resolve(props, conditions)
+        if binary == "agent-card":
+            assert props["AuthorizationType"] == "NONE", "the card is public"
+            assert "AuthorizerId" not in props
+        else:
+            assert props["AuthorizationType"] == "JWT", f"{method} {path}"
+            assert props["AuthorizerId"] == {"Ref": "HttpApiJwtAuthorizer"}, f"{method} {path}"
+    authorizer = template["Resources"]["HttpApiJwtAuthorizer"]
+    assert authorizer["Condition"] == "Verified"
+    props = authorizer["Properties"]
+    assert props["AuthorizerType"] == "JWT"
+    assert props["IdentitySource"] == ["$request.header.Authorization"]
+    jwt = resolve(props["JwtConfiguration"], conditions)
+    assert jwt == {"Issuer": {"Ref": "JwtIssuer"}, "Audience": [{"Ref": "JwtAudience"}]}
+    pooled = resolve(props["JwtConfiguration"], {**conditions, "WithUserPool": True})
+    assert "${UserPool}" in pooled["Issuer"]["Fn::Sub"]
+    assert pooled["Audience"] == [{"Ref": "UserPoolClient"}]
+    # With none, no route has the authorizer.
+    none = {**conditions, "Verified": False, "WithUserPool": False}
+    assert all(resolve(p, none)["AuthorizationType"] == "NONE" for _, p in routes.values())
+
+
+def test_every_function_url_verifies_tokens_by_default(template, functions):
+    """A Function URL has no gateway in front: its function verifies the token itself
+    (HARNESS_AUTH, jwt by default), with the same settings as every other function."""
+    conditions = default_conditions(template)
+    env = resolve(template["Globals"]["Function"]["Environment"]["Variables"], conditions)
+    assert env["HARNESS_AUTH"] == {"Ref": "AuthMode"}
+    assert env["HARNESS_JWKS_URL"] == {"Ref": "JwksUrl"}
+    assert env["HARNESS_JWT_ISSUER"] == {"Ref": "JwtIssuer"}
+    assert env["HARNESS_JWT_AUDIENCE"] == {"Ref": "JwtAudience"}
+    assert env["HARNESS_IDENTITY_CLAIM"] == {"Ref": "IdentityClaim"}
+    urls = [b for b, res in functions.items() if "FunctionUrlConfig" in res["Properties"]]
+    assert set(urls) == STREAMING
+    for binary, res in functions.items():
+        own = res["Properties"].get("Environment", {}).get("Variables", {})
+        assert not {k for k in own if k.startswith("HARNESS_") and
+                    ("AUTH" in k or "JW" in k or "IDENTITY" in k or "PARTICIPANT" in k)}, \
+            f"{binary} overrides how identity is checked"
+    pooled = resolve(template["Globals"]["Function"]["Environment"]["Variables"],
+                     {**conditions, "WithUserPool": True})
+    assert pooled["HARNESS_JWKS_URL"]["Fn::Sub"].endswith("/.well-known/jwks.json")
+    assert pooled["HARNESS_JWT_AUDIENCE"] == {"Ref": "UserPoolClient"}
+
+
+def test_self_asserted_identity_needs_an_explicit_parameter(template):
+    params = template["Parameters"]
+    assert params["AuthMode"]["Default"] == "jwt"
+    assert params["AuthMode"]["AllowedValues"] == ["jwt", "none"]
+    assert "anyone who can reach the URLs" in params["AuthMode"]["Description"]
+    assert params["CreateUserPool"]["Default"] == "false"
+    assert params["IdentityClaim"]["Default"] == "sub"
+    rules = template["Rules"]
+    rule = rules["IdentityProviderWhileVerified"]
+    named = repr(rule["Assertions"])
+    assert all(p in named for p in ("JwtIssuer", "JwtAudience", "JwksUrl")), named
+    assert rules["NoDefaultParticipantWithJwt"]["RuleCondition"] == {
+        "Fn::Equals": [{"Ref": "AuthMode"}, "jwt"]}
+
+
+def test_the_user_pool_admits_no_self_sign_up(template):
+    pool = template["Resources"]["UserPool"]
+    assert pool["Condition"] == "WithUserPool"
+    assert pool["Properties"]["AdminCreateUserConfig"]["AllowAdminCreateUserOnly"] is True
+    client = template["Resources"]["UserPoolClient"]["Properties"]
+    assert client["GenerateSecret"] is False
 
 
 def test_globals(template):
@@ -557,7 +699,7 @@ def test_push_key_is_a_secret_parameter_required_while_push_is_on(template):
     env = template["Globals"]["Function"]["Environment"]["Variables"]
     assert env["HARNESS_PUSH_KEY"] == {"Ref": "PushKey"}
     assert env["HARNESS_PUSH_NOTIFICATIONS"] == {"Ref": "PushNotifications"}
-    [rule] = template["Rules"].values()
+    rule = template["Rules"]["PushKeyWhilePushIsOn"]
     assert rule["RuleCondition"] == {"Fn::Equals": [{"Ref": "PushNotifications"}, "true"]}
     [assertion] = rule["Assertions"]
     assert assertion["Assert"] == {"Fn::Not": [{"Fn::Equals": [{"Ref": "PushKey"}, ""]}]}
