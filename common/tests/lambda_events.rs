@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use axum::body::Bytes;
 use common::agent;
+use common::auth::local_key::LocalKey;
 use common::config::Config;
 use common::ops::{Harness, Operation};
 use common::server::{router, Endpoint};
@@ -59,20 +60,48 @@ impl Deployment {
         Self::with_config(name, Config::default())
     }
 
+    /// A deployment verifying tokens (`HARNESS_AUTH=jwt`), with the key that signs them.
+    fn verified(name: &str) -> (Self, LocalKey) {
+        let key_dir =
+            std::env::temp_dir().join(format!("harness-lambda-key-{}", uuid::Uuid::new_v4()));
+        let key = LocalKey::load_or_create(&key_dir).expect("a signing key");
+        let auth = common::auth::Auth::Jwt(common::auth::JwtSettings {
+            keys: common::auth::KeySource::Local(key.public().clone()),
+            issuer: "https://idp.example".into(),
+            audience: "tiny-harness".into(),
+            identity_claim: "sub".into(),
+            openid_configuration_url: None,
+        });
+        let _ = std::fs::remove_dir_all(&key_dir);
+        let d = Self::build(
+            name,
+            Config {
+                auth,
+                ..Config::default()
+            },
+            None,
+        );
+        (d, key)
+    }
+
     /// `config` with what every function has: no rate limit (API Gateway throttles) and
     /// no public URL unless one is given.
     fn with_config(name: &str, config: Config) -> Self {
+        // The recorded events carry no identity: one participant stands for it.
+        Self::build(name, config, Some("anonymous".into()))
+    }
+
+    fn build(name: &str, config: Config, default_participant: Option<String>) -> Self {
         let dir = std::env::temp_dir().join(format!(
             "harness-lambda-events-{name}-{}",
             uuid::Uuid::new_v4()
         ));
         std::fs::create_dir_all(&dir).expect("create the store directory");
         let store = EmbeddedStore::open(&dir).expect("open the embedded store");
-        // The recorded events carry no identity: one participant stands for it.
         let config = Config {
             public_url: String::new(),
             rate_limit_per_minute: 0,
-            default_participant: Some("anonymous".into()),
+            default_participant,
             push_key: Some(common::push::seal::PushKey::generate()),
             ..config
         };
@@ -140,6 +169,13 @@ fn fixture_text(name: &str) -> String {
 /// The fixture as the event Lambda delivers.
 fn event(name: &str) -> LambdaRequest {
     parse_event(name, &fixture_text(name))
+}
+
+/// The fixture with `Authorization: <value>` added to its headers.
+fn event_with_authorization(name: &str, value: &str) -> LambdaRequest {
+    let mut v: Value = serde_json::from_str(&fixture_text(name)).expect("a JSON fixture");
+    v["headers"]["authorization"] = Value::String(value.to_owned());
+    parse_event(name, &v.to_string())
 }
 
 /// The fixture naming `task_id` instead of the captured one.
@@ -791,4 +827,59 @@ async fn every_fixture_is_an_http_api_or_function_url_event() {
         }
     }
     assert!(seen >= 10, "only {seen} fixtures in {}", dir.display());
+}
+
+/// With `HARNESS_AUTH=jwt`, a function checks the token itself, behind the HTTP API and on
+/// a Function URL alike: an event without one is refused with 401 and a challenge before
+/// anything is stored; with one, it is its bearer's.
+#[tokio::test]
+async fn a_verifying_function_refuses_events_without_a_token_and_serves_its_bearer() {
+    let (d, key) = Deployment::verified("jwt");
+    let hour = Duration::from_secs(3600);
+    let token = key
+        .mint("alice", "sub", "https://idp.example", "tiny-harness", hour)
+        .expect("a token");
+    let bearer = format!("Bearer {token}");
+
+    let refused = d
+        .invoke(
+            Endpoint::Rest(Operation::SendMessage),
+            event("apigw-v2-post-message-send.json"),
+        )
+        .await;
+    assert_eq!(refused["statusCode"], 401, "{refused:#}");
+    assert_eq!(
+        header(&refused, "www-authenticate"),
+        "Bearer realm=\"tiny-harness\""
+    );
+    assert_eq!(json_body(&refused)["error"]["status"], "UNAUTHENTICATED");
+    let sent = d
+        .invoke(
+            Endpoint::Rest(Operation::SendMessage),
+            event_with_authorization("apigw-v2-post-message-send.json", &bearer),
+        )
+        .await;
+    let task = &ok_json(&sent)["task"];
+    assert_eq!(state(task), "TASK_STATE_COMPLETED", "{sent:#}");
+    let people = &task["metadata"]["io.github.madarauchiha-314.tiny-harness/task"]["participants"];
+    assert_eq!(people[0]["id"], "alice", "{task:#}");
+
+    let fixture = "function-url-post-jsonrpc-send-message.json";
+    let (prelude, body) = d.invoke_streaming(Endpoint::JsonRpc, event(fixture)).await;
+    assert_eq!(prelude["statusCode"], 401, "{prelude:#}");
+    assert!(prelude["headers"]["www-authenticate"]
+        .as_str()
+        .is_some_and(|c| c.starts_with("Bearer")));
+    assert_eq!(read_all(body).await["error"]["code"], -32000);
+    let (prelude, body) = d
+        .invoke_streaming(
+            Endpoint::JsonRpc,
+            event_with_authorization(fixture, &bearer),
+        )
+        .await;
+    assert_eq!(prelude["statusCode"], 200, "{prelude:#}");
+    assert_eq!(
+        state(&read_all(body).await["result"]["task"]),
+        "TASK_STATE_COMPLETED"
+    );
 }

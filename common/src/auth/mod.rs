@@ -395,6 +395,38 @@ mod tests {
     }
 
     #[test]
+    fn jwt_mode_needs_a_provider_or_a_local_key_and_names_what_is_missing() {
+        let jwt = |jwks: Option<&str>, issuer: Option<&str>| Options {
+            mode: AuthMode::Jwt,
+            jwks_url: jwks.map(Into::into),
+            issuer: issuer.map(Into::into),
+            audience: Some("aud".into()),
+            ..Options::default()
+        };
+        // A Lambda function has no state directory: the JWKS URL is required.
+        let e = jwt(None, None).resolve(None).unwrap_err();
+        assert!(e.contains("HARNESS_JWKS_URL"), "{e}");
+        let e = jwt(Some("https://idp/jwks"), None)
+            .resolve(None)
+            .unwrap_err();
+        assert!(e.contains("HARNESS_JWT_ISSUER"), "{e}");
+        let Auth::Jwt(s) = jwt(Some("https://idp/jwks"), Some("iss"))
+            .resolve(None)
+            .unwrap()
+        else {
+            panic!("jwt")
+        };
+        assert_eq!(
+            (s.issuer.as_str(), s.identity_claim.as_str()),
+            ("iss", DEFAULT_IDENTITY_CLAIM)
+        );
+        let none = Options::default().resolve(None).unwrap();
+        assert_eq!(none, Auth::None);
+        assert_eq!("jwt".parse(), Ok(AuthMode::Jwt));
+        assert!("basic".parse::<AuthMode>().is_err());
+    }
+
+    #[test]
     fn jwks_urls_are_https_or_loopback_http() {
         assert!(check_jwks_url("https://idp.example/.well-known/jwks.json").is_ok());
         assert!(check_jwks_url("http://127.0.0.1:9000/jwks").is_ok());

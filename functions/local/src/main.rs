@@ -263,10 +263,14 @@ async fn run() -> Result<(), common::lambda::Error> {
         std::time::Duration::from_secs(10),
     ));
     println!(
-        "harness-local serving {} (agent card: {}/.well-known/agent-card.json, state: {})",
+        "harness-local serving {} (agent card: {}/.well-known/agent-card.json, state: {}, auth: {})",
         harness.config.public_url,
         harness.config.public_url.trim_end_matches('/'),
-        args.state_dir.display()
+        args.state_dir.display(),
+        match args.auth {
+            AuthMode::None => "none, identity not verified",
+            AuthMode::Jwt => "jwt",
+        }
     );
     let app = common::server::router(harness, common::server::Endpoint::All);
     // Without TCP_NODELAY, Nagle holds a stream's small SSE writes back until the
