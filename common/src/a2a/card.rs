@@ -182,3 +182,51 @@ impl PublishedCard {
             .any(|t| t == "*" || t == self.etag)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::auth::{JwtSettings, KeySource};
+
+    fn jwt(discovery: Option<&str>) -> Config {
+        Config {
+            auth: Auth::Jwt(JwtSettings {
+                keys: KeySource::Jwks("https://idp.example/jwks".into()),
+                issuer: "https://idp.example".into(),
+                audience: "harness".into(),
+                identity_claim: "sub".into(),
+                openid_configuration_url: discovery.map(Into::into),
+            }),
+            ..Config::default()
+        }
+    }
+
+    #[test]
+    fn the_card_asks_for_the_scheme_jwt_mode_verifies_and_none_for_none() {
+        let open = serde_json::to_value(build(&Config::default(), &[])).unwrap();
+        assert!(
+            open.get("securitySchemes").is_none() && open.get("securityRequirements").is_none()
+        );
+
+        let bearer = serde_json::to_value(build(&jwt(None), &[])).unwrap();
+        let scheme = &bearer["securitySchemes"]["bearer"]["httpAuthSecurityScheme"];
+        assert_eq!(
+            (scheme["scheme"].as_str(), scheme["bearerFormat"].as_str()),
+            (Some("Bearer"), Some("JWT"))
+        );
+        assert_eq!(
+            bearer["securityRequirements"],
+            json!([{"schemes": {"bearer": {}}}])
+        );
+
+        let url = "https://idp.example/.well-known/openid-configuration";
+        let oidc = serde_json::to_value(build(&jwt(Some(url)), &[])).unwrap();
+        assert_eq!(
+            oidc["securitySchemes"]["bearer"]["openIdConnectSecurityScheme"]["openIdConnectUrl"],
+            url
+        );
+        assert!(oidc["securitySchemes"]["bearer"]
+            .get("httpAuthSecurityScheme")
+            .is_none());
+    }
+}
