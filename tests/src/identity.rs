@@ -67,6 +67,7 @@ fn now() -> u64 {
 impl Idp {
     /// A provider serving its JWKS (both keys) on a free loopback port.
     pub async fn start() -> Idp {
+        common::auth::ring_crypto::install();
         let rng = SystemRandom::new();
         let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng)
             .expect("an EC key");

@@ -166,11 +166,17 @@ impl LocalKey {
             "exp": now + lifetime.as_secs(),
         });
         claims[claim] = Value::String(participant.to_owned());
+        self.sign(&claims)
+    }
+
+    /// `claims` as a token signed with this key (ES256, under its key id).
+    pub fn sign(&self, claims: &Value) -> Result<String, LocalKeyError> {
+        super::ring_crypto::install();
         let header = Header {
             kid: Some(self.public.kid.clone()),
             ..Header::new(Algorithm::ES256)
         };
-        jsonwebtoken::encode(&header, &claims, &EncodingKey::from_ec_der(&self.pkcs8))
+        jsonwebtoken::encode(&header, claims, &EncodingKey::from_ec_der(&self.pkcs8))
             .map_err(|e| LocalKeyError::Sign(e.to_string()))
     }
 }
@@ -230,6 +236,7 @@ mod tests {
         let token = first
             .mint("alice", "sub", LOCAL_ISSUER, LOCAL_ISSUER, DEFAULT_LIFETIME)
             .unwrap();
+        super::super::ring_crypto::install();
         let mut validation = jsonwebtoken::Validation::new(Algorithm::ES256);
         validation.set_audience(&[LOCAL_ISSUER]);
         validation.set_issuer(&[LOCAL_ISSUER]);

@@ -13,6 +13,7 @@
 
 pub mod jwks;
 pub mod local_key;
+pub mod ring_crypto;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -203,6 +204,7 @@ impl std::fmt::Debug for Verifier {
 
 impl Verifier {
     pub fn new(settings: JwtSettings) -> Result<Self, String> {
+        ring_crypto::install();
         let keys = match &settings.keys {
             KeySource::Jwks(url) => {
                 check_jwks_url(url)?;
@@ -426,6 +428,8 @@ mod tests {
         assert!(check_jwks_url("file:///etc/jwks").is_err());
     }
 
+    use serde_json::json;
+
     #[tokio::test]
     async fn local_tokens_verify_and_their_claims_are_checked() {
         let dir = std::env::temp_dir().join(format!("auth-{}", uuid::Uuid::new_v4()));
@@ -468,20 +472,33 @@ mod tests {
                 Err(AuthError::Invalid(expected))
             );
         }
-        // An HMAC token "signed" with the public key, under the right kid: refused.
-        let header = jsonwebtoken::Header {
-            kid: Some(key.public().kid.clone()),
-            ..jsonwebtoken::Header::new(Algorithm::HS256)
-        };
-        let claims = serde_json::json!({"iss": "iss", "aud": "aud", "sub": "alice",
-            "exp": jsonwebtoken::get_current_timestamp() + 60});
-        let secret =
-            jsonwebtoken::EncodingKey::from_secret(key.public().jwk().to_string().as_bytes());
-        let hmac = jsonwebtoken::encode(&header, &claims, &secret).unwrap();
+        let now = jsonwebtoken::get_current_timestamp();
+        let claims =
+            serde_json::json!({"iss": "iss", "aud": "aud", "sub": "alice", "exp": now + 60});
+        // An HMAC token under the right kid (as if signed with the public key): refused
+        // before any key is used.
+        use base64::Engine;
+        let b64 =
+            |v: &Value| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string());
+        let header = serde_json::json!({"alg": "HS256", "typ": "JWT", "kid": key.public().kid});
+        let hmac = format!("{}.{}.c2ln", b64(&header), b64(&claims));
         assert_eq!(
             v.participant(Some(auth(hmac).as_bytes())).await,
             Err(AuthError::Invalid("the token's algorithm is not accepted"))
         );
+        // CVE-2026-25537: an nbf (or exp) of the wrong type is not skipped.
+        for (name, bad) in [
+            ("nbf", json!((now + 3600).to_string())),
+            ("exp", json!("soon")),
+        ] {
+            let mut c = claims.clone();
+            c[name] = bad;
+            let token = key.sign(&c).unwrap();
+            assert!(
+                v.participant(Some(auth(token).as_bytes())).await.is_err(),
+                "{name}"
+            );
+        }
         std::fs::remove_dir_all(dir).unwrap();
     }
 }
