@@ -481,6 +481,41 @@ async fn nobody_acts_as_the_harness(backend: Backend) {
     let after = get(&open, &alice, Via::Rest, &id).await.ok();
     assert_eq!(user_messages(&after), user_messages(&task), "{after}");
     assert_eq!(state(&after), "TASK_STATE_INPUT_REQUIRED");
+    // Nor by listing it as a person on a new task, nor through a sub-task made with /task,
+    // whose first message is from the participant who asked.
+    let people = json!([
+        participants::participant("alice", "human", "reporter"),
+        participants::participant("walt", "human", "watcher"),
+    ]);
+    for via in Via::BOTH {
+        let posing = json!([participants::participant(AGENT_ID, "human", "admin")]);
+        let m = json!({"messageId": unique("tck-input-required"), "role": "ROLE_USER",
+            "parts": [{"text": "x"}, participants::task_envelope_part("x", "x", posing)]});
+        let refused = send(&open, &alice, via, m.clone()).await;
+        refused.invalid_params();
+        assert!(
+            refused.message().contains("the harness"),
+            "{}",
+            refused.text
+        );
+        let mid = m["messageId"].as_str().expect("id");
+        assert_eq!(
+            open.store().message_task("", mid).await.expect("read"),
+            None
+        );
+
+        let m = json!({"messageId": unique("tck-input-required"), "role": "ROLE_USER",
+            "parts": [{"text": "x"}, participants::task_envelope_part("x", "x", people.clone())]});
+        let parent = task_id(&send(&open, &alice, via, m).await.ok()["task"]);
+        let mut order = message("tck-input-required", Some(&parent));
+        order["parts"] = json!([{"text": "/task walt Buy the paint"}]);
+        send(&open, &alice, via, order).await.ok();
+        let child = get(&open, &alice, via, &format!("{parent}.1")).await.ok();
+        assert_eq!(
+            child["history"][0]["metadata"]["participant_id"], "alice",
+            "{child}"
+        );
+    }
     // Each attempt is audited.
     let trail = open.store().audit_trail("").await.expect("audit");
     let refused = trail

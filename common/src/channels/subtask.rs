@@ -63,9 +63,10 @@ impl ParticipantTask {
 
 /// The sub-task of `parent` for a participant of it: numbered by the parent's links so
 /// far (so a retry after a crash names the same task), with the parent's participants, the
-/// participant as assignee and the previous assignee as watcher. The harness (`harness`)
-/// is its first message's sender: it asserts itself when it delegates.
-pub fn sub_task(parent: &TaskRecord, req: &ParticipantTask, harness: &str) -> TaskRecord {
+/// participant as assignee and the previous assignee as watcher. `sender` is its first
+/// message's sender: the harness when its agent delegates (it asserts itself), the
+/// participant who asked with `/task` (a person never speaks as the harness).
+pub fn sub_task(parent: &TaskRecord, req: &ParticipantTask, sender: &str) -> TaskRecord {
     let parent_ext = parent.ext().unwrap_or_default();
     let id = format!("{}.{}", parent.task.id, parent_ext.sub_tasks.len() + 1);
     let participants = parent_ext
@@ -83,7 +84,7 @@ pub fn sub_task(parent: &TaskRecord, req: &ParticipantTask, harness: &str) -> Ta
         })
         .collect();
     let ext = req.extension(participants, vec![TaskRef::local(&parent.task.id)]);
-    req.record(id, &parent.tenant, &parent.task.context_id, harness, &ext)
+    req.record(id, &parent.tenant, &parent.task.context_id, sender, &ext)
 }
 
 /// A task of its own for a participant, asked for by `reporter`.

@@ -152,7 +152,6 @@ async fn task(call: &mut Invocation<'_>, arguments: &str) -> Result<Reply, Comma
     else {
         return Ok(Reply::text("usage: /task <participant> <goal>"));
     };
-    let harness = &call.harness.config.agent_id;
     let request = ParticipantTask {
         participant_id: who.to_owned(),
         name: TaskExtension::from_text(goal).name,
@@ -167,7 +166,7 @@ async fn task(call: &mut Invocation<'_>, arguments: &str) -> Result<Reply, Comma
                     "[channel.not_a_member] no such participant on this task",
                 ));
             }
-            let child = subtask::sub_task(parent, &request, harness);
+            let child = subtask::sub_task(parent, &request, call.sender);
             let id = child.task.id.clone();
             match subtask::create(call.harness.store.as_ref(), &child, &parent.task.id).await {
                 Ok(()) => {}

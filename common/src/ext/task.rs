@@ -195,6 +195,23 @@ impl TaskExtension {
         self.participants.iter().find(|p| p.role == Role::Assignee)
     }
 
+    /// Whether the participants can stand as given: each id once, and the harness's own id
+    /// (`harness`) only as an agent, so no one is listed twice and no person can pose as
+    /// the harness.
+    pub fn check_roster(&self, harness: &str) -> Result<(), String> {
+        for (i, p) in self.participants.iter().enumerate() {
+            if self.participants[..i].iter().any(|q| q.id == p.id) {
+                return Err(format!("participant {} is listed twice", p.id));
+            }
+            if p.id == harness && p.kind != ParticipantKind::Agent {
+                return Err(format!(
+                    "participant {harness} is the harness: its kind is agent"
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Adds `p` unless a participant with its id is already there.
     pub fn add(&mut self, p: Participant) {
         if self.participant(&p.id).is_none() {
@@ -236,19 +253,15 @@ const OPEN_FIELDS: &[&str] = &["name", "description", "acceptance_criteria"];
 const ADMIN_FIELDS: &[&str] = &["participants"];
 
 impl TaskEnvelope {
-    /// The extension of the task it starts.
-    pub fn starting(&self) -> Result<TaskExtension, crate::a2a::A2aError> {
-        TaskExtension::parse(&self.payload)
-            .map_err(|e| self.refuse(format!("invalid task extension: {e}")))
-    }
-
     /// `ext` as changed by this envelope from participant `editor`: name, description and
     /// acceptance criteria by the reporter or an admin, participants by an admin (see
-    /// `channels::permissions`), nothing else; the result must still match the schema.
+    /// `channels::permissions`, and [`TaskExtension::check_roster`] with the harness's id
+    /// `harness`), nothing else; the result must still match the schema.
     pub fn applied_to(
         &self,
         ext: &TaskExtension,
         editor: &str,
+        harness: &str,
     ) -> Result<TaskExtension, crate::a2a::A2aError> {
         use crate::channels::permissions::{permits, Action};
         let changes = self.payload.as_object().cloned().unwrap_or_default();
@@ -273,8 +286,19 @@ impl TaskEnvelope {
         if let Some(obj) = merged.as_object_mut() {
             obj.extend(changes);
         }
-        TaskExtension::parse(&merged)
-            .map_err(|e| self.refuse(format!("invalid task extension: {e}")))
+        let changed = TaskExtension::parse(&merged)
+            .map_err(|e| self.refuse(format!("invalid task extension: {e}")))?;
+        changed.check_roster(harness).map_err(|e| self.refuse(e))?;
+        Ok(changed)
+    }
+
+    /// The extension of the task it starts, for the harness `harness` (see
+    /// [`TaskExtension::check_roster`]).
+    pub fn starting(&self, harness: &str) -> Result<TaskExtension, crate::a2a::A2aError> {
+        let ext = TaskExtension::parse(&self.payload)
+            .map_err(|e| self.refuse(format!("invalid task extension: {e}")))?;
+        ext.check_roster(harness).map_err(|e| self.refuse(e))?;
+        Ok(ext)
     }
 
     fn refuse(&self, why: String) -> crate::a2a::A2aError {
@@ -355,10 +379,13 @@ mod tests {
             ext.add(Participant::new(id, ParticipantKind::Human, role));
         }
         let criteria = envelope(json!({"acceptance_criteria": [{"text": "green build"}]}));
-        let changed = criteria.applied_to(&ext, "rita").unwrap();
+        let changed = criteria.applied_to(&ext, "rita", "h").unwrap();
         assert_eq!(changed.acceptance_criteria[0].text, "green build");
         assert_eq!(changed.goal, "Ship it");
-        let err = criteria.applied_to(&ext, "walt").unwrap_err().to_string();
+        let err = criteria
+            .applied_to(&ext, "walt", "h")
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("only the task's reporter or an admin"),
             "{err}"
@@ -367,23 +394,47 @@ mod tests {
         let people = envelope(json!({"participants": [
             {"id": "rita", "kind": "human", "role": "admin"}
         ]}));
-        let err = people.applied_to(&ext, "rita").unwrap_err().to_string();
+        let err = people
+            .applied_to(&ext, "rita", "h")
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("only an admin may change participants"),
             "{err}"
         );
-        let by_admin = people.applied_to(&ext, "ada").unwrap();
+        let by_admin = people.applied_to(&ext, "ada", "h").unwrap();
         assert!(by_admin.has_role(Some("rita"), Role::Admin));
 
         let goal = envelope(json!({"goal": "something else", "sub_tasks": []}));
-        let err = goal.applied_to(&ext, "ada").unwrap_err().to_string();
+        let err = goal.applied_to(&ext, "ada", "h").unwrap_err().to_string();
         assert!(
             err.contains("task envelope cannot change goal, sub_tasks"),
             "{err}"
         );
         let broken = envelope(json!({"acceptance_criteria": [{"met": true}]}));
-        let err = broken.applied_to(&ext, "ada").unwrap_err().to_string();
+        let err = broken.applied_to(&ext, "ada", "h").unwrap_err().to_string();
         assert!(err.contains("invalid task extension"), "{err}");
+    }
+
+    #[test]
+    fn no_one_is_listed_twice_and_no_person_poses_as_the_harness() {
+        let starting = |people: Value| {
+            envelope(json!({"name": "n", "goal": "g", "participants": people}))
+                .starting("tiny-harness")
+                .map_err(|e| e.to_string())
+        };
+        let e = starting(json!([{"id": "tiny-harness", "kind": "human", "role": "reporter"}]));
+        assert!(e.unwrap_err().contains("the harness"));
+        let e = starting(json!([
+            {"id": "alice", "kind": "human", "role": "watcher"},
+            {"id": "alice", "kind": "human", "role": "admin"}
+        ]));
+        assert!(e.unwrap_err().contains("listed twice"));
+        assert!(starting(json!([
+            {"id": "alice", "kind": "human", "role": "reporter"},
+            {"id": "tiny-harness", "kind": "agent", "role": "assignee"}
+        ]))
+        .is_ok());
     }
 
     #[test]

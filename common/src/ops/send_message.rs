@@ -221,7 +221,9 @@ async fn intake(
     let outcome = if let (Some(command), true) = (&command, message.task_id.is_empty()) {
         command_without_task(h, &tenant, message.clone(), &sender, command).await
     } else if message.task_id.is_empty() {
-        let ext = envelope.as_ref().map(TaskEnvelope::starting).transpose()?;
+        let ext = (envelope.as_ref())
+            .map(|e| e.starting(&h.config.agent_id))
+            .transpose()?;
         let new = NewTask {
             push: push.is_some(),
             sender: &sender,
@@ -491,7 +493,9 @@ async fn continue_task(
             }
         }
         if let Some(envelope) = from.envelope {
-            envelope.applied_to(&ext, from.id)?.store(&mut next.task);
+            envelope
+                .applied_to(&ext, from.id, &h.config.agent_id)?
+                .store(&mut next.task);
         }
         accept_message(&mut next, &mut message);
         let mut events = Vec::new();
