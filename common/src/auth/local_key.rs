@@ -84,8 +84,8 @@ impl LocalKey {
             path: path.display().to_string(),
             error: e.to_string(),
         };
-        match std::fs::read_to_string(&path) {
-            Ok(text) => Self::from_file(&path, &text),
+        match std::fs::symlink_metadata(&path) {
+            Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 std::fs::create_dir_all(dir).map_err(file_error)?;
                 let pkcs8 = EcdsaKeyPair::generate_pkcs8(
@@ -95,27 +95,14 @@ impl LocalKey {
                 .map_err(|_| LocalKeyError::Sign("cannot generate a key".into()))?;
                 write_once(&path, &format!("{}\n", STANDARD.encode(pkcs8.as_ref())))
                     .map_err(file_error)?;
-                let text = std::fs::read_to_string(&path).map_err(file_error)?;
-                Self::from_file(&path, &text)
             }
-            Err(e) => Err(file_error(e)),
+            Err(e) => return Err(file_error(e)),
         }
+        let text = read_private(&path)?;
+        Self::from_file(&path, &text)
     }
 
     fn from_file(path: &Path, text: &str) -> Result<Self, LocalKeyError> {
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            let mode = std::fs::metadata(path)
-                .map(|m| m.permissions().mode() & 0o777)
-                .unwrap_or(0o600);
-            if mode & 0o077 != 0 {
-                return Err(LocalKeyError::Exposed {
-                    path: path.display().to_string(),
-                    mode,
-                });
-            }
-        }
         let corrupt = || LocalKeyError::Corrupt {
             path: path.display().to_string(),
         };
@@ -181,12 +168,49 @@ impl LocalKey {
     }
 }
 
-/// Writes `text` to `path` only if nothing is there, atomically: a temporary file
-/// (mode 0600) hard-linked into place. Losing a race to another process is not an error.
+/// The key file's text, if it is a regular file (not a link) only its owner may read; the
+/// mode is checked on the file opened, so it cannot be swapped in between.
+fn read_private(path: &Path) -> Result<String, LocalKeyError> {
+    let file_error = |e: std::io::Error| LocalKeyError::File {
+        path: path.display().to_string(),
+        error: e.to_string(),
+    };
+    let not_a_file = || LocalKeyError::File {
+        path: path.display().to_string(),
+        error: "not a regular file".into(),
+    };
+    let link = std::fs::symlink_metadata(path).map_err(file_error)?;
+    if !link.file_type().is_file() {
+        return Err(not_a_file());
+    }
+    let mut file = std::fs::File::open(path).map_err(file_error)?;
+    let meta = file.metadata().map_err(file_error)?;
+    if !meta.is_file() {
+        return Err(not_a_file());
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = meta.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            return Err(LocalKeyError::Exposed {
+                path: path.display().to_string(),
+                mode,
+            });
+        }
+    }
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut file, &mut text).map_err(file_error)?;
+    Ok(text)
+}
+
+/// Writes `text` to `path` only if nothing is there, atomically: a new temporary file
+/// (mode 0600; `create_new` follows no link) hard-linked into place. Losing a race to
+/// another process is not an error.
 fn write_once(path: &Path, text: &str) -> std::io::Result<()> {
-    let tmp: PathBuf = path.with_extension(format!("tmp.{}", std::process::id()));
+    let tmp: PathBuf = path.with_extension(format!("tmp.{}", uuid::Uuid::new_v4()));
     let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
+    options.write(true).create_new(true);
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
     let result = options
@@ -252,6 +276,19 @@ mod tests {
             Some(first.public().kid.as_str())
         );
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_key_file_that_is_a_link_is_refused() {
+        let dir = temp_dir();
+        let elsewhere = temp_dir();
+        let _ = LocalKey::load_or_create(&elsewhere).unwrap();
+        std::os::unix::fs::symlink(elsewhere.join(KEY_FILE), dir.join(KEY_FILE)).unwrap();
+        let e = LocalKey::load_or_create(&dir).unwrap_err();
+        assert!(e.to_string().contains("not a regular file"), "{e}");
+        std::fs::remove_dir_all(dir).unwrap();
+        std::fs::remove_dir_all(elsewhere).unwrap();
     }
 
     #[test]
