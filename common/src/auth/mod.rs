@@ -83,15 +83,6 @@ pub enum Auth {
     Jwt(JwtSettings),
 }
 
-impl Auth {
-    pub fn mode(&self) -> AuthMode {
-        match self {
-            Auth::None => AuthMode::None,
-            Auth::Jwt(_) => AuthMode::Jwt,
-        }
-    }
-}
-
 /// The settings as given (flags, or the environment), before the keys are found.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
