@@ -140,3 +140,106 @@ async fn a_crash_after_a_committed_model_call_resumes_without_calling_the_model_
     let _ = std::fs::remove_file(path);
     let _ = std::fs::remove_file(log);
 }
+
+/// What a provider's error body carries that must never reach a task: an internal URL
+/// and a key-shaped string.
+const LEAKED_URL: &str = "https://internal-gateway.corp.example/v1/route-7";
+const LEAKED_KEY: &str = "sk-proj-AbCdEf0123456789AbCdEf0123456789";
+
+/// An OpenAI-compatible provider that refuses every call with an error body quoting
+/// [`LEAKED_URL`] and [`LEAKED_KEY`]; its base URL.
+async fn leaky_provider() -> (String, tokio::task::JoinHandle<()>) {
+    let app = axum::Router::new().route(
+        "/v1/chat/completions",
+        axum::routing::post(|| async {
+            let body = json!({"error": {
+                "message": format!("Incorrect API key provided: {LEAKED_KEY} (gateway {LEAKED_URL})"),
+                "type": "invalid_request_error", "code": "invalid_api_key"}});
+            (axum::http::StatusCode::UNAUTHORIZED, axum::Json(body))
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind the provider");
+    let base = format!("http://{}/v1", listener.local_addr().expect("addr"));
+    let server = tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (base, server)
+}
+
+/// Issue 17, item 6: a failed model call leaves a short, stable reason and an error id
+/// in the task, on both bindings and both stores; the provider's body (a URL, a key)
+/// reaches neither the task, its history nor its events.
+async fn a_failed_model_call_tells_participants_a_reason_not_the_providers_body(
+    backend: harness_e2e::Backend,
+) {
+    use harness_e2e::identity::{get, send, Via, Who};
+    let (base, provider) = leaky_provider().await;
+    let models = std::env::temp_dir().join(format!("{}.toml", unique("harness-models")));
+    let catalog = format!(
+        "default = \"leaky\"\n[models.leaky]\nprovider = \"openai\"\nmodel = \"gpt-test\"\nbase_url = \"{base}\"\n"
+    );
+    std::fs::write(&models, catalog).expect("write the models file");
+    let file = models.display().to_string();
+    let Some(s) = Server::start_on(backend, &["--agent", "llm", "--models", &file]).await else {
+        return;
+    };
+    let alice = Who::header("alice");
+    for via in Via::BOTH {
+        let task = send(
+            &s,
+            &alice,
+            via,
+            user_message(&unique("m"), "Paint the shed"),
+        )
+        .await
+        .ok()["task"]
+            .clone();
+        assert_eq!(task["status"]["state"], "TASK_STATE_FAILED", "{task}");
+        let id = task["id"].as_str().expect("id").to_owned();
+        let told = task["status"]["message"]["parts"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert!(
+            told.starts_with("The model call failed (error ") && told.contains("harness's log"),
+            "{told}"
+        );
+        let stored = get(&s, &alice, via, &id).await.ok();
+        let events = s
+            .store()
+            .read_events(&id, None, 1000)
+            .await
+            .expect("the task's events");
+        let events: Vec<_> = events.iter().map(|e| &e.event).collect();
+        let events = serde_json::to_string(&events).expect("events as JSON");
+        for leak in [LEAKED_URL, LEAKED_KEY, "internal-gateway", "sk-proj", &base] {
+            for (what, text) in [
+                ("the answer", task.to_string()),
+                ("the task", stored.to_string()),
+                ("its events", events.clone()),
+            ] {
+                assert!(!text.contains(leak), "{what} carries {leak:?}: {text}");
+            }
+        }
+    }
+    provider.abort();
+    let _ = std::fs::remove_file(models);
+}
+
+#[tokio::test]
+async fn a_failed_model_call_tells_participants_a_reason_not_the_providers_body_embedded() {
+    a_failed_model_call_tells_participants_a_reason_not_the_providers_body(
+        harness_e2e::Backend::Embedded,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_failed_model_call_tells_participants_a_reason_not_the_providers_body_on_dynamodb() {
+    a_failed_model_call_tells_participants_a_reason_not_the_providers_body(
+        harness_e2e::Backend::DynamoDb,
+    )
+    .await;
+}

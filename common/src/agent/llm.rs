@@ -466,7 +466,10 @@ impl Agent for LlmAgent {
             };
             let answer = match model.chat(&request).await {
                 Ok(a) => a,
-                Err(e) => return Self::fail(run, &format!("The model call failed: {e}")).await,
+                Err(e) => {
+                    let why = crate::engine::failure_notice("The model call failed", &e);
+                    return Self::fail(run, &why).await;
+                }
             };
             let said = ChatMessage::Assistant {
                 text: answer.text.clone(),

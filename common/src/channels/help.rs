@@ -210,11 +210,9 @@ impl HelpDecider for ModelDecider {
             max_tokens: 1024,
             turn: input.turn,
         };
-        let answer = input
-            .model
-            .chat(&request)
-            .await
-            .map_err(|e| format!("the help decision model call failed: {e}"))?;
+        let answer = input.model.chat(&request).await.map_err(|e| {
+            crate::engine::failure_notice("the help decision model call failed", &e)
+        })?;
         let output = match answer
             .tool_calls
             .into_iter()

@@ -45,6 +45,16 @@ pub async fn sweep_every(engine: Arc<Engine>, period: std::time::Duration) {
 
 /// Waits a little before retrying a commit that lost a race: longer with each attempt
 /// (up to ~50 ms) and jittered, so many writers of one task do not collide in lockstep.
+/// What a task's participants are told when something failed: a short, stable `reason`
+/// and an id to find the details by in the log, which gets `error`. Provider error
+/// bodies, internal URLs and SDK messages never reach a task, its history or its events.
+pub fn failure_notice(reason: &str, error: &dyn std::fmt::Display) -> String {
+    let id = uuid::Uuid::new_v4().simple().to_string();
+    let id = &id[..12];
+    tracing::warn!(error_id = id, error = %error, "{reason}");
+    format!("{reason} (error {id}; the details are in the harness's log).")
+}
+
 pub async fn backoff(attempt: u32) {
     let jitter = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -239,7 +249,7 @@ impl Engine {
             Ok(()) | Err(RunError::Ended(_)) => {}
             Err(RunError::LeaseLost) => return Ok(None),
             Err(e) => {
-                let msg = run.agent_message(&format!("The agent failed: {e}"));
+                let msg = run.agent_message(&failure_notice("The agent failed", &e));
                 let _ = run.set_status(TaskState::Failed, Some(msg)).await;
                 let _ = run.release().await;
                 return Err(e);
