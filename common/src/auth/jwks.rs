@@ -35,6 +35,16 @@ impl Default for Policy {
     }
 }
 
+/// What an RSA key may verify: PKCS#1 v1.5 and PSS with SHA-256, -384 and -512.
+pub const RSA_ALGORITHMS: &[Algorithm] = &[
+    Algorithm::RS256,
+    Algorithm::RS384,
+    Algorithm::RS512,
+    Algorithm::PS256,
+    Algorithm::PS384,
+    Algorithm::PS512,
+];
+
 /// A key a token may be signed with: its id, what it may verify, the key.
 #[derive(Clone)]
 pub struct Key {
@@ -63,14 +73,7 @@ impl Key {
             return None;
         }
         let family: &[Algorithm] = match &jwk.algorithm {
-            AlgorithmParameters::RSA(_) => &[
-                Algorithm::RS256,
-                Algorithm::RS384,
-                Algorithm::RS512,
-                Algorithm::PS256,
-                Algorithm::PS384,
-                Algorithm::PS512,
-            ],
+            AlgorithmParameters::RSA(_) => RSA_ALGORITHMS,
             AlgorithmParameters::EllipticCurve(ec) => match ec.curve {
                 EllipticCurve::P256 => &[Algorithm::ES256],
                 EllipticCurve::P384 => &[Algorithm::ES384],

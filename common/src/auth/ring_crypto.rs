@@ -95,12 +95,17 @@ impl JwtVerifier for RingVerifier {
     }
 }
 
-fn new_verifier(alg: &Algorithm, key: &DecodingKey) -> Result<Box<dyn JwtVerifier>, Error> {
-    // A key verifies only its own family's algorithms (never HMAC): no algorithm
-    // confusion whatever the token's header says.
-    if family(*alg) == AlgorithmFamily::Hmac || key.family() != family(*alg) {
+/// A key serves its own family's algorithms only, and never HMAC: no algorithm
+/// confusion, whatever a token's header says.
+fn check_family(alg: Algorithm, key: AlgorithmFamily) -> Result<(), Error> {
+    if family(alg) == AlgorithmFamily::Hmac || key != family(alg) {
         return Err(ErrorKind::InvalidAlgorithm.into());
     }
+    Ok(())
+}
+
+fn new_verifier(alg: &Algorithm, key: &DecodingKey) -> Result<Box<dyn JwtVerifier>, Error> {
+    check_family(*alg, key.family())?;
     Ok(Box::new(RingVerifier {
         alg: *alg,
         key: key.clone(),
@@ -155,9 +160,7 @@ impl JwtSigner for RingSigner {
 }
 
 fn new_signer(alg: &Algorithm, key: &EncodingKey) -> Result<Box<dyn JwtSigner>, Error> {
-    if family(*alg) == AlgorithmFamily::Hmac || key.family() != family(*alg) {
-        return Err(ErrorKind::InvalidAlgorithm.into());
-    }
+    check_family(*alg, key.family())?;
     Ok(Box::new(RingSigner {
         alg: *alg,
         key: key.clone(),
@@ -230,15 +233,8 @@ mod tests {
             jwk["e"].as_str().expect("e"),
         )
         .expect("components");
-        for alg in [
-            Algorithm::RS256,
-            Algorithm::RS384,
-            Algorithm::RS512,
-            Algorithm::PS256,
-            Algorithm::PS384,
-            Algorithm::PS512,
-        ] {
-            assert!(round_trip(alg, &rsa, &rsa_public), "{alg:?}");
+        for alg in crate::auth::jwks::RSA_ALGORITHMS {
+            assert!(round_trip(*alg, &rsa, &rsa_public), "{alg:?}");
         }
         for (alg, signing) in [
             (Algorithm::ES256, &sig::ECDSA_P256_SHA256_FIXED_SIGNING),
