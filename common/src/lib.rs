@@ -18,5 +18,6 @@ pub mod models;
 pub mod ops;
 pub mod push;
 pub mod resume;
+pub mod secret_file;
 pub mod server;
 pub mod store;

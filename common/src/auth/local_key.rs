@@ -4,7 +4,7 @@
 //! identity provider. An ES256 (P-256) key in PKCS#8, kept in the state directory readable
 //! by its owner only, created on first use.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
@@ -14,6 +14,8 @@ use ring::rand::SystemRandom;
 use ring::signature::{EcdsaKeyPair, KeyPair, ECDSA_P256_SHA256_FIXED_SIGNING};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
+
+use crate::secret_file::write_once;
 
 /// The key's file in the state directory.
 pub const KEY_FILE: &str = "auth.key";
@@ -80,10 +82,7 @@ impl LocalKey {
     /// at once: the file appears whole or not at all.
     pub fn load_or_create(dir: &Path) -> Result<Self, LocalKeyError> {
         let path = dir.join(KEY_FILE);
-        let file_error = |e: std::io::Error| LocalKeyError::File {
-            path: path.display().to_string(),
-            error: e.to_string(),
-        };
+        let file_error = file_error(&path);
         match std::fs::symlink_metadata(&path) {
             Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -168,13 +167,17 @@ impl LocalKey {
     }
 }
 
+fn file_error(path: &Path) -> impl Fn(std::io::Error) -> LocalKeyError + Copy + '_ {
+    move |e| LocalKeyError::File {
+        path: path.display().to_string(),
+        error: e.to_string(),
+    }
+}
+
 /// The key file's text, if it is a regular file (not a link) only its owner may read; the
 /// mode is checked on the file opened, so it cannot be swapped in between.
 fn read_private(path: &Path) -> Result<String, LocalKeyError> {
-    let file_error = |e: std::io::Error| LocalKeyError::File {
-        path: path.display().to_string(),
-        error: e.to_string(),
-    };
+    let file_error = file_error(path);
     let not_a_file = || LocalKeyError::File {
         path: path.display().to_string(),
         error: "not a regular file".into(),
@@ -204,34 +207,11 @@ fn read_private(path: &Path) -> Result<String, LocalKeyError> {
     Ok(text)
 }
 
-/// Writes `text` to `path` only if nothing is there, atomically: a new temporary file
-/// (mode 0600; `create_new` follows no link) hard-linked into place. Losing a race to
-/// another process is not an error.
-fn write_once(path: &Path, text: &str) -> std::io::Result<()> {
-    let tmp: PathBuf = path.with_extension(format!("tmp.{}", uuid::Uuid::new_v4()));
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let result = options
-        .open(&tmp)
-        .and_then(|mut f| {
-            std::io::Write::write_all(&mut f, text.as_bytes())?;
-            f.sync_all()
-        })
-        .and_then(|()| match std::fs::hard_link(&tmp, path) {
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-            other => other,
-        });
-    let _ = std::fs::remove_file(&tmp);
-    result
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn temp_dir() -> PathBuf {
+    fn temp_dir() -> std::path::PathBuf {
         let dir = std::env::temp_dir().join(format!(
             "local-key-{}-{}",
             std::process::id(),

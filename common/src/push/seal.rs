@@ -70,15 +70,10 @@ impl PushKey {
         match std::fs::read_to_string(path) {
             Ok(text) => text.parse(),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let key = PushKey::generate();
-                let mut options = std::fs::OpenOptions::new();
-                options.write(true).create_new(true);
-                #[cfg(unix)]
-                std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-                let mut file = options.open(path).map_err(file_error)?;
-                std::io::Write::write_all(&mut file, format!("{}\n", key.encoded()).as_bytes())
-                    .map_err(file_error)?;
-                Ok(key)
+                let key = PushKey::generate().encoded();
+                // Another process may win the race: its key is the one kept.
+                crate::secret_file::write_once(path, &format!("{key}\n")).map_err(file_error)?;
+                std::fs::read_to_string(path).map_err(file_error)?.parse()
             }
             Err(e) => Err(file_error(e)),
         }
