@@ -15,15 +15,6 @@ async fn jwt_server(idp: &Idp, backend: Backend) -> Option<Server> {
     Server::start_on(backend, &args).await
 }
 
-fn ids(list: &Value) -> Vec<String> {
-    list["tasks"]
-        .as_array()
-        .expect("tasks")
-        .iter()
-        .map(task_id)
-        .collect()
-}
-
 /// The user messages in a task's history.
 fn user_messages(task: &Value) -> Vec<Value> {
     task["history"]
@@ -67,7 +58,7 @@ async fn a_valid_token_is_its_bearer(backend: Backend) {
         let id = task_id(&task);
         // The other key, the other algorithm: the same participant.
         assert_eq!(task_id(&get(&s, &es, via, &id).await.ok()), id);
-        assert!(ids(&list(&s, &es, via).await.ok()).contains(&id));
+        assert!(listed_ids(&list(&s, &es, via).await.ok()).contains(&id));
         // Naming yourself is allowed, in the header or the metadata.
         let both = Who::TokenAndHeader(idp.token("alice"), "alice".into());
         assert_eq!(task_id(&get(&s, &both, via, &id).await.ok()), id);
@@ -279,9 +270,9 @@ async fn a_token_speaks_for_its_bearer_only(backend: Backend) {
             );
         }
     }
-    assert!(ids(&list(&s, &alice, Via::JsonRpc).await.ok()).is_empty());
+    assert!(listed_ids(&list(&s, &alice, Via::JsonRpc).await.ok()).is_empty());
     let bob = Who::Token(idp.token("bob"));
-    assert!(ids(&list(&s, &bob, Via::JsonRpc).await.ok()).is_empty());
+    assert!(listed_ids(&list(&s, &bob, Via::JsonRpc).await.ok()).is_empty());
 }
 
 #[tokio::test]
@@ -345,7 +336,7 @@ async fn bobs_token_never_sees_alices_task(backend: Backend) {
                 "{via:?}: alice's task answers bob as a missing one"
             );
         }
-        assert!(ids(&list(&s, &bob, via).await.ok()).is_empty());
+        assert!(listed_ids(&list(&s, &bob, via).await.ok()).is_empty());
     }
     // alice's task and webhook are as she left them: nothing bob sent reached its history
     // (a refusal on a waiting task still says so in a status update: issue 17).

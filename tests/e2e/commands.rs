@@ -318,15 +318,6 @@ fn role_of(task: &Value, id: &str) -> String {
         .to_owned()
 }
 
-fn listed_ids(list: &Value) -> Vec<String> {
-    list["tasks"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(task_id)
-        .collect()
-}
-
 // ---------------------------------------------------------------------------- the card
 
 #[tokio::test]

@@ -91,12 +91,7 @@ async fn any_participant_sees_the_task_and_speaks_on_it() {
         let id = team_task(&s, via).await;
         for who in [alice(), ada(), walt()] {
             assert_eq!(task_id(&get(&s, &who, via, &id).await.ok()), id);
-            let listed = list(&s, &who, via).await.ok();
-            assert!(listed["tasks"]
-                .as_array()
-                .expect("tasks")
-                .iter()
-                .any(|t| task_id(t) == id));
+            assert!(listed_ids(&list(&s, &who, via).await.ok()).contains(&id));
             let remark = on_task(&id, "nice colour");
             let after = send(&s, &who, via, remark).await.ok()["task"].clone();
             assert_eq!(task_id(&after), id);

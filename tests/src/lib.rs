@@ -569,6 +569,16 @@ pub fn task_id(task: &Value) -> String {
         .to_owned()
 }
 
+/// The ids of the tasks a ListTasks answer lists (panics if it lists none at all).
+pub fn listed_ids(list: &Value) -> Vec<String> {
+    list["tasks"]
+        .as_array()
+        .unwrap_or_else(|| panic!("not a ListTasks answer: {list}"))
+        .iter()
+        .map(task_id)
+        .collect()
+}
+
 /// `task.status.state` as a string ("" when absent).
 pub fn state(task: &Value) -> &str {
     task["status"]["state"].as_str().unwrap_or("")
