@@ -105,7 +105,7 @@ async fn any_participant_sees_the_task_and_speaks_on_it() {
 
 /// Row: the reporter, the assignee or an admin cancels; a watcher may not.
 #[tokio::test]
-async fn the_reporter_or_an_admin_cancels() {
+async fn the_reporter_the_assignee_or_an_admin_cancels() {
     let s = server().await;
     for via in Via::BOTH {
         let id = team_task(&s, via).await;
@@ -131,6 +131,18 @@ async fn the_reporter_or_an_admin_cancels() {
             state(&cancel(&s, &alice(), via, &id).await.ok()),
             "TASK_STATE_CANCELED"
         );
+        // walt, the assignee of a sub-task made for him, declines it; on its parent,
+        // where he only watches, he still may not cancel.
+        let id = team_task(&s, via).await;
+        send(&s, &alice(), via, on_task(&id, "/task walt Buy the paint"))
+            .await
+            .ok();
+        let child = format!("{id}.1");
+        assert_eq!(
+            state(&cancel(&s, &walt(), via, &child).await.ok()),
+            "TASK_STATE_CANCELED"
+        );
+        cancel(&s, &walt(), via, &id).await.invalid_params();
     }
 }
 
