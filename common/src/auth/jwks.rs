@@ -121,26 +121,23 @@ struct State {
 pub struct RemoteKeys {
     url: String,
     policy: Policy,
-    client: reqwest::Client,
+    /// Built at the first fetch, not at start-up (the trust store takes milliseconds to
+    /// load, on every cold start).
+    client: std::sync::OnceLock<reqwest::Client>,
     state: std::sync::Mutex<State>,
     /// One fetch at a time; requests arriving meanwhile wait for its result.
     fetching: tokio::sync::Mutex<()>,
 }
 
 impl RemoteKeys {
-    pub fn new(url: String, policy: Policy) -> Result<Self, String> {
-        let client = crate::https::client_builder()
-            .timeout(FETCH_TIMEOUT)
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .map_err(|e| format!("cannot build the JWKS client: {e}"))?;
-        Ok(RemoteKeys {
+    pub fn new(url: String, policy: Policy) -> Self {
+        RemoteKeys {
             url,
             policy,
-            client,
+            client: Default::default(),
             state: Default::default(),
             fetching: Default::default(),
-        })
+        }
     }
 
     /// The key that verifies a token with header `kid` and `alg`.
@@ -224,8 +221,18 @@ impl RemoteKeys {
     }
 
     async fn fetch(&self) -> Result<Vec<Key>, String> {
-        let mut resp = self
-            .client
+        let client = match self.client.get() {
+            Some(client) => client,
+            None => {
+                let client = crate::https::client_builder()
+                    .timeout(FETCH_TIMEOUT)
+                    .redirect(reqwest::redirect::Policy::none())
+                    .build()
+                    .map_err(|e| format!("cannot build the JWKS client: {e}"))?;
+                self.client.get_or_init(|| client)
+            }
+        };
+        let mut resp = client
             .get(&self.url)
             .header(reqwest::header::ACCEPT, "application/json")
             .send()
@@ -312,7 +319,7 @@ mod tests {
     #[tokio::test]
     async fn an_unknown_kid_fetches_again_but_not_more_than_once_per_interval() {
         let server = jwks_server(json!([ec_jwk("k1")])).await;
-        let keys = RemoteKeys::new(format!("{}/jwks", server.uri()), quick()).unwrap();
+        let keys = RemoteKeys::new(format!("{}/jwks", server.uri()), quick());
         assert!(keys.key(Some("k1"), Algorithm::ES256).await.is_ok());
         // The provider rotates to k2.
         server.reset().await;
@@ -345,7 +352,7 @@ mod tests {
             .respond_with(ResponseTemplate::new(503))
             .mount(&server)
             .await;
-        let keys = RemoteKeys::new(format!("{}/jwks", server.uri()), quick()).unwrap();
+        let keys = RemoteKeys::new(format!("{}/jwks", server.uri()), quick());
         assert_eq!(
             keys.key(Some("k1"), Algorithm::ES256).await.err(),
             Some(KeyError::Unavailable)
@@ -362,13 +369,13 @@ mod tests {
     #[tokio::test]
     async fn without_a_kid_only_a_single_candidate_key_is_used() {
         let server = jwks_server(json!([ec_jwk("a"), ec_jwk("b")])).await;
-        let keys = RemoteKeys::new(format!("{}/jwks", server.uri()), quick()).unwrap();
+        let keys = RemoteKeys::new(format!("{}/jwks", server.uri()), quick());
         assert_eq!(
             keys.key(None, Algorithm::ES256).await.err(),
             Some(KeyError::Unknown)
         );
         let server = jwks_server(json!([ec_jwk("a")])).await;
-        let keys = RemoteKeys::new(format!("{}/jwks", server.uri()), quick()).unwrap();
+        let keys = RemoteKeys::new(format!("{}/jwks", server.uri()), quick());
         assert!(keys.key(None, Algorithm::ES256).await.is_ok());
     }
 }

@@ -199,7 +199,7 @@ impl Verifier {
         let keys = match &settings.keys {
             KeySource::Jwks(url) => {
                 check_jwks_url(url)?;
-                Keys::Remote(jwks::RemoteKeys::new(url.clone(), jwks::Policy::default())?)
+                Keys::Remote(jwks::RemoteKeys::new(url.clone(), jwks::Policy::default()))
             }
             KeySource::Local(public) => Keys::Local(jwks::Key::new(
                 Some(public.kid.clone()),
