@@ -29,7 +29,7 @@
 //! | `HARNESS_PUSH_KEY` | required while push is on | 32 bytes, base64: seals webhook secrets at rest |
 //! | `HARNESS_PUSH_ALLOW_PRIVATE_URLS` | `false` | webhooks on private addresses |
 //! | `HARNESS_MAX_BODY_BYTES` | `1048576` | largest request body |
-//! | `HARNESS_AUDIT_RETENTION_DAYS` | `30` | how long audit rows live (DynamoDB TTL) |
+//! | `HARNESS_AUDIT_RETENTION_DAYS` | `30` | how long audit rows live (DynamoDB TTL; the embedded store deletes them) |
 //! | `AWS_ENDPOINT_URL_DYNAMODB` | AWS | another DynamoDB-API server (DynamoDB Local) |
 
 use std::sync::Arc;
@@ -129,19 +129,23 @@ pub async fn dynamo_store(table: String, retention_days: u64) -> DynamoStore {
     DynamoStore::new(client, table).with_retention(Duration::from_secs(retention_days * 24 * 3600))
 }
 
+fn retention_days() -> Result<u64, Error> {
+    parse("HARNESS_AUDIT_RETENTION_DAYS", 30)
+}
+
 /// The store the environment names, with its SDK client built once per cold start.
 pub async fn store_from_env() -> Result<Arc<dyn Store>, Error> {
     match var("HARNESS_STORE").as_deref().unwrap_or("dynamodb") {
         "dynamodb" => {
             let table = var("HARNESS_TABLE")
                 .ok_or("HARNESS_TABLE is required with HARNESS_STORE=dynamodb")?;
-            let days: u64 = parse("HARNESS_AUDIT_RETENTION_DAYS", 30)?;
-            Ok(Arc::new(dynamo_store(table, days).await))
+            Ok(Arc::new(dynamo_store(table, retention_days()?).await))
         }
         #[cfg(feature = "embedded-store")]
         "embedded" => {
             let dir = var("HARNESS_STATE_DIR").unwrap_or_else(|| ".harness".into());
-            let store = crate::store::EmbeddedStore::open(std::path::Path::new(&dir))?;
+            let store = crate::store::EmbeddedStore::open(std::path::Path::new(&dir))?
+                .with_retention(Duration::from_secs(retention_days()? * 24 * 3600));
             Ok(Arc::new(store))
         }
         #[cfg(not(feature = "embedded-store"))]

@@ -70,6 +70,7 @@ async fn create_for(store: &dyn Store, tenant: &str, message_id: &str, member: &
     let event = created(&rec);
     let inbound = InboundMessage {
         tenant: tenant.into(),
+        sender: member.into(),
         message: m,
     };
     store
@@ -158,6 +159,7 @@ async fn a_repeated_message_id_is_stored_once(store: Arc<dyn Store>) {
     let event = created(&rec);
     let inbound = InboundMessage {
         tenant: "t".into(),
+        sender: "alice".into(),
         message: m,
     };
     let again = store.create_task(&rec, &[event], Some(&inbound)).await;
@@ -173,13 +175,55 @@ async fn a_repeated_message_id_is_stored_once(store: Arc<dyn Store>) {
         "no second task"
     );
     assert_eq!(
-        store.message_task("t", "m-dup").await.expect("lookup"),
+        store
+            .message_task("t", "alice", "m-dup")
+            .await
+            .expect("lookup"),
         Some(first.task.id)
     );
     assert_eq!(
-        store.message_task("other", "m-dup").await.expect("lookup"),
+        store
+            .message_task("other", "alice", "m-dup")
+            .await
+            .expect("lookup"),
         None,
         "ids are per tenant"
+    );
+    assert_eq!(
+        store
+            .message_task("t", "bob", "m-dup")
+            .await
+            .expect("lookup"),
+        None,
+        "ids are per sender"
+    );
+    // Key parts cannot run into each other: tenant `a` and sender `b#c` is not tenant
+    // `a#b` and sender `c`.
+    let mut m = message("m#1");
+    let rec = new_task("a", &mut m, &ext_for("b#c"));
+    let inbound = InboundMessage {
+        tenant: "a".into(),
+        sender: "b#c".into(),
+        message: m,
+    };
+    (store
+        .create_task(&rec, &[created(&rec)], Some(&inbound))
+        .await)
+        .expect("create");
+    for (tenant, sender, id) in [
+        ("a#b", "c", "m#1"),
+        ("a", "b", "c#m#1"),
+        ("a", "b#c#m", "1"),
+    ] {
+        let found = store
+            .message_task(tenant, sender, id)
+            .await
+            .expect("lookup");
+        assert_eq!(found, None, "{tenant} {sender} {id}");
+    }
+    assert_eq!(
+        store.message_task("a", "b#c", "m#1").await.expect("lookup"),
+        Some(rec.task.id)
     );
 }
 
@@ -319,6 +363,7 @@ async fn a_refused_write_stores_none_of_its_message(store: Arc<dyn Store>) {
     let rec = create(store.as_ref(), "", "m-first").await;
     let inbound = |id: &str| InboundMessage {
         tenant: String::new(),
+        sender: "alice".into(),
         message: message(id),
     };
     let again = store
@@ -344,7 +389,7 @@ async fn a_refused_write_stores_none_of_its_message(store: Arc<dyn Store>) {
     );
     for id in ["m-create-again", "m-stale-reply"] {
         assert_eq!(
-            store.message_task("", id).await.expect("lookup"),
+            store.message_task("", "alice", id).await.expect("lookup"),
             None,
             "{id} was not stored"
         );
@@ -408,6 +453,7 @@ contract!(
     a_participant_lists_only_their_own_tasks,
     only_running_tasks_whose_lease_ran_out_are_found_for_the_sweep,
     refusals_are_kept_in_the_audit_trail_of_the_task_id_named,
+    a_participants_audit_rows_are_capped_per_hour,
 );
 
 /// The sweeper's index: a task is found only while SUBMITTED or WORKING with a lease
@@ -526,7 +572,7 @@ async fn refusals_are_kept_in_the_audit_trail_of_the_task_id_named(store: Arc<dy
             accepted: false,
             detail: "not a participant".into(),
         };
-        store.audit(&record).await.expect("audit");
+        assert!(store.audit(&record).await.expect("audit"), "{who:?}");
     }
     let trail = store.audit_trail(&task_id).await.expect("trail");
     let who: Vec<&str> = trail.iter().map(|r| r.participant.as_str()).collect();
@@ -535,6 +581,36 @@ async fn refusals_are_kept_in_the_audit_trail_of_the_task_id_named(store: Arc<dy
         .iter()
         .all(|r| !r.accepted && r.detail == "not a participant"));
     assert!(store.audit_trail("other").await.unwrap().is_empty());
+}
+
+/// A participant's audit rows per hour are capped; the rest of the hour's decisions are
+/// not stored, and other participants (and the next hour) are not affected.
+async fn a_participants_audit_rows_are_capped_per_hour(store: Arc<dyn Store>) {
+    use common::store::AUDIT_ROWS_PER_PARTICIPANT_HOUR as QUOTA;
+    let task_id = format!("capped-{}", uuid_like());
+    let now = common::a2a::Timestamp::now();
+    let record = |who: &str, at: common::a2a::Timestamp| AuditRecord {
+        at: Some(at),
+        tenant: "t".into(),
+        operation: "SendMessage".into(),
+        task_id: task_id.clone(),
+        participant: who.into(),
+        detail: "not a participant".into(),
+        ..Default::default()
+    };
+    let mallory = format!("mallory-{}", uuid_like());
+    for i in 0..QUOTA + 5 {
+        let stored = store.audit(&record(&mallory, now)).await.expect("audit");
+        assert_eq!(stored, i < QUOTA, "row {i}");
+    }
+    assert!(store.audit(&record("alice", now)).await.expect("audit"));
+    let next_hour = common::a2a::Timestamp(now.0 + chrono::TimeDelta::hours(1));
+    assert!(store
+        .audit(&record(&mallory, next_hour))
+        .await
+        .expect("audit"));
+    let trail = store.audit_trail(&task_id).await.expect("trail");
+    assert_eq!(trail.len() as u64, QUOTA + 2);
 }
 
 async fn list_filters_by_context_state_and_time(store: Arc<dyn Store>) {
@@ -661,7 +737,7 @@ async fn dynamodb_audit_records_expire_through_the_ttl_attribute() {
         detail: "not a participant".into(),
         ..Default::default()
     };
-    store.audit(&record).await.expect("audit");
+    assert!(store.audit(&record).await.expect("audit"));
     let out = client
         .query()
         .table_name(&table)
@@ -746,5 +822,33 @@ async fn state_survives_reopening_the_directory() {
             .expect("events")
             .len(),
         1
+    );
+}
+
+/// A store written before messageIds were per sender keeps its messages: they move to the
+/// sender their metadata names.
+#[tokio::test]
+async fn messages_stored_by_an_older_build_are_found_under_their_sender() {
+    let dir = TempDir::new("old-messages");
+    std::fs::create_dir_all(&dir.0).expect("dir");
+    let old = rusqlite::Connection::open(dir.0.join("harness.sqlite3")).expect("open");
+    old.execute_batch(
+        r#"CREATE TABLE messages (tenant TEXT NOT NULL, message_id TEXT NOT NULL,
+               task_id TEXT NOT NULL, received_ms INTEGER NOT NULL, message TEXT NOT NULL,
+               PRIMARY KEY (tenant, message_id)) WITHOUT ROWID;
+           INSERT INTO messages VALUES ('', 'm-old', 't-old', 0,
+               '{"messageId":"m-old","metadata":{"participant_id":"alice"}}');"#,
+    )
+    .expect("an old store");
+    drop(old);
+    let store = embedded(&dir);
+    let found = store
+        .message_task("", "alice", "m-old")
+        .await
+        .expect("read");
+    assert_eq!(found.as_deref(), Some("t-old"));
+    assert_eq!(
+        store.message_task("", "bob", "m-old").await.expect("read"),
+        None
     );
 }

@@ -263,11 +263,10 @@ async fn a_token_speaks_for_its_bearer_only(backend: Backend) {
         // Neither message was stored.
         for m in [&claims_bob, &header] {
             let id = m["messageId"].as_str().expect("id");
-            assert_eq!(
-                store.message_task("", id).await.expect("read"),
-                None,
-                "{id}"
-            );
+            for sender in ["alice", "bob"] {
+                let stored = store.message_task("", sender, id).await.expect("read");
+                assert_eq!(stored, None, "{id}");
+            }
         }
     }
     assert!(listed_ids(&list(&s, &alice, Via::JsonRpc).await.ok()).is_empty());
@@ -338,8 +337,7 @@ async fn bobs_token_never_sees_alices_task(backend: Backend) {
         }
         assert!(listed_ids(&list(&s, &bob, via).await.ok()).is_empty());
     }
-    // alice's task and webhook are as she left them: nothing bob sent reached its history
-    // (a refusal on a waiting task still says so in a status update: issue 17).
+    // alice's task and webhook are as she left them: nothing bob sent reached it.
     let after = get(&s, &alice, Via::Rest, &id).await.ok();
     assert_eq!(state(&after), "TASK_STATE_INPUT_REQUIRED", "{after}");
     assert_eq!(user_messages(&after), user_messages(&task), "{after}");
@@ -459,7 +457,8 @@ async fn nobody_acts_as_the_harness(backend: Backend) {
             send(s, who, via, fresh.clone()).await.invalid_params();
             for m in [&m, &fresh] {
                 let mid = m["messageId"].as_str().expect("id");
-                assert_eq!(s.store().message_task("", mid).await.expect("read"), None);
+                let stored = s.store().message_task("", AGENT_ID, mid).await;
+                assert_eq!(stored.expect("read"), None);
             }
         }
     }
@@ -491,7 +490,10 @@ async fn nobody_acts_as_the_harness(backend: Backend) {
         );
         let mid = m["messageId"].as_str().expect("id");
         assert_eq!(
-            open.store().message_task("", mid).await.expect("read"),
+            open.store()
+                .message_task("", "alice", mid)
+                .await
+                .expect("read"),
             None
         );
 

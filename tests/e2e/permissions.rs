@@ -54,13 +54,15 @@ fn envelope_on(task: &str, payload: Value) -> Value {
                    "data": {"kind": "task", "payload": payload}}]})
 }
 
-/// Checks a member's refusal: invalid params naming `rule`, and `message` not stored.
-async fn refused(s: &Server, answer: Answer, rule: &str, message: Option<&Value>) {
+/// Checks a member's refusal: invalid params naming `rule`, and the message (with its
+/// sender) not stored.
+async fn refused(s: &Server, answer: Answer, rule: &str, message: Option<(&str, &Value)>) {
     answer.invalid_params();
     assert!(answer.message().contains(rule), "{}", answer.text);
-    if let Some(m) = message {
+    if let Some((sender, m)) = message {
         let id = m["messageId"].as_str().expect("messageId");
-        assert_eq!(s.store().message_task("", id).await.expect("read"), None);
+        let stored = s.store().message_task("", sender, id).await.expect("read");
+        assert_eq!(stored, None);
     }
 }
 
@@ -158,7 +160,7 @@ async fn the_reporter_or_an_admin_edits_the_task() {
             &s,
             answer,
             "may change its name, description or acceptance criteria",
-            Some(&by_walt),
+            Some(("walt", &by_walt)),
         )
         .await;
         let by_alice = envelope_on(&id, json!({"name": "Blue shed"}));
@@ -181,7 +183,7 @@ async fn the_reporter_or_an_admin_chooses_the_model() {
         let id = team_task(&s, via).await;
         let by_walt = on_task(&id, "/model big");
         let answer = send(&s, &walt(), via, by_walt.clone()).await;
-        refused(&s, answer, "may choose its model", Some(&by_walt)).await;
+        refused(&s, answer, "may choose its model", Some(("walt", &by_walt))).await;
         // Asking is not choosing; this agent has no model to choose.
         let asked = send(&s, &walt(), via, on_task(&id, "/model")).await.ok()["task"].clone();
         assert_eq!(reply_text(&asked), "this agent uses no model");
@@ -198,7 +200,13 @@ async fn the_reporter_or_an_admin_creates_sub_tasks() {
         let id = team_task(&s, via).await;
         let by_walt = on_task(&id, "/task ada Buy the paint");
         let answer = send(&s, &walt(), via, by_walt.clone()).await;
-        refused(&s, answer, "may create a sub-task on it", Some(&by_walt)).await;
+        refused(
+            &s,
+            answer,
+            "may create a sub-task on it",
+            Some(("walt", &by_walt)),
+        )
+        .await;
         let made = send(&s, &alice(), via, on_task(&id, "/task walt Buy the paint"))
             .await
             .ok();
@@ -237,7 +245,7 @@ async fn the_reporter_or_an_admin_manages_webhooks() {
         .await;
         let m = on_task(&id, "and tell me");
         let answer = send_with_webhook(&s, &walt(), via, m.clone()).await;
-        refused(&s, answer, RULE, Some(&m)).await;
+        refused(&s, answer, RULE, Some(("walt", &m))).await;
         // Still there, for those who may see it.
         assert_eq!(get_push(&s, &ada(), via, &id, "a").await.ok()["id"], "a");
         let configs = list_push(&s, &alice(), via, &id).await.ok();
@@ -259,11 +267,11 @@ async fn only_an_admin_changes_participants_and_roles() {
         let id = team_task(&s, via).await;
         let by_alice = on_task(&id, "/role walt admin");
         let answer = send(&s, &alice(), via, by_alice.clone()).await;
-        refused(&s, answer, RULE, Some(&by_alice)).await;
+        refused(&s, answer, RULE, Some(("alice", &by_alice))).await;
         let people = json!([participant("alice", "human", "admin")]);
         let by_alice = envelope_on(&id, json!({"participants": people}));
         let answer = send(&s, &alice(), via, by_alice.clone()).await;
-        refused(&s, answer, RULE, Some(&by_alice)).await;
+        refused(&s, answer, RULE, Some(("alice", &by_alice))).await;
         let done = send(&s, &ada(), via, on_task(&id, "/role walt reporter"))
             .await
             .ok();
@@ -314,7 +322,7 @@ async fn the_participant_asked_or_an_admin_answers_a_help_request() {
             &s,
             answer,
             "only the participant asked or an admin may answer",
-            Some(&reply),
+            Some(("alice", &reply)),
         )
         .await;
         // Her remark is stored; the task still waits.

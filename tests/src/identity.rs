@@ -315,6 +315,18 @@ pub async fn send(s: &Server, who: &Who, via: Via, message: Value) -> Answer {
     call(s, who, via, "SendMessage", params, rest).await
 }
 
+/// SendStreamingMessage; the answer is read to its end (an SSE stream, or the error that
+/// came instead of one).
+pub async fn send_streaming(s: &Server, who: &Who, via: Via, message: Value) -> Answer {
+    let params = send_params(message);
+    let rest = (
+        Method::POST,
+        "/message:stream".to_owned(),
+        Some(params.clone()),
+    );
+    call(s, who, via, "SendStreamingMessage", params, rest).await
+}
+
 /// SendMessage with a webhook for the task (`taskPushNotificationConfig`).
 pub async fn send_with_webhook(s: &Server, who: &Who, via: Via, message: Value) -> Answer {
     let params = json!({"message": message, "configuration": {"taskPushNotificationConfig":

@@ -194,6 +194,20 @@ impl Harness {
         })
     }
 
+    /// Stores an audit record; one the store cannot take (down, or the participant's
+    /// hourly quota spent) is logged instead, and the request goes on.
+    pub async fn audit(&self, record: &AuditRecord) {
+        match self.store.audit(record).await {
+            Ok(true) => {}
+            Ok(false) => tracing::info!(
+                participant = record.participant,
+                operation = record.operation,
+                "audit quota reached for the hour; this decision is in the log only"
+            ),
+            Err(e) => tracing::warn!(error = %e, "the decision could not be audited"),
+        }
+    }
+
     /// `id`, unless it is reserved for the harness (its own agent id): no client request
     /// acts as the harness. A refusal is audited.
     pub async fn speaking_as(
@@ -216,9 +230,7 @@ impl Harness {
             detail: RESERVED.into(),
         };
         tracing::info!(participant = %id, op = op.name(), "reserved participant id refused");
-        if let Err(e) = self.store.audit(&record).await {
-            tracing::warn!(error = %e, "the refusal could not be audited");
-        }
+        self.audit(&record).await;
         Err(A2aError::invalid_params(format!(
             "participant id {id} is {RESERVED}"
         )))

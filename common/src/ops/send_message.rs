@@ -5,8 +5,12 @@
 //!
 //! Intake fails closed: a message that asserts no participant is refused (-32602), and a
 //! message on a task from anyone who is not its participant gets exactly the error a task
-//! that does not exist gets. Every refusal is audited; on a task waiting for input it is
-//! also a same-state status update saying why.
+//! that does not exist gets, streamed or not (A2A answers an unknown task with a plain
+//! TaskNotFound before any stream starts, so a refusal does too). A refusal writes nothing
+//! into the task; it is audited, within the sender's hourly quota.
+//!
+//! A messageId is its sender's own: a copy from the same sender is answered with what the
+//! first produced, and the same id from anyone else is a message of its own.
 
 use super::{push_config, Caller, Harness, Operation};
 use crate::a2a::{
@@ -212,7 +216,10 @@ async fn intake(
         h.notifier()?.check(push)?;
     }
 
-    if let Some(task_id) = h.store.message_task(&tenant, &message.message_id).await? {
+    if let Some(task_id) = (h.store)
+        .message_task(&tenant, &sender, &message.message_id)
+        .await?
+    {
         return Ok(accepted(
             duplicate(h, &tenant, &task_id, &message, caller).await?,
         ));
@@ -348,6 +355,7 @@ async fn start_task(
         h.store
             .put_message(&InboundMessage {
                 tenant: tenant.into(),
+                sender: new.sender.into(),
                 message,
             })
             .await?;
@@ -370,6 +378,7 @@ async fn start_task(
     record.push = new.push;
     let inbound = InboundMessage {
         tenant: tenant.into(),
+        sender: new.sender.into(),
         message,
     };
     let record = h
@@ -430,7 +439,7 @@ async fn continue_task(
         };
         let (Some(current), Some(ext), None) = (found.clone(), ext, refusal) else {
             let reason = refusal.unwrap_or(NOT_A_PARTICIPANT);
-            refuse(h, tenant, found, &message, from.id, reason).await;
+            refuse(h, tenant, &message, from.id, reason).await;
             return Err(A2aError::task_not_found(&message.task_id).into());
         };
         if !message.context_id.is_empty() && message.context_id != current.task.context_id {
@@ -467,6 +476,7 @@ async fn continue_task(
             );
             let inbound = InboundMessage {
                 tenant: tenant.into(),
+                sender: from.id.into(),
                 message: message.clone(),
             };
             let events = [event];
@@ -541,6 +551,7 @@ async fn continue_task(
         }
         let inbound = InboundMessage {
             tenant: tenant.into(),
+            sender: from.id.into(),
             message: message.clone(),
         };
         match h
@@ -646,6 +657,7 @@ async fn command_without_task(
     h.store
         .put_message(&InboundMessage {
             tenant: tenant.into(),
+            sender: sender.into(),
             message: message.clone(),
         })
         .await?;
@@ -666,22 +678,13 @@ async fn audit_command(h: &Harness, tenant: &str, message: &Message, sender: &st
         accepted: true,
         detail: format!("/{name}"),
     };
-    if let Err(e) = h.store.audit(&record).await {
-        tracing::warn!(error = %e, "the command could not be audited");
-    }
+    h.audit(&record).await;
 }
 
-/// Records a refused message; on a task that waits for input, also says why in a status
-/// update in the same state, which ends the streams that follow it. The sender's answer
-/// is not decided here: it is the same not-found whatever happened.
-async fn refuse(
-    h: &Harness,
-    tenant: &str,
-    task: Option<TaskRecord>,
-    message: &Message,
-    sender: &str,
-    reason: &str,
-) {
+/// Records a refused message in the audit trail, and nothing else: the task (if there is
+/// one) is not written, so a stranger can neither disturb its members nor grow it, and the
+/// sender's answer is the same not-found whatever happened.
+async fn refuse(h: &Harness, tenant: &str, message: &Message, sender: &str, reason: &str) {
     let record = AuditRecord {
         at: Some(Timestamp::now()),
         tenant: tenant.into(),
@@ -693,29 +696,7 @@ async fn refuse(
         detail: reason.into(),
     };
     tracing::info!(participant = sender, reason, "message refused");
-    if let Err(e) = h.store.audit(&record).await {
-        tracing::warn!(error = %e, "the refusal could not be audited");
-    }
-    let mut task = task;
-    while let Some(rec) = task.take() {
-        if rec.state() != TaskState::InputRequired {
-            return;
-        }
-        let mut next = rec.clone();
-        let why = agent_message(
-            &next.task,
-            vec![Part::text(format!("message not accepted: {reason}"))],
-        );
-        let event = set_status(&mut next, TaskState::InputRequired, Some(why), None);
-        let events = [event];
-        match h.store.commit(&next, rec.version, &events, None).await {
-            Ok(_) => {}
-            Err(StoreError::Conflict { .. }) => {
-                task = h.store.load_task(rec.id()).await.ok().flatten();
-            }
-            Err(e) => tracing::warn!(error = %e, "the refusal could not be announced"),
-        }
-    }
+    h.audit(&record).await;
 }
 
 /// A repeated messageId: answer with what the first copy produced, doing nothing again.
@@ -739,7 +720,13 @@ async fn duplicate(
         })?;
         return Ok(Intake::Direct(reply));
     }
-    Ok(Intake::Duplicate(
-        h.visible_task(tenant, task_id, caller).await?,
-    ))
+    // The sender's own message, but maybe on a task they may no longer see: its id is
+    // not told again.
+    match h.store.load_task(task_id).await? {
+        Some(rec) if rec.tenant == tenant && caller.may_see(&rec) => Ok(Intake::Duplicate(rec)),
+        _ => Err(A2aError::invalid_params(format!(
+            "message {} was already received",
+            message.message_id
+        ))),
+    }
 }

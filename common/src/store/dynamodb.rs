@@ -5,8 +5,11 @@
 //!   ListTasks index keys `gsi1pk` = `TENANT#<tenant>`, `gsi1sk` = `<status ms, 15 digits>#<id>`;
 //! - event: `TASK#<id>`, `EV#<seq, 20 digits>`;
 //! - push config: `TASK#<id>`, `PUSH#<config id>`;
-//! - message: `MSG#<tenant>#<messageId>`, `MSG`, naming its task;
-//! - audit: `AUDIT#<task id>`, `<ms>#<uuid>`, expiring through the `expires_at` TTL.
+//! - message: `MSG#<tenant>#<sender>#<messageId>`, `MSG`, naming its task (each part
+//!   escaped by [`key_part`], so no two triples share a key);
+//! - audit: `AUDIT#<task id>`, `<ms>#<uuid>`, expiring through the `expires_at` TTL, written
+//!   with its participant's hourly count `QUOTA#<tenant>#<participant>`, `<hour>` (which
+//!   refuses the row past the quota, and expires too).
 //!
 //! Audit rows, and the events of a task once it is finished, carry `expires_at`: they are
 //! kept for the retention period (`HARNESS_AUDIT_RETENTION_DAYS`, 30 days by default).
@@ -27,14 +30,14 @@ use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, ConditionCheck, GlobalSecondaryIndex,
     KeySchemaElement, KeyType, Projection, ProjectionType, Put, PutRequest,
     ReturnValuesOnConditionCheckFailure, ScalarAttributeType, Select, StreamSpecification,
-    StreamViewType, TimeToLiveSpecification, TransactWriteItem, WriteRequest,
+    StreamViewType, TimeToLiveSpecification, TransactWriteItem, Update, WriteRequest,
 };
 use aws_sdk_dynamodb::Client;
 use tokio::sync::broadcast;
 
 use super::{
     AuditRecord, Cursor, InboundMessage, LoggedEvent, PushConfigRecord, Store, StoreError,
-    TaskPage, TaskQuery, TaskRecord,
+    TaskPage, TaskQuery, TaskRecord, AUDIT_ROWS_PER_PARTICIPANT_HOUR, DEFAULT_RETENTION,
 };
 use crate::a2a::{StreamResponse, Timestamp};
 
@@ -43,8 +46,6 @@ pub const INDEX: &str = "gsi1";
 pub const LEASE_INDEX: &str = "gsi2";
 const LEASED: &str = "LEASED";
 pub const TTL_ATTRIBUTE: &str = "expires_at";
-/// How long audit records are kept (the `expires_at` TTL).
-pub const DEFAULT_RETENTION: Duration = Duration::from_secs(30 * 24 * 3600);
 
 type Item = HashMap<String, AttributeValue>;
 
@@ -71,8 +72,23 @@ fn event_sk(seq: u64) -> String {
     format!("EV#{seq:020}")
 }
 
-fn message_pk(tenant: &str, message_id: &str) -> String {
-    format!("MSG#{tenant}#{message_id}")
+/// One part of a composite key with its separator escaped (`#` as `%23`, and `%` as
+/// `%25` so the escape is reversible): `a` + `b#c` and `a#b` + `c` stay two keys.
+fn key_part(part: &str) -> std::borrow::Cow<'_, str> {
+    if part.contains(['#', '%']) {
+        part.replace('%', "%25").replace('#', "%23").into()
+    } else {
+        part.into()
+    }
+}
+
+fn message_pk(tenant: &str, sender: &str, message_id: &str) -> String {
+    format!(
+        "MSG#{}#{}#{}",
+        key_part(tenant),
+        key_part(sender),
+        key_part(message_id)
+    )
 }
 
 fn gsi1pk(tenant: &str) -> String {
@@ -399,7 +415,10 @@ impl DynamoStore {
 
     fn message_item(&self, m: &InboundMessage, task_id: &str) -> Result<Item, StoreError> {
         Ok(HashMap::from([
-            ("pk".into(), s(message_pk(&m.tenant, &m.message.message_id))),
+            (
+                "pk".into(),
+                s(message_pk(&m.tenant, &m.sender, &m.message.message_id)),
+            ),
             ("sk".into(), s("MSG")),
             ("task_id".into(), s(task_id)),
             ("message".into(), s(to_json(&m.message)?)),
@@ -450,7 +469,7 @@ impl DynamoStore {
                 let task_id = match owner {
                     Some(t) => t,
                     None => self
-                        .message_task(&m.tenant, &m.message.message_id)
+                        .message_task(&m.tenant, &m.sender, &m.message.message_id)
                         .await?
                         .unwrap_or_default(),
                 };
@@ -561,7 +580,7 @@ impl Store for DynamoStore {
                     Some(t) => t,
                     None => {
                         let m = &message.message;
-                        self.message_task(&message.tenant, &m.message_id)
+                        self.message_task(&message.tenant, &message.sender, &m.message_id)
                             .await?
                             .unwrap_or_default()
                     }
@@ -577,13 +596,14 @@ impl Store for DynamoStore {
     async fn message_task(
         &self,
         tenant: &str,
+        sender: &str,
         message_id: &str,
     ) -> Result<Option<String>, StoreError> {
         let out = self
             .client
             .get_item()
             .table_name(&self.table)
-            .key("pk", s(message_pk(tenant, message_id)))
+            .key("pk", s(message_pk(tenant, sender, message_id)))
             .key("sk", s("MSG"))
             .consistent_read(true)
             .projection_expression("task_id")
@@ -840,28 +860,63 @@ impl Store for DynamoStore {
         Ok(())
     }
 
-    async fn audit(&self, record: &AuditRecord) -> Result<(), StoreError> {
-        let at = record.at.unwrap_or_else(Timestamp::now);
-        let expires = at.millis() / 1000 + self.retention.as_secs() as i64;
-        self.client
-            .put_item()
+    async fn audit(&self, record: &AuditRecord) -> Result<bool, StoreError> {
+        let at = record.at_millis();
+        let expires = n(at / 1000 + self.retention.as_secs() as i64);
+        let quota = Update::builder()
+            .table_name(&self.table)
+            .key(
+                "pk",
+                s(format!(
+                    "QUOTA#{}#{}",
+                    key_part(&record.tenant),
+                    key_part(&record.participant)
+                )),
+            )
+            .key("sk", s(record.quota_hour().to_string()))
+            .update_expression("ADD rows_used :one SET #ttl = :expires")
+            .condition_expression("attribute_not_exists(rows_used) OR rows_used < :quota")
+            .expression_attribute_names("#ttl", TTL_ATTRIBUTE)
+            .expression_attribute_values(":one", n(1))
+            .expression_attribute_values(":quota", n(AUDIT_ROWS_PER_PARTICIPANT_HOUR))
+            .expression_attribute_values(":expires", expires.clone())
+            .build()
+            .map_err(corrupt)?;
+        let row = Put::builder()
             .table_name(&self.table)
             .item("pk", s(format!("AUDIT#{}", record.task_id)))
             .item(
                 "sk",
                 s(format!(
                     "{:015}#{}",
-                    at.millis().max(0),
+                    at.max(0),
                     crate::engine::transition::new_id()
                 )),
             )
             .item("record", s(to_json(record)?))
-            .item(TTL_ATTRIBUTE, n(expires))
+            .item(TTL_ATTRIBUTE, expires)
             .condition_expression("attribute_not_exists(pk)")
+            .build()
+            .map_err(corrupt)?;
+        let result = self
+            .client
+            .transact_write_items()
+            .transact_items(TransactWriteItem::builder().update(quota).build())
+            .transact_items(TransactWriteItem::builder().put(row).build())
             .send()
-            .await
-            .map_err(unavailable)?;
-        Ok(())
+            .await;
+        match result {
+            Ok(_) => Ok(true),
+            Err(e) => match e.as_service_error() {
+                Some(TransactWriteItemsError::TransactionCanceledException(cancel))
+                    if cancel.cancellation_reasons().first().and_then(|r| r.code())
+                        == Some("ConditionalCheckFailed") =>
+                {
+                    Ok(false)
+                }
+                _ => Err(unavailable(e)),
+            },
+        }
     }
 
     async fn expired_leases(&self, now_ms: i64, limit: usize) -> Result<Vec<String>, StoreError> {

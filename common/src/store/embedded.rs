@@ -54,13 +54,14 @@ CREATE TABLE IF NOT EXISTS events (
     event TEXT NOT NULL,
     PRIMARY KEY (task_id, seq)
 ) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS messages (
+CREATE TABLE IF NOT EXISTS inbound (
     tenant TEXT NOT NULL,
+    sender TEXT NOT NULL,
     message_id TEXT NOT NULL,
     task_id TEXT NOT NULL,
     received_ms INTEGER NOT NULL,
     message TEXT NOT NULL,
-    PRIMARY KEY (tenant, message_id)
+    PRIMARY KEY (tenant, sender, message_id)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS push_configs (
     task_id TEXT NOT NULL,
@@ -75,6 +76,13 @@ CREATE TABLE IF NOT EXISTS audit (
     record TEXT NOT NULL,
     task_id TEXT NOT NULL DEFAULT ''
 );
+CREATE TABLE IF NOT EXISTS audit_quota (
+    tenant TEXT NOT NULL,
+    participant TEXT NOT NULL,
+    hour INTEGER NOT NULL,
+    rows_used INTEGER NOT NULL,
+    PRIMARY KEY (tenant, participant, hour)
+) WITHOUT ROWID;
 ";
 
 /// Columns added after the first release: (table, column, definition). A store written by
@@ -102,8 +110,28 @@ fn migrate(conn: &Connection) -> Result<(), StoreError> {
             .map_err(backend)?;
         }
     }
+    // Messages were keyed by (tenant, messageId) before they were the sender's own: the
+    // rows move to `inbound` under the sender their metadata names.
+    let old_messages: i64 = conn
+        .query_row(
+            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'messages'",
+            [],
+            |r| r.get(0),
+        )
+        .map_err(backend)?;
+    if old_messages > 0 {
+        conn.execute_batch(
+            "INSERT OR IGNORE INTO inbound
+                 (tenant, sender, message_id, task_id, received_ms, message)
+             SELECT tenant, COALESCE(json_extract(message, '$.metadata.participant_id'), ''),
+                    message_id, task_id, received_ms, message FROM messages;
+             DROP TABLE messages;",
+        )
+        .map_err(backend)?;
+    }
     conn.execute_batch(
         "CREATE INDEX IF NOT EXISTS audit_by_task ON audit (task_id, seq);
+         CREATE INDEX IF NOT EXISTS audit_by_time ON audit (at_ms);
          CREATE INDEX IF NOT EXISTS tasks_by_lease ON tasks (lease_until)
              WHERE lease_until IS NOT NULL;",
     )
@@ -131,6 +159,8 @@ pub struct EmbeddedStore {
     readers: Arc<Vec<Mutex<Connection>>>,
     next_reader: AtomicUsize,
     signals: super::Signals,
+    /// How long audit rows are kept.
+    retention: Duration,
 }
 
 fn backend(e: impl std::fmt::Display) -> StoreError {
@@ -238,7 +268,14 @@ impl EmbeddedStore {
             readers: Arc::new(readers),
             next_reader: AtomicUsize::new(0),
             signals: Default::default(),
+            retention: super::DEFAULT_RETENTION,
         })
+    }
+
+    /// Keeps audit rows for `retention` (30 days by default).
+    pub fn with_retention(mut self, retention: Duration) -> Self {
+        self.retention = retention;
+        self
     }
 
     /// Runs `f` inside the next group transaction; resolves once that transaction is
@@ -402,12 +439,17 @@ fn now_ms() -> i64 {
     Timestamp::now().millis()
 }
 
+const MESSAGE_TASK: &str =
+    "SELECT task_id FROM inbound WHERE tenant = ?1 AND sender = ?2 AND message_id = ?3";
+
 fn insert_message(conn: &Connection, m: &InboundMessage, task_id: &str) -> Result<(), StoreError> {
     let existing: Option<String> = conn
-        .prepare_cached("SELECT task_id FROM messages WHERE tenant = ?1 AND message_id = ?2")
+        .prepare_cached(MESSAGE_TASK)
         .and_then(|mut stmt| {
-            stmt.query_row(params![m.tenant, m.message.message_id], |r| r.get(0))
-                .optional()
+            stmt.query_row(params![m.tenant, m.sender, m.message.message_id], |r| {
+                r.get(0)
+            })
+            .optional()
         })
         .map_err(backend)?;
     if let Some(task_id) = existing {
@@ -418,10 +460,18 @@ fn insert_message(conn: &Connection, m: &InboundMessage, task_id: &str) -> Resul
     }
     let message = to_json(&m.message)?;
     conn.prepare_cached(
-        "INSERT INTO messages (tenant, message_id, task_id, received_ms, message) VALUES (?1, ?2, ?3, ?4, ?5)",
+        "INSERT INTO inbound (tenant, sender, message_id, task_id, received_ms, message)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     )
     .and_then(|mut stmt| {
-        stmt.execute(params![m.tenant, m.message.message_id, task_id, now_ms(), message])
+        stmt.execute(params![
+            m.tenant,
+            m.sender,
+            m.message.message_id,
+            task_id,
+            now_ms(),
+            message
+        ])
     })
     .map_err(backend)?;
     Ok(())
@@ -607,16 +657,15 @@ impl Store for EmbeddedStore {
     async fn message_task(
         &self,
         tenant: &str,
+        sender: &str,
         message_id: &str,
     ) -> Result<Option<String>, StoreError> {
-        let (tenant, message_id) = (tenant.to_owned(), message_id.to_owned());
+        let key = (tenant.to_owned(), sender.to_owned(), message_id.to_owned());
         self.read_now(|conn| {
-            conn.prepare_cached(
-                "SELECT task_id FROM messages WHERE tenant = ?1 AND message_id = ?2",
-            )
-            .and_then(|mut stmt| stmt.query_row(params![tenant, message_id], |r| r.get(0)))
-            .optional()
-            .map_err(backend)
+            conn.prepare_cached(MESSAGE_TASK)
+                .and_then(|mut stmt| stmt.query_row(params![key.0, key.1, key.2], |r| r.get(0)))
+                .optional()
+                .map_err(backend)
         })
     }
 
@@ -837,19 +886,41 @@ impl Store for EmbeddedStore {
         .await
     }
 
-    async fn audit(&self, record: &AuditRecord) -> Result<(), StoreError> {
+    async fn audit(&self, record: &AuditRecord) -> Result<bool, StoreError> {
         let r = record.clone();
+        let at = r.at_millis();
+        let expired_before = now_ms() - self.retention.as_millis() as i64;
         self.write(move |conn| {
-            conn.execute(
-                "INSERT INTO audit (at_ms, record, task_id) VALUES (?1, ?2, ?3)",
-                params![
-                    r.at.map(|t| t.millis()).unwrap_or_else(now_ms),
-                    to_json(&r)?,
-                    r.task_id
-                ],
-            )
-            .map_err(backend)?;
-            Ok(())
+            let counted = conn
+                .prepare_cached(
+                    "INSERT INTO audit_quota (tenant, participant, hour, rows_used)
+                     VALUES (?1, ?2, ?3, 1)
+                     ON CONFLICT DO UPDATE SET rows_used = rows_used + 1 WHERE rows_used < ?4",
+                )
+                .and_then(|mut stmt| {
+                    stmt.execute(params![
+                        r.tenant,
+                        r.participant,
+                        r.quota_hour(),
+                        super::AUDIT_ROWS_PER_PARTICIPANT_HOUR as i64
+                    ])
+                })
+                .map_err(backend)?;
+            if counted == 0 {
+                return Ok(false);
+            }
+            let json = to_json(&r)?;
+            conn.prepare_cached("INSERT INTO audit (at_ms, record, task_id) VALUES (?1, ?2, ?3)")
+                .and_then(|mut stmt| stmt.execute(params![at, json, r.task_id]))
+                .map_err(backend)?;
+            // What the retention and past hours' counts leave behind goes as it is passed.
+            conn.prepare_cached("DELETE FROM audit WHERE at_ms < ?1")
+                .and_then(|mut stmt| stmt.execute(params![expired_before]))
+                .map_err(backend)?;
+            conn.prepare_cached("DELETE FROM audit_quota WHERE hour < ?1")
+                .and_then(|mut stmt| stmt.execute(params![r.quota_hour() - 1]))
+                .map_err(backend)?;
+            Ok(true)
         })
         .await
     }

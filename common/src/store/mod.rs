@@ -142,10 +142,14 @@ impl PushConfigRecord {
     }
 }
 
-/// An inbound message, stored by `(tenant, messageId)` before it is acknowledged.
+/// An inbound message, stored by `(tenant, sender, messageId)` before it is acknowledged.
+/// The sender is part of the key: a messageId is the sender's own, so someone else's
+/// message with the same id neither finds the first (and its task) nor is swallowed by it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct InboundMessage {
     pub tenant: String,
+    /// The participant the message is from, as intake decided it.
+    pub sender: String,
     pub message: Message,
 }
 
@@ -176,6 +180,14 @@ pub struct TaskPage {
     pub total: u64,
 }
 
+/// How long audit rows are kept unless configured otherwise (`HARNESS_AUDIT_RETENTION_DAYS`).
+pub const DEFAULT_RETENTION: std::time::Duration = std::time::Duration::from_secs(30 * 24 * 3600);
+
+/// Audit rows kept per participant per clock hour: the rows anyone can cause (a stranger's
+/// refused messages, commands sent without a task) cannot fill the store. Past it, the
+/// hour's further decisions are logged, not stored.
+pub const AUDIT_ROWS_PER_PARTICIPANT_HOUR: u64 = 100;
+
 /// One refused intake (or other decision worth keeping), for audit. An accepted message
 /// is its own record: the stored message names its sender and when it arrived.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -193,12 +205,27 @@ pub struct AuditRecord {
     pub detail: String,
 }
 
+impl AuditRecord {
+    /// When the record was made, in milliseconds.
+    pub fn at_millis(&self) -> i64 {
+        self.at
+            .map(|t| t.millis())
+            .unwrap_or_else(|| Timestamp::now().millis())
+    }
+
+    /// The clock hour the record counts against its participant's quota in.
+    pub fn quota_hour(&self) -> i64 {
+        self.at_millis().div_euclid(3_600_000)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum StoreError {
     /// The task changed since it was read (or, on create, already exists).
     #[error("task {task_id} changed concurrently (expected version {expected})")]
     Conflict { task_id: String, expected: u64 },
-    /// The message id was stored before; it belongs to `task_id` (empty for a direct reply).
+    /// The sender stored this message id before; it went to `task_id` (empty for a direct
+    /// reply).
     #[error("message {message_id} was already received")]
     DuplicateMessage { message_id: String, task_id: String },
     /// The task a write depends on does not exist.
@@ -234,10 +261,12 @@ pub trait Store: Send + Sync + 'static {
     /// Stores a message that created no task (a direct reply), if its id is new.
     async fn put_message(&self, message: &InboundMessage) -> Result<(), StoreError>;
 
-    /// The task a stored message went to: `Some("")` for a direct reply, `None` if unseen.
+    /// The task a message `sender` stored went to: `Some("")` for a direct reply, `None`
+    /// if unseen.
     async fn message_task(
         &self,
         tenant: &str,
+        sender: &str,
         message_id: &str,
     ) -> Result<Option<String>, StoreError>;
 
@@ -282,7 +311,9 @@ pub trait Store: Send + Sync + 'static {
     /// Deletes a config; deleting one that does not exist is not an error.
     async fn delete_push_config(&self, task_id: &str, id: &str) -> Result<(), StoreError>;
 
-    async fn audit(&self, record: &AuditRecord) -> Result<(), StoreError>;
+    /// Stores `record` for the retention period, unless its participant already has
+    /// [`AUDIT_ROWS_PER_PARTICIPANT_HOUR`] rows in its hour; whether it was stored.
+    async fn audit(&self, record: &AuditRecord) -> Result<bool, StoreError>;
 
     /// The audit records kept under a task id (the id as the request named it, whether or
     /// not such a task exists), oldest first.
