@@ -618,3 +618,65 @@ fn with_push_key() -> common::config::Config {
         ..Default::default()
     }
 }
+
+/// A task created in `tenant` for alice (with `ext`), moved to `state` with `status`.
+async fn stored_task(
+    store: &Arc<dyn Store>,
+    tenant: &str,
+    ext: &common::ext::task::TaskExtension,
+    state: TaskState,
+    status: &str,
+) -> common::store::TaskRecord {
+    use common::engine::transition::{agent_message, created, new_task, set_status};
+    let mut message = Message {
+        message_id: common::engine::transition::new_id(),
+        role: Role::User,
+        parts: vec![Part::text("mine")],
+        ..Default::default()
+    };
+    common::channels::assert_sender(&mut message, "alice");
+    let rec = new_task(tenant, &mut message, ext);
+    let rec = (store.create_task(&rec, &[created(&rec)], None).await).expect("create");
+    let mut next = rec.clone();
+    let said = agent_message(&next.task, vec![Part::text(status)]);
+    let event = set_status(&mut next, state, Some(said), None);
+    (store.commit(&next, rec.version, &[event], None).await).expect("commit")
+}
+
+/// Issue 17, item 3: links a client wrote (tasks stored before envelopes were refused
+/// them) reach nothing. A task naming alice's finished task as its sub-task never shows
+/// the model her answer (another tenant's, or one that does not link back), and a task
+/// naming her waiting task as its parent never wakes it.
+#[tokio::test]
+async fn a_link_that_is_not_mutual_reads_and_wakes_nothing() {
+    use common::ext::task::{Role as R, TaskRef};
+    let (h, model, store, dir) = setup(r#"{"turns": [{"text": "ok"}]}"#);
+    let alices = ext_with(&[("alice", R::Reporter)]);
+    let answer = "SECRET-ANSWER-4711";
+    let elsewhere = stored_task(&store, "acme", &alices, TaskState::Completed, answer).await;
+    let here = stored_task(&store, "", &alices, TaskState::Completed, answer).await;
+    let waiting = stored_task(&store, "", &alices, TaskState::InputRequired, "?").await;
+
+    let mut reading = ext_with(&[("mallory", R::Reporter)]);
+    reading.sub_tasks = vec![TaskRef::local(elsewhere.id()), TaskRef::local(here.id())];
+    let done = drive_new_task(&h, &store, reading, Some("mallory")).await;
+    assert_eq!(done.state(), TaskState::Completed);
+    let seen = format!("{:?}", model.requests.lock().expect("requests"));
+    assert!(!seen.contains(answer), "{seen}");
+    assert!(
+        seen.contains(&format!("Sub-task {} is GONE", here.id())),
+        "{seen}"
+    );
+
+    let mut waking = ext_with(&[("mallory", R::Reporter)]);
+    waking.parent_tasks = vec![TaskRef::local(waiting.id())];
+    let child = stored_task(&store, "", &waking, TaskState::Completed, "done").await;
+    h.engine.wake_parents(&child).await;
+    let after = store
+        .load_task(waiting.id())
+        .await
+        .expect("load")
+        .expect("task");
+    assert_eq!((after.version, after.wake), (waiting.version, false));
+    let _ = std::fs::remove_dir_all(dir);
+}

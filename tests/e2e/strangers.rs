@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use harness_e2e::identity::*;
+use harness_e2e::participants;
 use harness_e2e::*;
 use serde_json::{json, Value};
 
@@ -32,6 +33,7 @@ macro_rules! on_both_stores {
 on_both_stores!(
     a_message_id_is_its_senders_own,
     refused_messages_write_nothing_into_the_task,
+    an_envelope_links_no_tasks,
 );
 
 async fn server(backend: Backend) -> Option<Server> {
@@ -299,6 +301,66 @@ async fn refused_messages_write_nothing_into_the_task(backend: Backend) {
     }
     assert!(per_hour.values().all(|n| *n <= QUOTA), "{per_hour:?}");
     assert!(per_hour.values().any(|n| *n == QUOTA), "{per_hour:?}");
+}
+
+// ------------------------------------------------------------------ item 3: links
+
+/// A first message's task envelope naming alice's task as a sub-task or a parent is
+/// refused (links are the harness's to make), on both bindings: nothing is stored and
+/// alice's task is untouched. (Links already stored one-sided reach nothing:
+/// `common/tests/llm_agent.rs` `a_link_that_is_not_mutual_reads_and_wakes_nothing`.)
+async fn an_envelope_links_no_tasks(backend: Backend) {
+    let Some(s) = server(backend).await else {
+        return;
+    };
+    let alice = Who::header("alice");
+    let mallory = Who::header("mallory");
+    let created = send(
+        &s,
+        &alice,
+        Via::JsonRpc,
+        message_with_id(&unique("tck-input-required"), None),
+    )
+    .await;
+    let victim = task_id(&created.ok()["task"]);
+    let before = s
+        .store()
+        .load_task(&victim)
+        .await
+        .expect("load")
+        .expect("task");
+    for via in Via::BOTH {
+        for field in ["sub_tasks", "parent_tasks"] {
+            let mut payload = json!({"name": "mine", "goal": "read alice's answer",
+                "participants": [participants::participant("mallory", "human", "reporter")]});
+            payload[field] = json!([{"task_id": victim}]);
+            let mid = unique("tck-complete-task");
+            let m = json!({"messageId": mid, "role": "ROLE_USER", "parts": [{"text": "x"},
+                {"mediaType": participants::EVENT_MEDIA_TYPE,
+                 "data": {"kind": "task", "payload": payload}}]});
+            let refused = send(&s, &mallory, via, m).await;
+            refused.invalid_params();
+            assert!(
+                refused.message().contains("the harness links tasks"),
+                "{}",
+                refused.text
+            );
+            let stored = s
+                .store()
+                .message_task("", "mallory", &mid)
+                .await
+                .expect("read");
+            assert_eq!(stored, None, "{via:?} {field}");
+        }
+    }
+    let after = s
+        .store()
+        .load_task(&victim)
+        .await
+        .expect("load")
+        .expect("task");
+    assert_eq!(after, before);
+    assert!(listed_ids(&list(&s, &mallory, Via::JsonRpc).await.ok()).is_empty());
 }
 
 /// JSON-RPC `method` with `params` as `who`, answered as JSON.

@@ -13,6 +13,7 @@ use super::tools::{Checked, ToolOutcome, ToolRegistry};
 use super::Agent;
 use crate::a2a::{Artifact, Message, Part, Role, TaskState};
 use crate::channels::help::{HelpDecider, ModelDecider};
+use crate::channels::subtask::{self, Link};
 use crate::engine::transition::new_id;
 use crate::engine::{RunError, TaskRun};
 use crate::ext::task::ParticipantKind;
@@ -341,7 +342,13 @@ impl LlmAgent {
             if run.record().agent.noted.contains(&sub.task_id) {
                 continue;
             }
-            let child = run.store().load_task(&sub.task_id).await?;
+            let child = subtask::linked(
+                run.store().as_ref(),
+                run.record(),
+                &sub.task_id,
+                Link::SubTask,
+            )
+            .await?;
             match &child {
                 Some(c) if !c.state().is_terminal() => unresolved = true,
                 _ => notes.push((

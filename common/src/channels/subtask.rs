@@ -2,6 +2,11 @@
 //! and `/task` create on a task, and the task of its own `/task` creates without one.
 //! Such a task is assigned to the participant, waits for them in INPUT_REQUIRED with its
 //! goal as status message, and their message completes it (at intake).
+//!
+//! Links between tasks (`sub_tasks`, `parent_tasks`) are made here only, on both sides,
+//! within one tenant; a task reads or wakes a linked task only through [`linked`], which
+//! holds the link to those rules, so a link a client wrote (or data from before they held)
+//! reaches nothing.
 
 use serde_json::Value;
 
@@ -122,6 +127,45 @@ pub enum CreateError {
     Taken(String),
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+/// Which side of a link a task names another from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Link {
+    /// `from` names `id` in its `sub_tasks`; `id` must name `from` in its `parent_tasks`.
+    SubTask,
+    /// `from` names `id` in its `parent_tasks`; `id` must name `from` in its `sub_tasks`.
+    Parent,
+}
+
+/// The task `id` that `from` links to as `link`: None (as if it did not exist) unless it
+/// is in `from`'s tenant and links back.
+pub async fn linked(
+    store: &dyn Store,
+    from: &TaskRecord,
+    id: &str,
+    link: Link,
+) -> Result<Option<TaskRecord>, StoreError> {
+    let Some(other) = store.load_task(id).await? else {
+        return Ok(None);
+    };
+    let back = other.ext().is_some_and(|e| {
+        let refs = match link {
+            Link::SubTask => e.parent_tasks,
+            Link::Parent => e.sub_tasks,
+        };
+        refs.iter()
+            .any(|r| r.agent.is_none() && r.task_id == from.id())
+    });
+    if other.tenant != from.tenant || !back {
+        tracing::warn!(
+            task_id = from.id(),
+            linked = id,
+            "a one-sided link is ignored"
+        );
+        return Ok(None);
+    }
+    Ok(Some(other))
 }
 
 /// Stores the sub-task; finding it already there from an earlier attempt of the same

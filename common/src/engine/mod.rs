@@ -320,23 +320,30 @@ impl Engine {
         Ok(woken)
     }
 
-    /// A sub-task ended (here, or by CancelTask): each parent is made runnable (`wake`),
-    /// and that write is its wake-up; it takes the outcome in at its next turn.
+    /// A sub-task ended (here, or by CancelTask): each parent that links it back is made
+    /// runnable (`wake`), and that write is its wake-up; it takes the outcome in at its
+    /// next turn.
     pub async fn wake_parents(&self, child: &TaskRecord) {
+        use crate::channels::subtask::{linked, Link};
         for parent in child.ext().map(|e| e.parent_tasks).unwrap_or_default() {
             if parent.agent.is_some() {
                 continue;
             }
-            if let Err(e) = self.wake(&parent.task_id).await {
+            let woken =
+                match linked(self.store.as_ref(), child, &parent.task_id, Link::Parent).await {
+                    Ok(found) => self.wake(found).await,
+                    Err(e) => Err(e.into()),
+                };
+            if let Err(e) = woken {
                 tracing::warn!(task_id = %parent.task_id, error = %e, "could not wake the parent");
             }
         }
     }
 
     /// Marks a task runnable, unless it has ended.
-    async fn wake(&self, task_id: &str) -> Result<(), RunError> {
-        let mut found = self.store.load_task(task_id).await?;
+    async fn wake(&self, mut found: Option<TaskRecord>) -> Result<(), RunError> {
         while let Some(rec) = found.take() {
+            let task_id = rec.task.id.clone();
             if rec.state().is_terminal() || rec.wake {
                 return Ok(());
             }
@@ -344,7 +351,7 @@ impl Engine {
             next.wake = true;
             match self.store.commit(&next, rec.version, &[], None).await {
                 Ok(_) => return Ok(()),
-                Err(StoreError::Conflict { .. }) => found = self.store.load_task(task_id).await?,
+                Err(StoreError::Conflict { .. }) => found = self.store.load_task(&task_id).await?,
                 Err(e) => return Err(e.into()),
             }
         }

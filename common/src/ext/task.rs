@@ -293,10 +293,18 @@ impl TaskEnvelope {
     }
 
     /// The extension of the task it starts, for the harness `harness` (see
-    /// [`TaskExtension::check_roster`]).
+    /// [`TaskExtension::check_roster`]). It links no tasks: links are the harness's to
+    /// make (`channels::subtask`), or a client could name any task as its sub-task and
+    /// have the agent read it.
     pub fn starting(&self, harness: &str) -> Result<TaskExtension, crate::a2a::A2aError> {
         let ext = TaskExtension::parse(&self.payload)
             .map_err(|e| self.refuse(format!("invalid task extension: {e}")))?;
+        if !ext.sub_tasks.is_empty() || !ext.parent_tasks.is_empty() {
+            return Err(self.refuse(
+                "task envelope cannot set sub_tasks or parent_tasks: the harness links tasks"
+                    .into(),
+            ));
+        }
         ext.check_roster(harness).map_err(|e| self.refuse(e))?;
         Ok(ext)
     }
