@@ -12,7 +12,9 @@
 //! function). An event the webhook still refuses after the retries is passed over and
 //! recorded on the config (`failures`, `last_failure`).
 //!
-//! Secrets are sealed at rest ([`seal`]); URLs are checked against SSRF ([`target`]).
+//! Secrets are sealed at rest ([`seal`]) and opened for delivery and for the participant
+//! who created the config only ([`Notifier::open_for`]); URLs are checked against SSRF
+//! ([`target`]).
 
 pub mod seal;
 pub mod stream;
