@@ -114,7 +114,7 @@ async fn task_with_webhook(store: &Arc<dyn Store>, notifier: &Notifier, url: &st
         ..Default::default()
     };
     store
-        .put_push_config(&notifier.seal(config, 0))
+        .put_push_config(&notifier.seal(config, "alice", 0))
         .await
         .expect("put the config");
     let artifact = Artifact {

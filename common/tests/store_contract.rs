@@ -319,6 +319,60 @@ async fn push_configs_are_kept_per_task_and_deletes_are_idempotent(store: Arc<dy
     );
 }
 
+/// A config is replaced only by the participant who created it, in the write itself; one
+/// stored without a creator (before creators were kept) is replaced by no one.
+async fn a_push_config_is_replaced_only_by_its_creator(store: Arc<dyn Store>) {
+    let task = create(store.as_ref(), "", &uuid_like()).await;
+    let record = |creator: &str, url: &str| PushConfigRecord {
+        config: common::a2a::TaskPushNotificationConfig {
+            task_id: task.task.id.clone(),
+            id: "c1".into(),
+            url: url.into(),
+            ..Default::default()
+        },
+        creator: creator.into(),
+        sealed: format!("v1.{creator}"),
+        ..Default::default()
+    };
+    let get = || store.get_push_config(&task.task.id, "c1");
+    store
+        .put_push_config(&record("alice", "http://localhost/a"))
+        .await
+        .expect("put");
+    let taken = StoreError::PushConfigTaken {
+        task_id: task.task.id.clone(),
+        id: "c1".into(),
+    };
+    for other in ["bob", ""] {
+        assert_eq!(
+            store
+                .put_push_config(&record(other, "http://localhost/b"))
+                .await,
+            Err(taken.clone()),
+            "{other:?}"
+        );
+    }
+    assert_eq!(get().await, Ok(Some(record("alice", "http://localhost/a"))));
+    let again = record("alice", "http://localhost/a2");
+    store.put_push_config(&again).await.expect("her own");
+    assert_eq!(get().await, Ok(Some(again)));
+
+    store
+        .delete_push_config(&task.task.id, "c1")
+        .await
+        .expect("delete");
+    store
+        .put_push_config(&record("", "http://localhost/old"))
+        .await
+        .expect("a new id, creator or not");
+    assert_eq!(
+        store
+            .put_push_config(&record("", "http://localhost/old2"))
+            .await,
+        Err(taken)
+    );
+}
+
 /// A delivery cursor moves only from where the mover read it, and not on a deleted config.
 async fn push_cursors_move_only_from_where_they_were(store: Arc<dyn Store>) {
     let task = create(store.as_ref(), "", &uuid_like()).await;
@@ -449,6 +503,7 @@ contract!(
     list_pages_cover_every_task_once_newest_first,
     push_configs_are_kept_per_task_and_deletes_are_idempotent,
     push_cursors_move_only_from_where_they_were,
+    a_push_config_is_replaced_only_by_its_creator,
     list_filters_by_context_state_and_time,
     a_participant_lists_only_their_own_tasks,
     only_running_tasks_whose_lease_ran_out_are_found_for_the_sweep,

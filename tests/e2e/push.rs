@@ -255,25 +255,6 @@ async fn serve(mut conn: TcpStream, log: Arc<Mutex<Vec<Received>>>, answers: Ans
 
 // ------------------------------------------------------------------- helpers
 
-/// Runs each `scenario(Backend)` as two tests, `<scenario>::embedded` and
-/// `<scenario>::dynamodb` (the latter returns at once when no DynamoDB Local is configured
-/// and `HARNESS_TEST_REQUIRE_DYNAMODB` is unset).
-macro_rules! on_both_stores {
-    ($($scenario:ident),* $(,)?) => {$(
-        mod $scenario {
-            #[tokio::test]
-            async fn embedded() {
-                super::$scenario(harness_e2e::Backend::Embedded).await
-            }
-
-            #[tokio::test]
-            async fn dynamodb() {
-                super::$scenario(harness_e2e::Backend::DynamoDb).await
-            }
-        }
-    )*};
-}
-
 /// harness-local allows private webhook targets unless told otherwise.
 async fn private_ok_server() -> Server {
     Server::start().await

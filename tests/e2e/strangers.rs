@@ -13,23 +13,6 @@ use harness_e2e::participants;
 use harness_e2e::*;
 use serde_json::{json, Value};
 
-/// Runs each `scenario(Backend)` as `<scenario>::embedded` and `<scenario>::dynamodb`.
-macro_rules! on_both_stores {
-    ($($scenario:ident),* $(,)?) => {$(
-        mod $scenario {
-            #[tokio::test]
-            async fn embedded() {
-                super::$scenario(harness_e2e::Backend::Embedded).await
-            }
-
-            #[tokio::test]
-            async fn dynamodb() {
-                super::$scenario(harness_e2e::Backend::DynamoDb).await
-            }
-        }
-    )*};
-}
-
 on_both_stores!(
     a_message_id_is_its_senders_own,
     refused_messages_write_nothing_into_the_task,

@@ -329,8 +329,20 @@ pub async fn send_streaming(s: &Server, who: &Who, via: Via, message: Value) -> 
 
 /// SendMessage with a webhook for the task (`taskPushNotificationConfig`).
 pub async fn send_with_webhook(s: &Server, who: &Who, via: Via, message: Value) -> Answer {
-    let params = json!({"message": message, "configuration": {"taskPushNotificationConfig":
-        {"url": "https://example.com/hook"}}});
+    let config = json!({"url": "https://example.com/hook"});
+    send_with_config(s, who, via, message, config).await
+}
+
+/// SendMessage with `config` as its `taskPushNotificationConfig`.
+pub async fn send_with_config(
+    s: &Server,
+    who: &Who,
+    via: Via,
+    message: Value,
+    config: Value,
+) -> Answer {
+    let params =
+        json!({"message": message, "configuration": {"taskPushNotificationConfig": config}});
     let rest = (
         Method::POST,
         "/message:send".to_owned(),
@@ -370,6 +382,12 @@ pub async fn subscribe(s: &Server, who: &Who, via: Via, id: &str) -> Answer {
 
 pub async fn create_push(s: &Server, who: &Who, via: Via, task: &str, id: &str) -> Answer {
     let config = json!({"taskId": task, "id": id, "url": "https://example.com/hook"});
+    create_push_config(s, who, via, config).await
+}
+
+/// CreateTaskPushNotificationConfig of `config` (which names its `taskId`).
+pub async fn create_push_config(s: &Server, who: &Who, via: Via, config: Value) -> Answer {
+    let task = config["taskId"].as_str().unwrap_or_default();
     let rest = (
         Method::POST,
         format!("/tasks/{task}/pushNotificationConfigs"),

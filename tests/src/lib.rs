@@ -233,7 +233,12 @@ impl Server {
             .stderr(if std::env::var_os("HARNESS_E2E_LOG").is_some() {
                 Stdio::inherit()
             } else {
-                Stdio::null()
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(self.log_path())
+                    .map(Stdio::from)
+                    .unwrap_or_else(|_| Stdio::null())
             });
         if let (Some(table), Ok(endpoint)) =
             (&self.table, std::env::var("HARNESS_TEST_DYNAMODB_ENDPOINT"))
@@ -280,6 +285,20 @@ impl Server {
         self.url = url;
         self.child = Some(child);
         self._stdout = Some(reader);
+    }
+
+    /// Where the server's log (its stderr) is kept, across restarts, unless
+    /// `HARNESS_E2E_LOG` passes it through to the test's own stderr.
+    pub fn log_path(&self) -> PathBuf {
+        self.state_dir.join("server.log")
+    }
+
+    /// The server's log so far; None when `HARNESS_E2E_LOG` passes it through instead.
+    pub fn log_text(&self) -> Option<String> {
+        if std::env::var_os("HARNESS_E2E_LOG").is_some() {
+            return None;
+        }
+        Some(std::fs::read_to_string(self.log_path()).unwrap_or_default())
     }
 
     /// Kills the process with SIGKILL (no graceful shutdown) and waits for it.
@@ -516,6 +535,26 @@ impl Drop for Server {
         self.kill();
         let _ = std::fs::remove_dir_all(&self.state_dir);
     }
+}
+
+/// Runs each `scenario(Backend)` as two tests, `<scenario>::embedded` and
+/// `<scenario>::dynamodb` (the latter returns at once when no DynamoDB Local is configured
+/// and `HARNESS_TEST_REQUIRE_DYNAMODB` is unset).
+#[macro_export]
+macro_rules! on_both_stores {
+    ($($scenario:ident),* $(,)?) => {$(
+        mod $scenario {
+            #[tokio::test]
+            async fn embedded() {
+                super::$scenario(harness_e2e::Backend::Embedded).await
+            }
+
+            #[tokio::test]
+            async fn dynamodb() {
+                super::$scenario(harness_e2e::Backend::DynamoDb).await
+            }
+        }
+    )*};
 }
 
 /// `A2A-Version: 1.0` and `Content-Type: application/json`.

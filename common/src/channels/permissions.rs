@@ -11,6 +11,9 @@
 //! | choose its model (`/model <name>`) | its reporter, or an admin |
 //! | create a sub-task for a participant (`/task` on the task) | its reporter, or an admin |
 //! | manage its webhooks (push configs; `taskPushNotificationConfig` on a send) | its reporter, or an admin |
+//! | see a webhook's token and credentials (Get, List; others who manage webhooks see it without them) | the participant who created it |
+//! | replace a webhook (a create with its id) | the participant who created it |
+//! | delete a webhook | the participant who created it, or an admin |
 //! | change its participants and roles (envelope `participants`, `/role`, `set_participant_role`) | an admin |
 //!
 //! Anyone else is refused: a stranger with the not-found of a missing task (they learn
@@ -95,6 +98,25 @@ pub fn may_answer(ext: &TaskExtension, who: &str, asked: &str) -> bool {
 
 /// Why someone else's answer is refused.
 pub const ANSWER_RULE: &str = "only the participant asked or an admin may answer this help request";
+
+/// Whether `who` created a webhook `creator` created ("", a config older than creators
+/// were kept, was created by no one): the one who sees its secrets and may replace it.
+pub fn is_webhook_creator(who: &str, creator: &str) -> bool {
+    !creator.is_empty() && who == creator
+}
+
+/// Whether `who` may delete a webhook `creator` created: its creator or an admin.
+pub fn may_delete_webhook(ext: &TaskExtension, who: &str, creator: &str) -> bool {
+    is_webhook_creator(who, creator) || ext.has_role(Some(who), Role::Admin)
+}
+
+/// Why a create reusing the id of someone else's config is refused.
+pub const REPLACE_WEBHOOK_RULE: &str =
+    "only the participant who created a push notification config may replace it; choose another id";
+
+/// Why deleting someone else's config is refused.
+pub const DELETE_WEBHOOK_RULE: &str =
+    "only the participant who created a push notification config or an admin may delete it";
 
 #[cfg(test)]
 mod tests {

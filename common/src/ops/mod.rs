@@ -273,6 +273,10 @@ impl From<StoreError> for A2aError {
                 "task {task_id} is being changed by another request; try again"
             )),
             StoreError::NoTask(task_id) => A2aError::task_not_found(&task_id),
+            StoreError::PushConfigTaken { task_id, id } => A2aError::invalid_params(format!(
+                "push notification config {id} of task {task_id} exists: {}",
+                crate::channels::permissions::REPLACE_WEBHOOK_RULE
+            )),
             other => A2aError::Internal(other.to_string()),
         }
     }

@@ -4,6 +4,17 @@
 //! are checked before they are stored and stored with their secrets sealed (see
 //! [`crate::push`]). Deleting is idempotent. With push off, each answers
 //! PushNotificationNotSupported.
+//!
+//! A config remembers the participant who created it. Its token and credentials are
+//! theirs: Get and List show them to the creator only, and everyone else who manages the
+//! task's webhooks sees the config without them. Only the creator replaces it (a create
+//! with its id by anyone else is refused, atomically in the store, so a secret cannot be
+//! swapped out from under them); the creator or an admin deletes it. A config stored
+//! before creators were kept is no one's: its secrets are shown to no one, and only an
+//! admin deletes it.
+//!
+//! The caller is the participant the binding resolved (a verified token's subject in
+//! `jwt` mode); for a config attached to a message, the message's sender.
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
@@ -14,20 +25,21 @@ use crate::a2a::{
     GetTaskPushNotificationConfigRequest, ListTaskPushNotificationConfigsRequest,
     ListTaskPushNotificationConfigsResponse, TaskPushNotificationConfig,
 };
-use crate::channels::permissions::Action;
+use crate::channels::permissions::{self, Action};
 use crate::engine::transition::new_id;
 use crate::push::MAX_CONFIGS_PER_TASK;
 use crate::store::{StoreError, TaskRecord};
 
 const DEFAULT_PAGE_SIZE: usize = 50;
 
-/// Stores `config` for the task `rec` (which must be the caller's) with its secrets
-/// sealed, to be handed the task's events after seq `delivered`. Used by
+/// Stores `config` for the task `rec` (which must be the caller's) as `creator`'s, with
+/// its secrets sealed, to be handed the task's events after seq `delivered`. Used by
 /// CreateTaskPushNotificationConfig and by SendMessage's `taskPushNotificationConfig`.
 pub(crate) async fn attach(
     h: &Harness,
     mut rec: TaskRecord,
     mut config: TaskPushNotificationConfig,
+    creator: &str,
     delivered: u64,
 ) -> Result<TaskPushNotificationConfig, A2aError> {
     let notifier = h.notifier()?;
@@ -67,7 +79,7 @@ pub(crate) async fn attach(
         }
     }
     h.store
-        .put_push_config(&notifier.seal(config.clone(), delivered))
+        .put_push_config(&notifier.seal(config.clone(), creator, delivered))
         .await?;
     if h.config.push_in_process {
         let (notifier, task_id) = (notifier.clone(), config.task_id.clone());
@@ -88,7 +100,7 @@ pub async fn create(
     h.permit(&rec, caller, Action::ManageWebhooks)?;
     // Only what happens from now on.
     let delivered = rec.last_seq;
-    attach(h, rec, req, delivered).await
+    attach(h, rec, req, caller_id(caller), delivered).await
 }
 
 pub async fn get(
@@ -109,7 +121,7 @@ pub async fn get(
             task_id: req.task_id,
             id: req.id,
         })?;
-    Ok(notifier.open(&record)?)
+    Ok(notifier.open_for(&record, caller_id(caller))?)
 }
 
 pub async fn list(
@@ -135,7 +147,7 @@ pub async fn list(
         .list_push_configs(&req.task_id, after.as_deref(), page_size + 1)
         .await?
         .iter()
-        .map(|r| notifier.open(r))
+        .map(|r| notifier.open_for(r, caller_id(caller)))
         .collect::<Result<Vec<_>, _>>()?;
     let next_page_token = if configs.len() > page_size {
         configs.truncate(page_size);
@@ -162,6 +174,17 @@ pub async fn delete(
     h.notifier()?;
     let rec = h.visible_task(&req.tenant, &req.task_id, caller).await?;
     h.permit(&rec, caller, Action::ManageWebhooks)?;
+    if let Some(record) = h.store.get_push_config(&req.task_id, &req.id).await? {
+        let ext = rec.ext().unwrap_or_default();
+        if !permissions::may_delete_webhook(&ext, caller_id(caller), &record.creator) {
+            return Err(A2aError::invalid_params(permissions::DELETE_WEBHOOK_RULE));
+        }
+    }
     h.store.delete_push_config(&req.task_id, &req.id).await?;
     Ok(())
+}
+
+/// The caller's participant id ("" for none, which [`Harness::visible_task`] has refused).
+fn caller_id(caller: &Caller) -> &str {
+    caller.participant.as_deref().unwrap_or_default()
 }

@@ -260,7 +260,7 @@ async fn intake(
         }) => {
             let record = *record;
             if let Some(push) = push {
-                push_config::attach(h, record.clone(), push, replay_from).await?;
+                push_config::attach(h, record.clone(), push, &sender, replay_from).await?;
             }
             let run = runnable.then(|| {
                 h.engine

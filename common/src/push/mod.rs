@@ -12,7 +12,9 @@
 //! function). An event the webhook still refuses after the retries is passed over and
 //! recorded on the config (`failures`, `last_failure`).
 //!
-//! Secrets are sealed at rest ([`seal`]); URLs are checked against SSRF ([`target`]).
+//! Secrets are sealed at rest ([`seal`]) and opened for delivery and for the participant
+//! who created the config only ([`Notifier::open_for`]); URLs are checked against SSRF
+//! ([`target`]).
 
 pub mod seal;
 pub mod stream;
@@ -96,11 +98,18 @@ impl Notifier {
         self.targets.check(config)
     }
 
-    /// The record that stores `config` with its secrets sealed, its cursor at `delivered`.
-    pub fn seal(&self, mut config: TaskPushNotificationConfig, delivered: u64) -> PushConfigRecord {
+    /// The record that stores `config`, created by `creator`, with its secrets sealed and
+    /// its cursor at `delivered`.
+    pub fn seal(
+        &self,
+        mut config: TaskPushNotificationConfig,
+        creator: &str,
+        delivered: u64,
+    ) -> PushConfigRecord {
         let sealed = self.key.seal(&mut config);
         PushConfigRecord {
             config,
+            creator: creator.to_owned(),
             sealed,
             delivered,
             ..Default::default()
@@ -111,6 +120,25 @@ impl Notifier {
     pub fn open(&self, record: &PushConfigRecord) -> Result<TaskPushNotificationConfig, SealError> {
         let mut config = record.config.clone();
         self.key.open(&mut config, &record.sealed)?;
+        Ok(config)
+    }
+
+    /// The config a record stores as participant `who` may see it: with its secrets for
+    /// the participant who created it, without them for anyone else (a row from before
+    /// creators were kept, whose secrets may be in the clear, shows them to no one).
+    pub fn open_for(
+        &self,
+        record: &PushConfigRecord,
+        who: &str,
+    ) -> Result<TaskPushNotificationConfig, SealError> {
+        if crate::channels::permissions::is_webhook_creator(who, &record.creator) {
+            return self.open(record);
+        }
+        let mut config = record.config.clone();
+        config.token.clear();
+        if let Some(auth) = config.authentication.as_mut() {
+            auth.credentials.clear();
+        }
         Ok(config)
     }
 
@@ -251,9 +279,10 @@ impl Notifier {
                 }
                 Ok(resp) => why = format!("HTTP {}", resp.status().as_u16()),
                 Err(e) if e.is_timeout() => why = "timed out".into(),
-                Err(e) => why = format!("unreachable ({e})"),
+                // Without the URL, which is the config's and could carry a user:password.
+                Err(e) => why = format!("unreachable ({})", e.without_url()),
             }
-            tracing::info!(url = %config.url, attempt, %why, "webhook attempt failed");
+            tracing::info!(task_id = %config.task_id, config_id = %config.id, attempt, %why, "webhook attempt failed");
         }
         Err(format!("{why} after {ATTEMPTS} attempts"))
     }

@@ -37,6 +37,18 @@ fn is_private(ip: IpAddr) -> bool {
     }
 }
 
+/// Whether `url` names a user (and maybe a password) before its host: an `@` in the part
+/// after the scheme, up to the path, query or fragment. Read from the text, so an
+/// unparsable URL is caught too; it errs on refusing.
+fn has_userinfo(url: &str) -> bool {
+    let rest = url.split_once(':').map_or(url, |(_, rest)| rest);
+    let authority = rest.trim_start_matches(['/', '\\']);
+    authority
+        .split(['/', '\\', '?', '#'])
+        .next()
+        .is_some_and(|a| a.contains('@'))
+}
+
 impl Targets {
     pub fn new(allow_private: bool) -> Self {
         Targets { allow_private }
@@ -49,6 +61,15 @@ impl Targets {
         let bad = |why: &str| {
             A2aError::invalid_field("url", format!("webhook url {:?} {why}", config.url))
         };
+        // Before anything that echoes the URL: the refusal would show (and the log keep) the
+        // password. Credentials belong in `authentication`, where they are sealed.
+        if has_userinfo(&config.url) {
+            return Err(A2aError::invalid_field(
+                "url",
+                "webhook url must not carry a user name or password (put credentials in \
+                 authentication, where they are kept sealed)",
+            ));
+        }
         let url = Url::parse(&config.url).map_err(|e| bad(&format!("is not a URL ({e})")))?;
         if !matches!(url.scheme(), "http" | "https") {
             return Err(bad("must be http or https"));
@@ -138,5 +159,32 @@ mod tests {
             assert!(Targets::new(true).check(&config(url)).is_err(), "{url}");
         }
         strict.check(&config("https://hooks.example/x")).unwrap();
+    }
+
+    #[test]
+    fn urls_with_a_user_or_password_are_refused_without_echoing_them() {
+        let open = Targets::new(true);
+        let config = |url: &str| TaskPushNotificationConfig {
+            url: url.into(),
+            ..Default::default()
+        };
+        for url in [
+            "https://user:hunter2@hooks.example/x",
+            "https://user@hooks.example/x",
+            "http://:hunter2@127.0.0.1:9/x",
+            "https:user:hunter2@hooks.example/x",
+            "https://user:hunter2@hooks example/x",
+        ] {
+            let e = open.check(&config(url)).unwrap_err().to_string();
+            assert!(e.contains("user name or password"), "{url}: {e}");
+            assert!(!e.contains("hunter2") && !e.contains("user@"), "{url}: {e}");
+        }
+        for url in [
+            "https://hooks.example/x?to=a@b.example",
+            "https://hooks.example/a@b",
+            "https://hooks.example/x#a@b",
+        ] {
+            open.check(&config(url)).unwrap();
+        }
     }
 }

@@ -115,6 +115,8 @@ fn push_item(record: &PushConfigRecord) -> Result<Item, StoreError> {
         ("sk".into(), s(format!("PUSH#{}", record.config.id))),
         ("config".into(), s(to_json(record)?)),
         ("delivered".into(), n(record.delivered)),
+        // Outside the JSON too, for put_push_config's condition.
+        ("creator".into(), s(&record.creator)),
     ]))
 }
 
@@ -756,11 +758,20 @@ impl Store for DynamoStore {
             .condition_expression("attribute_exists(pk)")
             .build()
             .map_err(corrupt)?;
+        // A new id, or the same creator's config (items written before creators were
+        // kept have none, and are no one's).
         let config = Put::builder()
             .table_name(&self.table)
-            .set_item(Some(push_item(record)?))
-            .build()
-            .map_err(corrupt)?;
+            .set_item(Some(push_item(record)?));
+        let config = if record.creator.is_empty() {
+            config.condition_expression("attribute_not_exists(pk)")
+        } else {
+            config
+                .condition_expression("attribute_not_exists(pk) OR creator = :creator")
+                .expression_attribute_values(":creator", s(&record.creator))
+        }
+        .build()
+        .map_err(corrupt)?;
         let result = self
             .client
             .transact_write_items()
@@ -768,14 +779,28 @@ impl Store for DynamoStore {
             .transact_items(TransactWriteItem::builder().put(config).build())
             .send()
             .await;
-        match result {
-            Ok(_) => Ok(()),
-            Err(e) => match e.as_service_error() {
-                Some(TransactWriteItemsError::TransactionCanceledException(_)) => {
-                    Err(StoreError::NoTask(record.config.task_id.clone()))
-                }
-                _ => Err(unavailable(e)),
-            },
+        let err = match result {
+            Ok(_) => return Ok(()),
+            Err(e) => e,
+        };
+        let Some(TransactWriteItemsError::TransactionCanceledException(cancel)) =
+            err.as_service_error()
+        else {
+            return Err(unavailable(err));
+        };
+        let failed = |i: usize| {
+            cancel.cancellation_reasons().get(i).and_then(|r| r.code())
+                == Some("ConditionalCheckFailed")
+        };
+        if failed(0) {
+            Err(StoreError::NoTask(record.config.task_id.clone()))
+        } else if failed(1) {
+            Err(StoreError::PushConfigTaken {
+                task_id: record.config.task_id.clone(),
+                id: record.config.id.clone(),
+            })
+        } else {
+            Err(unavailable(err))
         }
     }
 

@@ -778,6 +778,25 @@ impl Store for EmbeddedStore {
     async fn put_push_config(&self, record: &PushConfigRecord) -> Result<(), StoreError> {
         let r = record.clone();
         self.write(move |conn| {
+            // Read and written in one write transaction: no other writer comes between.
+            let existing = conn
+                .prepare_cached("SELECT config FROM push_configs WHERE task_id = ?1 AND id = ?2")
+                .and_then(|mut stmt| {
+                    stmt.query_row(params![r.config.task_id, r.config.id], |row| {
+                        row.get::<_, String>(0)
+                    })
+                })
+                .optional()
+                .map_err(backend)?;
+            if let Some(json) = existing {
+                let creator = PushConfigRecord::from_stored(&json, 0)?.creator;
+                if creator.is_empty() || creator != r.creator {
+                    return Err(StoreError::PushConfigTaken {
+                        task_id: r.config.task_id.clone(),
+                        id: r.config.id.clone(),
+                    });
+                }
+            }
             let stored = conn
                 .execute(
                     "INSERT OR REPLACE INTO push_configs (task_id, id, config, delivered) \

@@ -107,11 +107,14 @@ pub struct LoggedEvent {
 }
 
 /// A task's webhook as stored: the config with its secrets taken out and sealed (see
-/// [`crate::push::seal`]), and how far delivery got.
+/// [`crate::push::seal`]), who created it, and how far delivery got.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct PushConfigRecord {
     pub config: TaskPushNotificationConfig,
+    /// The participant who created the config: only they see its secrets or replace it.
+    /// "" (rows written before creators were kept) is no one's.
+    pub creator: String,
     /// The config's token and credentials, sealed ("" when it has none).
     pub sealed: String,
     /// Seq of the last event of the task's log this webhook was handed (or passed over).
@@ -231,6 +234,9 @@ pub enum StoreError {
     /// The task a write depends on does not exist.
     #[error("task {0} does not exist")]
     NoTask(String),
+    /// A push config with this id exists and another participant created it.
+    #[error("push notification config {id} of task {task_id} was created by someone else")]
+    PushConfigTaken { task_id: String, id: String },
     #[error("store unavailable: {0}")]
     Unavailable(String),
     #[error("stored data is corrupt: {0}")]
@@ -282,8 +288,9 @@ pub trait Store: Send + Sync + 'static {
 
     async fn list_tasks(&self, query: &TaskQuery) -> Result<TaskPage, StoreError>;
 
-    /// Creates or replaces the config `(record.config.task_id, record.config.id)`, if the
-    /// task exists (`NoTask` if not).
+    /// Creates the config `(record.config.task_id, record.config.id)`, or replaces it if
+    /// the stored one has the same non-empty `creator` (`PushConfigTaken` if not), if the
+    /// task exists (`NoTask` if not). The check and the write are one atomic step.
     async fn put_push_config(&self, record: &PushConfigRecord) -> Result<(), StoreError>;
 
     async fn get_push_config(
