@@ -63,17 +63,12 @@ pub struct Notifier {
 }
 
 impl Notifier {
-    pub fn new(
-        store: Arc<dyn Store>,
-        key: PushKey,
-        timeout: Duration,
-        allow_private: bool,
-    ) -> Self {
+    pub fn new(store: Arc<dyn Store>, key: PushKey, timeout: Duration, targets: Targets) -> Self {
         Notifier {
             client: std::sync::OnceLock::new(),
             store,
             key,
-            targets: Targets::new(allow_private),
+            targets,
             timeout,
             delivering: KeyedLocks::default(),
         }
@@ -223,7 +218,9 @@ impl Notifier {
     ) -> Result<(), String> {
         let url = Url::parse(&config.url).map_err(|e| format!("bad url: {e}"))?;
         if !self.targets.allowed(&url).await {
-            return Err("the webhook's host resolves to a private address".into());
+            return Err(
+                "the webhook's host resolves to an address this server does not call".into(),
+            );
         }
         let body = serde_json::to_vec(event).map_err(|e| e.to_string())?;
         let client = self.client()?;
