@@ -87,7 +87,7 @@ impl Harness {
                 store.clone(),
                 key,
                 config.push_timeout,
-                Targets::new(config.push_allow_private_urls, Vec::new()),
+                Targets::new(config.push_allow_private_urls, config.webhook_allow.clone()),
             ));
             if config.push_in_process {
                 tokio::spawn(notifier.clone().watch(store.pushes()));
