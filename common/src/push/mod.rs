@@ -14,6 +14,7 @@
 //!
 //! Secrets are sealed at rest ([`seal`]); URLs are checked against SSRF ([`target`]).
 
+pub mod resolve;
 pub mod seal;
 pub mod stream;
 pub mod target;
@@ -28,6 +29,7 @@ use reqwest::Url;
 use crate::a2a::{A2aError, StreamResponse, TaskPushNotificationConfig};
 use crate::keyed_lock::KeyedLocks;
 use crate::store::{PushConfigRecord, Store, StoreError};
+use resolve::{Lookup, Resolver, SystemLookup};
 use seal::{PushKey, SealError};
 use target::Targets;
 
@@ -57,6 +59,7 @@ pub struct Notifier {
     store: Arc<dyn Store>,
     key: PushKey,
     targets: Targets,
+    lookup: Arc<dyn Lookup>,
     timeout: Duration,
     /// One delivery pass at a time per task in this process.
     delivering: KeyedLocks,
@@ -69,9 +72,16 @@ impl Notifier {
             store,
             key,
             targets,
+            lookup: Arc::new(SystemLookup),
             timeout,
             delivering: KeyedLocks::default(),
         }
+    }
+
+    /// Resolves webhook hosts through `lookup` instead of the system resolver (tests).
+    pub fn with_lookup(mut self, lookup: Arc<dyn Lookup>) -> Self {
+        self.lookup = lookup;
+        self
     }
 
     fn client(&self) -> Result<&reqwest::Client, String> {
@@ -81,6 +91,7 @@ impl Notifier {
         let client = crate::https::client_builder()
             .timeout(self.timeout)
             .redirect(reqwest::redirect::Policy::none())
+            .dns_resolver(Resolver::new(self.lookup.clone()))
             .build()
             .map_err(|e| format!("cannot build the webhook client: {e}"))?;
         Ok(self.client.get_or_init(|| client))
@@ -217,7 +228,7 @@ impl Notifier {
         event: &StreamResponse,
     ) -> Result<(), String> {
         let url = Url::parse(&config.url).map_err(|e| format!("bad url: {e}"))?;
-        if !self.targets.allowed(&url).await {
+        if !self.targets.allowed(&url, &*self.lookup).await {
             return Err(
                 "the webhook's host resolves to an address this server does not call".into(),
             );

@@ -13,6 +13,7 @@ use std::str::FromStr;
 
 use reqwest::Url;
 
+use super::resolve::Lookup;
 use crate::a2a::{A2aError, TaskPushNotificationConfig};
 
 /// An address range: the addresses whose first `len` bits are those of `net`.
@@ -230,16 +231,18 @@ impl Targets {
 
     /// Whether `url`'s host may be called now: every address it resolves to is public, or
     /// private targets are allowed.
-    pub async fn allowed(&self, url: &Url) -> bool {
+    pub async fn allowed(&self, url: &Url, lookup: &dyn Lookup) -> bool {
         if self.allow_private {
             return true;
         }
-        let (Some(host), Some(port)) = (url.host_str(), url.port_or_known_default()) else {
+        let Some(host) = url.host_str() else {
             return false;
         };
-        let host = host.trim_start_matches('[').trim_end_matches(']');
-        match tokio::net::lookup_host((host, port)).await {
-            Ok(mut addrs) => addrs.all(|a| self.permits(a.ip())),
+        if let Some(ip) = literal(url) {
+            return self.permits(ip);
+        }
+        match lookup.lookup(host).await {
+            Ok(ips) => ips.into_iter().all(|ip| self.permits(ip)),
             Err(_) => true, // the request fails on its own and is recorded
         }
     }
