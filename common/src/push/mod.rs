@@ -12,7 +12,9 @@
 //! function). An event the webhook still refuses after the retries is passed over and
 //! recorded on the config (`failures`, `last_failure`).
 //!
-//! Secrets are sealed at rest ([`seal`]); URLs are checked against SSRF ([`target`]).
+//! Secrets are sealed at rest ([`seal`]). Against SSRF, URLs and addresses are checked
+//! ([`target`]) and the webhook client connects only to the addresses checked
+//! ([`resolve`]).
 
 pub mod resolve;
 pub mod seal;
@@ -29,7 +31,7 @@ use reqwest::Url;
 use crate::a2a::{A2aError, StreamResponse, TaskPushNotificationConfig};
 use crate::keyed_lock::KeyedLocks;
 use crate::store::{PushConfigRecord, Store, StoreError};
-use resolve::{Lookup, Resolver, SystemLookup};
+use resolve::{Lookup, Refused, Resolver, SystemLookup};
 use seal::{PushKey, SealError};
 use target::Targets;
 
@@ -91,7 +93,9 @@ impl Notifier {
         let client = crate::https::client_builder()
             .timeout(self.timeout)
             .redirect(reqwest::redirect::Policy::none())
-            .dns_resolver(Resolver::new(self.lookup.clone()))
+            // A proxy would resolve the name itself, past the resolver's check.
+            .no_proxy()
+            .dns_resolver(Resolver::new(self.targets.clone(), self.lookup.clone()))
             .build()
             .map_err(|e| format!("cannot build the webhook client: {e}"))?;
         Ok(self.client.get_or_init(|| client))
@@ -228,10 +232,10 @@ impl Notifier {
         event: &StreamResponse,
     ) -> Result<(), String> {
         let url = Url::parse(&config.url).map_err(|e| format!("bad url: {e}"))?;
-        if !self.targets.allowed(&url, &*self.lookup).await {
-            return Err(
-                "the webhook's host resolves to an address this server does not call".into(),
-            );
+        // reqwest resolves names through the client's Resolver, never an address.
+        if let Some(ip) = target::literal(&url).filter(|&ip| !self.targets.permits(ip)) {
+            tracing::warn!(url = %config.url, "webhook address refused");
+            return Err(Refused::Blocked(ip).to_string());
         }
         let body = serde_json::to_vec(event).map_err(|e| e.to_string())?;
         let client = self.client()?;
@@ -258,8 +262,13 @@ impl Notifier {
                     return Err(format!("refused with HTTP {}", resp.status().as_u16()));
                 }
                 Ok(resp) => why = format!("HTTP {}", resp.status().as_u16()),
-                Err(e) if e.is_timeout() => why = "timed out".into(),
-                Err(e) => why = format!("unreachable ({e})"),
+                Err(e) => match Refused::behind(&e) {
+                    // A failed lookup may succeed on the next try; a refusal will not.
+                    Some(r @ Refused::Unresolved(_)) => why = r.to_string(),
+                    Some(r) => return Err(r.to_string()),
+                    None if e.is_timeout() => why = "timed out".into(),
+                    None => why = format!("unreachable ({e})"),
+                },
             }
             tracing::info!(url = %config.url, attempt, %why, "webhook attempt failed");
         }

@@ -5,7 +5,8 @@
 //! is judged as the IPv4 address it reaches.
 //!
 //! The URL is checked when a config is created (an address literal, or `localhost`); the
-//! addresses a name resolves to are checked at each delivery, since DNS can change.
+//! addresses a name resolves to are checked at each delivery, since DNS can change, by the
+//! resolver the delivery connects through ([`super::resolve`]).
 
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -13,7 +14,6 @@ use std::str::FromStr;
 
 use reqwest::Url;
 
-use super::resolve::Lookup;
 use crate::a2a::{A2aError, TaskPushNotificationConfig};
 
 /// An address range: the addresses whose first `len` bits are those of `net`.
@@ -227,24 +227,6 @@ impl Targets {
             }
         }
         Ok(())
-    }
-
-    /// Whether `url`'s host may be called now: every address it resolves to is public, or
-    /// private targets are allowed.
-    pub async fn allowed(&self, url: &Url, lookup: &dyn Lookup) -> bool {
-        if self.allow_private {
-            return true;
-        }
-        let Some(host) = url.host_str() else {
-            return false;
-        };
-        if let Some(ip) = literal(url) {
-            return self.permits(ip);
-        }
-        match lookup.lookup(host).await {
-            Ok(ips) => ips.into_iter().all(|ip| self.permits(ip)),
-            Err(_) => true, // the request fails on its own and is recorded
-        }
     }
 }
 
