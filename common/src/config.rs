@@ -63,6 +63,9 @@ pub struct Config {
     pub push_in_process: bool,
     /// Whether webhooks may be loopback or private addresses (off: SSRF protection).
     pub push_allow_private_urls: bool,
+    /// Address ranges webhooks may reach although they are private or special-purpose
+    /// (one internal receiver, while the SSRF protection blocks the rest).
+    pub webhook_allow: Vec<crate::push::target::Cidr>,
     /// Timeout of one webhook request.
     pub push_timeout: Duration,
     /// How a request's participant is known: self-asserted (`none`) or from a verified
@@ -101,6 +104,7 @@ impl Default for Config {
             push_key: None,
             push_in_process: true,
             push_allow_private_urls: false,
+            webhook_allow: Vec::new(),
             push_timeout: Duration::from_secs(10),
             auth: crate::auth::Auth::None,
             agent_id: DEFAULT_AGENT_ID.into(),

@@ -28,6 +28,7 @@
 //! | `HARNESS_PUSH_NOTIFICATIONS` | `true` | offer push notifications |
 //! | `HARNESS_PUSH_KEY` | required while push is on | 32 bytes, base64: seals webhook secrets at rest |
 //! | `HARNESS_PUSH_ALLOW_PRIVATE_URLS` | `false` | webhooks on private addresses |
+//! | `HARNESS_WEBHOOK_ALLOW` | none | address ranges (comma-separated CIDRs) webhooks may reach although private |
 //! | `HARNESS_MAX_BODY_BYTES` | `1048576` | largest request body |
 //! | `HARNESS_AUDIT_RETENTION_DAYS` | `30` | how long audit rows live (DynamoDB TTL; the embedded store deletes them) |
 //! | `AWS_ENDPOINT_URL_DYNAMODB` | AWS | another DynamoDB-API server (DynamoDB Local) |
@@ -94,6 +95,15 @@ pub fn config_from_env() -> Result<Config, Error> {
         // The environment freezes after its answer: the notifier function delivers.
         push_in_process: false,
         push_allow_private_urls: parse("HARNESS_PUSH_ALLOW_PRIVATE_URLS", false)?,
+        webhook_allow: var("HARNESS_WEBHOOK_ALLOW")
+            .map(|v| {
+                v.split(',')
+                    .filter(|s| !s.trim().is_empty())
+                    .map(|s| s.parse().map_err(|e| format!("HARNESS_WEBHOOK_ALLOW: {e}")))
+                    .collect::<Result<_, _>>()
+            })
+            .transpose()?
+            .unwrap_or_default(),
         agent_id: checked_id("HARNESS_AGENT_ID")?.unwrap_or(defaults.agent_id),
         lease_ttl: Duration::from_secs(parse(
             "HARNESS_LEASE_SECONDS",

@@ -26,6 +26,7 @@ use common::engine::transition::{add_artifact, created, new_task_with_id, set_st
 use common::ext::task::TaskExtension;
 use common::push::seal::PushKey;
 use common::push::stream::{handle, task_to_notify};
+use common::push::target::Targets;
 use common::push::Notifier;
 use common::store::{DynamoStore, EmbeddedStore, Store};
 use serde_json::{json, Value};
@@ -141,7 +142,7 @@ fn notifier(store: &Arc<dyn Store>) -> Notifier {
         store.clone(),
         PushKey::generate(),
         Duration::from_secs(5),
-        true,
+        Targets::new(true, Vec::new()),
     )
 }
 

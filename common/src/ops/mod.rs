@@ -18,6 +18,7 @@ use crate::auth::{AuthError, Verifier};
 use crate::commands::CommandRegistry;
 use crate::config::Config;
 use crate::engine::Engine;
+use crate::push::target::Targets;
 use crate::push::Notifier;
 use crate::store::{AuditRecord, Store, StoreError, TaskRecord};
 
@@ -86,7 +87,7 @@ impl Harness {
                 store.clone(),
                 key,
                 config.push_timeout,
-                config.push_allow_private_urls,
+                Targets::new(config.push_allow_private_urls, config.webhook_allow.clone()),
             ));
             if config.push_in_process {
                 tokio::spawn(notifier.clone().watch(store.pushes()));

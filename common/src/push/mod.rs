@@ -13,9 +13,11 @@
 //! recorded on the config (`failures`, `last_failure`).
 //!
 //! Secrets are sealed at rest ([`seal`]) and opened for delivery and for the participant
-//! who created the config only ([`Notifier::open_for`]); URLs are checked against SSRF
-//! ([`target`]).
+//! who created the config only ([`Notifier::open_for`]). Against SSRF, URLs and addresses
+//! are checked ([`target`]) and the webhook client connects only to the addresses checked
+//! ([`resolve`]).
 
+pub mod resolve;
 pub mod seal;
 pub mod stream;
 pub mod target;
@@ -30,6 +32,7 @@ use reqwest::Url;
 use crate::a2a::{A2aError, StreamResponse, TaskPushNotificationConfig};
 use crate::keyed_lock::KeyedLocks;
 use crate::store::{PushConfigRecord, Store, StoreError};
+use resolve::{Lookup, Refused, Resolver, SystemLookup};
 use seal::{PushKey, SealError};
 use target::Targets;
 
@@ -59,26 +62,29 @@ pub struct Notifier {
     store: Arc<dyn Store>,
     key: PushKey,
     targets: Targets,
+    lookup: Arc<dyn Lookup>,
     timeout: Duration,
     /// One delivery pass at a time per task in this process.
     delivering: KeyedLocks,
 }
 
 impl Notifier {
-    pub fn new(
-        store: Arc<dyn Store>,
-        key: PushKey,
-        timeout: Duration,
-        allow_private: bool,
-    ) -> Self {
+    pub fn new(store: Arc<dyn Store>, key: PushKey, timeout: Duration, targets: Targets) -> Self {
         Notifier {
             client: std::sync::OnceLock::new(),
             store,
             key,
-            targets: Targets::new(allow_private),
+            targets,
+            lookup: Arc::new(SystemLookup),
             timeout,
             delivering: KeyedLocks::default(),
         }
+    }
+
+    /// Resolves webhook hosts through `lookup` instead of the system resolver (tests).
+    pub fn with_lookup(mut self, lookup: Arc<dyn Lookup>) -> Self {
+        self.lookup = lookup;
+        self
     }
 
     fn client(&self) -> Result<&reqwest::Client, String> {
@@ -88,6 +94,9 @@ impl Notifier {
         let client = crate::https::client_builder()
             .timeout(self.timeout)
             .redirect(reqwest::redirect::Policy::none())
+            // A proxy would resolve the name itself, past the resolver's check.
+            .no_proxy()
+            .dns_resolver(Resolver::new(self.targets.clone(), self.lookup.clone()))
             .build()
             .map_err(|e| format!("cannot build the webhook client: {e}"))?;
         Ok(self.client.get_or_init(|| client))
@@ -250,8 +259,10 @@ impl Notifier {
         event: &StreamResponse,
     ) -> Result<(), String> {
         let url = Url::parse(&config.url).map_err(|e| format!("bad url: {e}"))?;
-        if !self.targets.allowed(&url).await {
-            return Err("the webhook's host resolves to a private address".into());
+        // reqwest resolves names through the client's Resolver, never an address.
+        if let Some(ip) = target::literal(&url).filter(|&ip| !self.targets.permits(ip)) {
+            tracing::warn!(url = %config.url, "webhook address refused");
+            return Err(Refused::Blocked(ip).to_string());
         }
         let body = serde_json::to_vec(event).map_err(|e| e.to_string())?;
         let client = self.client()?;
@@ -278,9 +289,14 @@ impl Notifier {
                     return Err(format!("refused with HTTP {}", resp.status().as_u16()));
                 }
                 Ok(resp) => why = format!("HTTP {}", resp.status().as_u16()),
-                Err(e) if e.is_timeout() => why = "timed out".into(),
-                // Without the URL, which is the config's and could carry a user:password.
-                Err(e) => why = format!("unreachable ({})", e.without_url()),
+                Err(e) => match Refused::behind(&e) {
+                    // A failed lookup may succeed on the next try; a refusal will not.
+                    Some(r @ Refused::Unresolved(_)) => why = r.to_string(),
+                    Some(r) => return Err(r.to_string()),
+                    None if e.is_timeout() => why = "timed out".into(),
+                    // Without the URL, which is the config's and could carry a user:password.
+                    None => why = format!("unreachable ({})", e.without_url()),
+                },
             }
             tracing::info!(task_id = %config.task_id, config_id = %config.id, attempt, %why, "webhook attempt failed");
         }

@@ -97,6 +97,11 @@ struct Args {
     /// `false` turns on the SSRF protection a public deployment has).
     #[arg(long, env = "HARNESS_PUSH_ALLOW_PRIVATE_URLS", default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     push_allow_private_urls: bool,
+    /// Address ranges (CIDRs, or single addresses) webhooks may reach although they are
+    /// loopback, private or special-purpose: one internal receiver, while
+    /// --push-allow-private-urls false blocks the rest. Repeatable or comma-separated.
+    #[arg(long, env = "HARNESS_WEBHOOK_ALLOW", value_delimiter = ',')]
+    webhook_allow: Vec<common::push::target::Cidr>,
     /// How long a drive's lease on a task lasts (renewed by every commit); the sweep,
     /// every 10 s, hands tasks whose lease ran out to a new drive.
     #[arg(long, env = "HARNESS_LEASE_SECONDS", default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..))]
@@ -194,6 +199,7 @@ async fn run() -> Result<(), common::lambda::Error> {
             }
         },
         push_allow_private_urls: args.push_allow_private_urls,
+        webhook_allow: args.webhook_allow,
         auth,
         agent_id: args.agent_id,
         default_participant: args.default_participant,
