@@ -108,7 +108,10 @@ async fn a_tool_call_then_an_answer_completes_the_task_with_the_answer() {
         "the task section, then the message as the human wrote it"
     );
     assert!(
-        matches!(&requests[0].messages[0], ChatMessage::User { text } if text.starts_with("<task>\nname: What time is it?")),
+        matches!(&requests[0].messages[0], ChatMessage::User { text }
+            if text.starts_with("<task>\nstate: TASK_STATE_WORKING\n<untrusted-")
+                && text.contains("source=\"task\">\nThe following was written by the task's participants.")
+                && text.contains("\nname: What time is it?\n")),
         "{:?}",
         requests[0].messages[0]
     );
@@ -130,11 +133,21 @@ async fn a_tool_call_then_an_answer_completes_the_task_with_the_answer() {
         )
     };
     assert!(!is_error);
+    // Delimited with the task's own nonce, which no participant sees.
+    let nonce = content
+        .strip_prefix("<untrusted-")
+        .and_then(|rest| rest.split_once(' '))
+        .map(|(nonce, _)| nonce)
+        .expect("a nonce");
+    assert_eq!(nonce.len(), 16, "{content}");
     assert!(
-        content.starts_with("<untrusted source=\"tool\">\n"),
+        content.ends_with(&format!("\n</untrusted-{nonce}>")),
         "{content}"
     );
-    assert!(content.ends_with("\n</untrusted>"), "{content}");
+    assert!(
+        !answer.to_string().contains(nonce),
+        "the nonce is not in the task: {answer}"
+    );
     assert_eq!(
         requests[0].system, requests[1].system,
         "the static prefix is identical across turns"
@@ -339,10 +352,17 @@ async fn the_task_section_shows_name_goal_criteria_and_sub_tasks() {
     let ChatMessage::User { text } = &requests[0].messages[0] else {
         panic!("a task section first")
     };
+    // What the harness knows as it is; what participants wrote, framed with the nonce.
+    let nonce = &rec.agent.nonce;
     assert_eq!(
         text,
-        "<task>\nname: Release notes\nstate: TASK_STATE_WORKING\ngoal: Write the 1.2 release notes\n\
-         acceptance criteria:\n  - [x] mentions every fix\n  - [ ] under 300 words\nsub-tasks: t-9\n</task>"
+        &format!(
+            "<task>\nstate: TASK_STATE_WORKING\nsub-tasks: t-9\n<untrusted-{nonce} source=\"task\">\n{}\n\
+             name: Release notes\ngoal: Write the 1.2 release notes\n\
+             acceptance criteria:\n  - [x] mentions every fix\n  - [ ] under 300 words\n\
+             </untrusted-{nonce}>\n</task>",
+            common::agent::context::WRITTEN_PREAMBLE
+        )
     );
     assert_eq!(
         requests[0].messages[1],
@@ -352,18 +372,29 @@ async fn the_task_section_shows_name_goal_criteria_and_sub_tasks() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
-/// A task created directly in the store with `ext`, its first message from `sender` (or
-/// from no one), driven once; returns the task as it ended.
+/// A task created directly in the store with `ext`, its first message ("please") from
+/// `sender` (or from no one), driven once; returns the task as it ended.
 async fn drive_new_task(
     h: &Arc<Harness>,
     store: &Arc<dyn Store>,
     ext: common::ext::task::TaskExtension,
     sender: Option<&str>,
 ) -> common::store::TaskRecord {
+    drive_new_task_saying(h, store, ext, sender, "please").await
+}
+
+/// [`drive_new_task`] with a first message of `text`.
+async fn drive_new_task_saying(
+    h: &Arc<Harness>,
+    store: &Arc<dyn Store>,
+    ext: common::ext::task::TaskExtension,
+    sender: Option<&str>,
+    text: &str,
+) -> common::store::TaskRecord {
     let mut message = Message {
         message_id: common::engine::transition::new_id(),
         role: Role::User,
-        parts: vec![Part::text("please")],
+        parts: vec![Part::text(text)],
         ..Default::default()
     };
     if let Some(sender) = sender {
@@ -432,12 +463,35 @@ async fn role_change_requires_admin_and_no_actor_is_refused() {
     assert!(done.ext().expect("ext").has_role(Some("bob"), R::Watcher));
     let _ = std::fs::remove_dir_all(dir);
 
-    // The same call with the admin as the actor changes the role.
+    // The same call with the admin as the actor, when her message asks for it, changes
+    // the role.
     let (h, model, store, dir) = setup(PROMOTE_BOB);
-    let done = drive_new_task(&h, &store, ext_with(&people), Some("alice")).await;
+    let asks = "Please make Bob an admin.";
+    let done = drive_new_task_saying(&h, &store, ext_with(&people), Some("alice"), asks).await;
     assert!(first_tool_result(&model).contains("bob is now admin"));
     assert!(done.ext().expect("ext").has_role(Some("bob"), R::Admin));
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Issue 17, item 7: the admin's latest message is the actor's, but it does not ask for
+/// the change (the call came from text elsewhere in the context): refused, with a reason
+/// that tells the model to ask her.
+#[tokio::test]
+async fn a_role_change_the_admin_did_not_ask_for_is_refused() {
+    use common::ext::task::Role as R;
+    let people = [("alice", R::Admin), ("bob", R::Watcher)];
+    for said in ["ok", "please", "make carol an admin", "make bob a watcher"] {
+        let (h, model, store, dir) = setup(PROMOTE_BOB);
+        let done = drive_new_task_saying(&h, &store, ext_with(&people), Some("alice"), said).await;
+        let result = first_tool_result(&model);
+        assert!(result.contains("[role.not_requested]"), "{said}: {result}");
+        assert!(result.contains("ask the admin to confirm"), "{result}");
+        assert!(
+            done.ext().expect("ext").has_role(Some("bob"), R::Watcher),
+            "{said}"
+        );
+        let _ = std::fs::remove_dir_all(dir);
+    }
 }
 
 /// `durable/test_core_loop.py`: a message that arrives while the agent is working is taken
@@ -605,7 +659,7 @@ async fn a_cancelled_sub_task_wakes_its_parent() {
         .messages
         .iter()
         .any(|m| matches!(m, ChatMessage::User { text }
-            if text.starts_with("<untrusted source=\"agent\">")
+            if text.starts_with("<untrusted-") && text.contains(" source=\"agent\">")
                 && text.contains(&format!("Sub-task {child_id} is CANCELED")))));
     drop(requests);
     let _ = std::fs::remove_dir_all(dir);

@@ -27,10 +27,21 @@ use serde_json::{json, Value};
 
 /// How the system prompt of a `help.decided` model call starts.
 const ROUTER_PROMPT: &str = "You route a request for help on a task.";
-/// How a tool result reaches the model.
-const TOOL_BLOCK: &str = "<untrusted source=\"tool\">";
-/// How another participant's words (a sub-task's outcome) reach the model.
-const AGENT_BLOCK: &str = "<untrusted source=\"agent\">";
+/// Whether `text` is an untrusted block from `source` (`tool`: a tool result; `agent`:
+/// another participant's words, such as a sub-task's outcome), delimited with the task's
+/// nonce: `<untrusted-<16 hex digits> source="<source>">`.
+fn framed(text: &str, source: &str) -> bool {
+    let Some((nonce, rest)) = text
+        .strip_prefix("<untrusted-")
+        .and_then(|t| t.split_once(' '))
+    else {
+        return false;
+    };
+    nonce.len() == 16
+        && nonce.chars().all(|c| c.is_ascii_hexdigit())
+        && rest.starts_with(&format!("source=\"{source}\">"))
+        && text.ends_with(&format!("</untrusted-{nonce}>"))
+}
 const OBJECTION: &str =
     "the need is work another participant must finish; route must be create_task";
 const WAIT: Duration = Duration::from_secs(15);
@@ -112,7 +123,7 @@ fn tool_result<'a>(req: &'a Value, tool: &str) -> &'a Value {
 fn assert_tool_result<'a>(req: &'a Value, tool: &str, is_error: bool, text: &str) -> &'a str {
     let result = tool_result(req, tool);
     let content = result["content"].as_str().unwrap_or_default();
-    assert!(content.starts_with(TOOL_BLOCK), "not framed: {result}");
+    assert!(framed(content, "tool"), "not framed: {result}");
     assert!(
         content.contains(text),
         "{tool} result lacks {text:?}: {result}"
@@ -277,7 +288,7 @@ async fn sub_task_flow(backend: Backend) {
     assert!(
         texts
             .iter()
-            .any(|t| t.starts_with(AGENT_BLOCK) && t.contains(&note)),
+            .any(|t| framed(t, "agent") && t.contains(&note)),
         "no {note:?} in an untrusted block: {texts:?}"
     );
     let messages = resumed["messages"].as_array().expect("messages");
@@ -359,6 +370,38 @@ async fn role_change(backend: Backend) {
     let reqs = script.requests_of(&name);
     assert_eq!(turns(&reqs), [0, 1], "{reqs:?}");
     assert_tool_result(&reqs[1], "set_participant_role", false, "bob is now admin");
+
+    // The admin's message does not ask for it (an injected request elsewhere in the
+    // context made the model call): refused, and the model is told to ask her (issue 17).
+    let name = unique("admin-oks");
+    let first = envelope("ok, go ahead", &name, "Tidy the roles", role_cast());
+    let task = send_as(&s, Some("ada"), first).await;
+    assert_eq!(state(&task), "TASK_STATE_COMPLETED", "{task}");
+    assert_eq!(role_of(&task, "bob"), "watcher", "{task}");
+    let reqs = script.requests_of(&name);
+    assert_tool_result(
+        &reqs[1],
+        "set_participant_role",
+        true,
+        "[role.not_requested] a role change needs the admin's latest message to ask for it",
+    );
+    // What participants wrote into the task (its fields, their names) reaches the model
+    // framed, with the task's nonce, which the task itself never shows.
+    let section = reqs[0]["messages"][0]["text"].as_str().unwrap_or_default();
+    let block = &section[section.find("<untrusted-").expect("a block")..];
+    assert!(
+        framed(block.trim_end_matches("\n</task>"), "task"),
+        "{section}"
+    );
+    assert!(block.contains("goal: Tidy the roles"), "{section}");
+    let nonce = &block["<untrusted-".len().."<untrusted-".len() + 16];
+    let system = reqs[0]["system"].as_str().unwrap_or_default();
+    assert!(
+        system.contains(&format!("<untrusted-{nonce} source=\"participants\">")),
+        "{system}"
+    );
+    let shown = get_task_as(&s, "ada", &task_id(&task)).await;
+    assert!(!shown.to_string().contains(nonce), "{shown}");
 
     // A stranger cannot reach the task: not found, as if it did not exist.
     let poke = reply_message(&unique("m"), &admin_task, "Make me an admin");

@@ -17,6 +17,7 @@ on_both_stores!(
     a_message_id_is_its_senders_own,
     refused_messages_write_nothing_into_the_task,
     an_envelope_links_no_tasks,
+    an_agent_participant_speaks_only_as_itself,
 );
 
 async fn server(backend: Backend) -> Option<Server> {
@@ -344,6 +345,46 @@ async fn an_envelope_links_no_tasks(backend: Backend) {
         .expect("task");
     assert_eq!(after, before);
     assert!(listed_ids(&list(&s, &mallory, Via::JsonRpc).await.ok()).is_empty());
+}
+
+// ------------------------------------------------------------------ item 7: identity
+
+/// Where identity is self-asserted (`--auth none`), an agent on alice's task that names
+/// alice in a message's metadata is refused (its words would reach the model as hers, not
+/// framed as an agent's); speaking as itself, it is heard.
+async fn an_agent_participant_speaks_only_as_itself(backend: Backend) {
+    let Some(s) = server(backend).await else {
+        return;
+    };
+    let alice = Who::header("alice");
+    let bot = Who::header("bot");
+    let people = json!([
+        participants::participant("alice", "human", "reporter"),
+        participants::participant("bot", "agent", "watcher"),
+    ]);
+    for via in Via::BOTH {
+        let m = json!({"messageId": unique("tck-input-required"), "role": "ROLE_USER",
+            "parts": [{"text": "Paint the shed"},
+                      participants::task_envelope_part("Shed", "Paint the shed", people.clone())]});
+        let id = task_id(&send(&s, &alice, via, m).await.ok()["task"]);
+        let mut as_alice = message_with_id(&unique("m"), Some(&id));
+        as_alice["metadata"] = json!({"participant_id": "alice"});
+        let refused = send(&s, &bot, via, as_alice.clone()).await;
+        refused.invalid_params();
+        assert!(
+            refused.message().contains("speaks only as itself"),
+            "{}",
+            refused.text
+        );
+        let mid = as_alice["messageId"].as_str().expect("id");
+        for sender in ["alice", "bot"] {
+            let stored = s.store().message_task("", sender, mid).await.expect("read");
+            assert_eq!(stored, None, "{via:?}");
+        }
+        let own = message_with_id(&unique("m"), Some(&id));
+        let heard = send(&s, &bot, via, own).await.ok();
+        assert_eq!(task_id(&heard["task"]), id);
+    }
 }
 
 /// JSON-RPC `method` with `params` as `who`, answered as JSON.

@@ -7,8 +7,10 @@
 //!   the run then ends and nothing runs until the reply.
 //! - `create_task_for_participant`: a sub-task `<parent>.<n>` assigned to the participant,
 //!   linked both ways; the parent does not call the model again until it has ended.
-//! - `set_participant_role`: admins only (the actor is the sender of the message the agent
-//!   took in last).
+//! - `set_participant_role`: admins only, and only as they asked: the actor is the sender
+//!   of the message the agent took in last, who must be an admin, and that message must
+//!   itself name the participant and the role. An admin's "ok" cannot lend the call to
+//!   text earlier in the context (a tool result, another member's message).
 //! - `request_help`: `help.decided` picks one of the first two.
 //!
 //! Refusals are error results `[code] message` that reveal nothing about who is on the
@@ -47,11 +49,11 @@ pub struct Context<'a> {
 }
 
 /// The result message of a call, as every tool result is framed.
-pub fn result_message(call: &ToolCall, outcome: &ToolOutcome) -> ChatMessage {
+pub fn result_message(nonce: &str, call: &ToolCall, outcome: &ToolOutcome) -> ChatMessage {
     ChatMessage::Tool {
         call_id: call.id.clone(),
         name: call.name.clone(),
-        content: untrusted("tool", &outcome.content),
+        content: untrusted(nonce, "tool", &outcome.content),
         is_error: outcome.is_error,
     }
 }
@@ -97,7 +99,7 @@ async fn commit_result(
     call: &ToolCall,
     result: Result<String, ToolError>,
 ) -> Result<(), RunError> {
-    let message = result_message(call, &outcome(result));
+    let message = result_message(&run.record().agent.nonce, call, &outcome(result));
     run.apply(|rec| {
         rec.agent.conversation.push(message.clone());
         Vec::new()
@@ -163,6 +165,7 @@ async fn ask(run: &mut TaskRun, call: &ToolCall, a: AskArgs) -> Result<(), RunEr
         call_id: call.id.clone(),
     };
     let result = result_message(
+        &run.record().agent.nonce,
         call,
         &ToolOutcome::output(format!(
             "asked {}; waiting for the reply",
@@ -241,6 +244,7 @@ async fn create_task(run: &mut TaskRun, call: &ToolCall, a: CreateArgs) -> Resul
         Err(CreateError::Store(e)) => return Err(e.into()),
     }
     let result = result_message(
+        &run.record().agent.nonce,
         call,
         &ToolOutcome::output(format!("task for {} created", a.participant_id)),
     );
@@ -267,6 +271,15 @@ async fn set_role(run: &mut TaskRun, call: &ToolCall, a: RoleArgs) -> Result<(),
             NOT_A_MEMBER,
             "only an admin may change roles",
         ))
+    } else if !asked_for(run.record(), &a) {
+        Err(ToolError::new(
+            "role.not_requested",
+            format!(
+                "a role change needs the admin's latest message to ask for it, naming {} and {}; ask the admin to confirm",
+                a.participant_id,
+                a.role.as_str()
+            ),
+        ))
     } else if ext.participant(&a.participant_id).is_none() {
         Err(no_such_participant())
     } else {
@@ -276,6 +289,7 @@ async fn set_role(run: &mut TaskRun, call: &ToolCall, a: RoleArgs) -> Result<(),
         return commit_result(run, call, Err(e)).await;
     }
     let result = result_message(
+        &run.record().agent.nonce,
         call,
         &ToolOutcome::output(format!("{} is now {}", a.participant_id, a.role.as_str())),
     );
@@ -291,6 +305,32 @@ async fn set_role(run: &mut TaskRun, call: &ToolCall, a: RoleArgs) -> Result<(),
         Vec::new()
     })
     .await
+}
+
+/// Whether the actor's latest message, the one the call acts on, names the participant
+/// and the role (as words, in any case).
+fn asked_for(rec: &TaskRecord, a: &RoleArgs) -> bool {
+    let Some(id) = rec.agent.actor_message.as_deref() else {
+        return false;
+    };
+    let Some(m) = rec.task.history.iter().find(|m| m.message_id == id) else {
+        return false;
+    };
+    let text = crate::channels::message_text(m).to_lowercase();
+    let words: Vec<&str> = text
+        .split_whitespace()
+        .map(|w| w.trim_matches(|c: char| c.is_ascii_punctuation()))
+        .collect();
+    let named = |name: &str| {
+        let name = name.to_lowercase();
+        // An id may hold spaces; then the phrase is looked for as it is.
+        if name.contains(char::is_whitespace) {
+            text.contains(&name)
+        } else {
+            words.contains(&name.as_str())
+        }
+    };
+    named(&a.participant_id) && named(a.role.as_str())
 }
 
 #[derive(Deserialize)]

@@ -50,6 +50,10 @@ pub struct AgentState {
     /// The participant whose message the agent took in last: who a privileged tool call
     /// acts for.
     pub actor: Option<String>,
+    /// That message's id: a privileged call must be what it asks for.
+    pub actor_message: Option<String>,
+    /// The delimiter nonce of the task's untrusted blocks (see `context::untrusted`).
+    pub nonce: String,
 }
 
 /// A message accepted as the reply to a help request.
@@ -187,6 +191,9 @@ pub fn render_task(rec: &crate::store::TaskRecord) -> String {
     task_lines(rec).unwrap_or_else(|| format!("state: {}", rec.state().as_str()))
 }
 
+/// The harness's own lines (state, sub-tasks) as they are; what participants wrote (name,
+/// goal, description, criteria: the reporter may, and is not an admin) in an untrusted
+/// block.
 fn task_lines(rec: &crate::store::TaskRecord) -> Option<String> {
     let data = rec
         .task
@@ -198,16 +205,15 @@ fn task_lines(rec: &crate::store::TaskRecord) -> Option<String> {
             .and_then(|v| v.as_str())
             .filter(|s| !s.is_empty())
     };
-    let mut lines = Vec::new();
+    let mut written = Vec::new();
     if let Some(name) = field("name") {
-        lines.push(format!("name: {name}"));
+        written.push(format!("name: {name}"));
     }
-    lines.push(format!("state: {}", rec.state().as_str()));
     if let Some(goal) = field("goal") {
-        lines.push(format!("goal: {goal}"));
+        written.push(format!("goal: {goal}"));
     }
     if let Some(description) = field("description") {
-        lines.push(format!("description: {description}"));
+        written.push(format!("description: {description}"));
     }
     let criteria = data
         .get("acceptance_criteria")
@@ -215,19 +221,20 @@ fn task_lines(rec: &crate::store::TaskRecord) -> Option<String> {
         .cloned()
         .unwrap_or_default();
     if !criteria.is_empty() {
-        lines.push("acceptance criteria:".into());
+        written.push("acceptance criteria:".into());
         for c in criteria {
             let met = if c.get("met").and_then(|m| m.as_bool()).unwrap_or(false) {
                 "x"
             } else {
                 " "
             };
-            lines.push(format!(
+            written.push(format!(
                 "  - [{met}] {}",
                 c.get("text").and_then(|t| t.as_str()).unwrap_or("")
             ));
         }
     }
+    let mut lines = vec![format!("state: {}", rec.state().as_str())];
     let subs: Vec<&str> = data
         .get("sub_tasks")
         .and_then(|v| v.as_array())
@@ -239,6 +246,9 @@ fn task_lines(rec: &crate::store::TaskRecord) -> Option<String> {
         .unwrap_or_default();
     if !subs.is_empty() {
         lines.push(format!("sub-tasks: {}", subs.join(", ")));
+    }
+    if !written.is_empty() {
+        lines.push(untrusted(&rec.agent.nonce, "task", &written.join("\n")));
     }
     Some(lines.join("\n"))
 }
@@ -262,7 +272,7 @@ fn new_inputs(rec: &crate::store::TaskRecord) -> Vec<(String, String, ChatMessag
                 || ext.participant(sender).map(|p| p.kind) == Some(ParticipantKind::Agent);
             let text = crate::channels::message_text(m);
             let text = if is_agent {
-                untrusted("agent", &text)
+                untrusted(&rec.agent.nonce, "agent", &text)
             } else {
                 text
             };
@@ -287,7 +297,7 @@ fn new_inputs(rec: &crate::store::TaskRecord) -> Vec<(String, String, ChatMessag
 
 /// How a sub-task's outcome reaches its parent's model: `Sub-task <id> is <STATE>:
 /// <summary>`, inside an untrusted block (another participant wrote it).
-fn sub_task_note(child: Option<&crate::store::TaskRecord>, id: &str) -> ChatMessage {
+fn sub_task_note(nonce: &str, child: Option<&crate::store::TaskRecord>, id: &str) -> ChatMessage {
     let (state, summary) = match child {
         Some(c) => {
             let summary: String = c
@@ -306,7 +316,11 @@ fn sub_task_note(child: Option<&crate::store::TaskRecord>, id: &str) -> ChatMess
         None => ("GONE".to_owned(), "it no longer exists".to_owned()),
     };
     ChatMessage::User {
-        text: untrusted("agent", &format!("Sub-task {id} is {state}: {summary}")),
+        text: untrusted(
+            nonce,
+            "agent",
+            &format!("Sub-task {id} is {state}: {summary}"),
+        ),
     }
 }
 
@@ -326,6 +340,7 @@ impl LlmAgent {
                     a.inputs.push(id.clone());
                     a.conversation.push(said.clone());
                     a.actor = Some(sender.clone());
+                    a.actor_message = Some(id.clone());
                 }
             }
         })
@@ -353,7 +368,7 @@ impl LlmAgent {
                 Some(c) if !c.state().is_terminal() => unresolved = true,
                 _ => notes.push((
                     sub.task_id.clone(),
-                    sub_task_note(child.as_ref(), &sub.task_id),
+                    sub_task_note(&run.record().agent.nonce, child.as_ref(), &sub.task_id),
                 )),
             }
         }
@@ -394,7 +409,7 @@ impl LlmAgent {
                     continue;
                 }
             };
-            let result = intrinsics::result_message(&call, &outcome);
+            let result = intrinsics::result_message(&run.record().agent.nonce, &call, &outcome);
             run.update_agent(|a| a.conversation.push(result.clone()))
                 .await?;
         }
@@ -416,6 +431,11 @@ impl Agent for LlmAgent {
     }
 
     async fn run(&self, run: &mut TaskRun, _input: &Message) -> Result<(), RunError> {
+        if run.record().agent.nonce.is_empty() {
+            // A task from before nonces: its blocks from now on get one.
+            let nonce = super::context::new_nonce();
+            run.update_agent(|a| a.nonce = nonce.clone()).await?;
+        }
         let mut steps = 0;
         loop {
             self.run_tools(run).await?;
@@ -455,10 +475,11 @@ impl Agent for LlmAgent {
                     return Self::fail(run, &format!("The task's model cannot be used: {e}")).await
                 }
             };
+            // Ids and display names are written by participants: framed like the task.
             let participants = run
                 .record()
                 .ext()
-                .map(|e| e.render_participants())
+                .map(|e| untrusted(&state.nonce, "participants", &e.render_participants()))
                 .unwrap_or_default();
             let request = ChatRequest {
                 model: model_id,

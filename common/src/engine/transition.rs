@@ -48,6 +48,8 @@ pub fn new_task_with_id(
         task,
         ..Default::default()
     };
+    // Made with the task, so framing it never costs a write of its own.
+    rec.agent.nonce = crate::agent::context::new_nonce();
     ext.store(&mut rec.task);
     rec
 }

@@ -191,6 +191,12 @@ impl TaskExtension {
             .is_some_and(|p| p.role == role)
     }
 
+    /// Whether `id` is a participant of kind agent.
+    pub fn is_agent(&self, id: &str) -> bool {
+        self.participant(id)
+            .is_some_and(|p| p.kind == ParticipantKind::Agent)
+    }
+
     pub fn assignee(&self) -> Option<&Participant> {
         self.participants.iter().find(|p| p.role == Role::Assignee)
     }

@@ -442,6 +442,16 @@ async fn continue_task(
             refuse(h, tenant, &message, from.id, reason).await;
             return Err(A2aError::task_not_found(&message.task_id).into());
         };
+        // Where identity is self-asserted, an agent on the task that names a person in the
+        // message would have its words read as theirs, not framed as an agent's.
+        let caller = from.caller.participant.as_deref();
+        if let Some(agent) = caller.filter(|c| *c != from.id && ext.is_agent(c)) {
+            return Err(A2aError::invalid_field(
+                "message.metadata.participant_id",
+                format!("{agent} is an agent participant of this task and speaks only as itself"),
+            )
+            .into());
+        }
         if !message.context_id.is_empty() && message.context_id != current.task.context_id {
             return Err(A2aError::invalid_field(
                 "message.contextId",
