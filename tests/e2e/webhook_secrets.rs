@@ -165,10 +165,19 @@ async fn a_create_reusing_someone_elses_config_id_is_refused(backend: Backend) {
             refused.text
         );
         assert!(!refused.text.contains(&token), "{}", refused.text);
+        let before = s.store().load_task(&id).await.expect("load").expect("task");
         let m = reply_message(&unique("tck-input-required"), &id, "tell me instead");
-        let on_message = send_with_config(&s, &ada(), via, m, adas).await;
+        let on_message = send_with_config(&s, &ada(), via, m.clone(), adas).await;
         on_message.invalid_params();
         assert!(!on_message.text.contains(&token), "{}", on_message.text);
+        // Refused before anything was stored: the message is not in the task.
+        let after = s.store().load_task(&id).await.expect("load").expect("task");
+        assert_eq!(
+            (after.version, after.last_seq),
+            (before.version, before.last_seq)
+        );
+        let mid = m["messageId"].as_str().expect("id");
+        assert_eq!(s.store().message_task("", "ada", mid).await, Ok(None));
 
         let kept = get_push(&s, &alice(), via, &id, "hook").await.ok();
         assert_eq!(kept["url"], alices_hook.url.as_str(), "{kept}");

@@ -49,17 +49,7 @@ pub(crate) async fn attach(
     if config.id.is_empty() {
         config.id = new_id();
     }
-    let existing = h
-        .store
-        .list_push_configs(&config.task_id, None, MAX_CONFIGS_PER_TASK)
-        .await?;
-    if existing.len() >= MAX_CONFIGS_PER_TASK && !existing.iter().any(|c| c.config.id == config.id)
-    {
-        return Err(A2aError::invalid_params(format!(
-            "task {} already has {MAX_CONFIGS_PER_TASK} push notification configs (the limit)",
-            config.task_id
-        )));
-    }
+    may_attach(h, &config.task_id, &config, creator).await?;
     // The task is marked first, so every event committed after the config exists is
     // marked too (the table's stream passes only marked events to the notifier); events
     // in between are caught up by the config's own insert.
@@ -86,6 +76,34 @@ pub(crate) async fn attach(
         tokio::spawn(async move { notifier.deliver_logged(&task_id).await });
     }
     Ok(config)
+}
+
+/// Whether `creator` may attach `config` to the task `task_id` now: under the task's
+/// limit, and not under an id someone else's config has (the store's conditional write
+/// decides a race; this answers before anything is written).
+pub(crate) async fn may_attach(
+    h: &Harness,
+    task_id: &str,
+    config: &TaskPushNotificationConfig,
+    creator: &str,
+) -> Result<(), A2aError> {
+    let existing = (h.store)
+        .list_push_configs(task_id, None, MAX_CONFIGS_PER_TASK)
+        .await?;
+    let same_id = existing.iter().find(|c| c.config.id == config.id);
+    if let Some(taken) = same_id.filter(|c| c.creator.is_empty() || c.creator != creator) {
+        return Err(StoreError::PushConfigTaken {
+            task_id: task_id.to_owned(),
+            id: taken.config.id.clone(),
+        }
+        .into());
+    }
+    if existing.len() >= MAX_CONFIGS_PER_TASK && same_id.is_none() {
+        return Err(A2aError::invalid_params(format!(
+            "task {task_id} already has {MAX_CONFIGS_PER_TASK} push notification configs (the limit)"
+        )));
+    }
+    Ok(())
 }
 
 pub async fn create(

@@ -242,7 +242,7 @@ async fn intake(
         let on = Sender {
             id: &sender,
             caller,
-            push: push.is_some(),
+            push: push.as_ref(),
             channel: channel.as_ref(),
             envelope: envelope.as_ref(),
             command: command.as_ref(),
@@ -299,8 +299,8 @@ enum Stored {
 struct Sender<'a> {
     id: &'a str,
     caller: &'a Caller,
-    /// Whether it attaches a webhook (`taskPushNotificationConfig`).
-    push: bool,
+    /// The webhook it attaches (`taskPushNotificationConfig`).
+    push: Option<&'a crate::a2a::TaskPushNotificationConfig>,
     channel: Option<&'a ChannelMessage>,
     envelope: Option<&'a TaskEnvelope>,
     command: Option<&'a Invoked>,
@@ -470,8 +470,11 @@ async fn continue_task(
             ))
             .into());
         }
-        if from.push {
+        if let Some(push) = from.push {
             permissions::require(&ext, from.id, Action::ManageWebhooks).map_err(A2aError::from)?;
+            // Checked before the message is stored, so a webhook that cannot be attached
+            // leaves the task as it was.
+            push_config::may_attach(h, current.id(), push, from.id).await?;
         }
         let mut next = current.clone();
         if let Some(invoked) = from.command {
