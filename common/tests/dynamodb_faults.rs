@@ -362,7 +362,7 @@ async fn commit_cancelled_on_the_message_condition_is_a_duplicate_naming_its_tas
                 reason("None"),
                 CancellationReason::builder()
                     .code("ConditionalCheckFailed")
-                    .item("pk", s("MSG#acme#alice#m-1"))
+                    .item("pk", s("IN#acme#alice#m-1"))
                     .item("sk", s("MSG"))
                     .item("task_id", s("t-owner"))
                     .build(),
@@ -404,7 +404,7 @@ async fn create_task_duplicate_message_without_old_item_looks_its_task_up() {
     });
     let lookup = mock!(Client::get_item)
         .match_requests(|r| {
-            r.key().and_then(|k| k.get("pk")) == Some(&s("MSG#acme#alice#m-1"))
+            r.key().and_then(|k| k.get("pk")) == Some(&s("IN#acme#alice#m-1"))
                 && r.key().and_then(|k| k.get("sk")) == Some(&s("MSG"))
         })
         .then_output(|| {
@@ -528,13 +528,13 @@ async fn put_message_conditional_check_failed_is_a_duplicate() {
     let put = mock!(Client::put_item)
         .match_requests(|r| {
             r.condition_expression() == Some("attribute_not_exists(pk)")
-                && r.item().and_then(|i| i.get("pk")) == Some(&s("MSG#acme#alice#m-1"))
+                && r.item().and_then(|i| i.get("pk")) == Some(&s("IN#acme#alice#m-1"))
         })
         .then_error(|| {
             PutItemError::ConditionalCheckFailedException(
                 ConditionalCheckFailedException::builder()
                     .message("The conditional request failed")
-                    .item("pk", s("MSG#acme#alice#m-1"))
+                    .item("pk", s("IN#acme#alice#m-1"))
                     .item("sk", s("MSG"))
                     .item("task_id", s(""))
                     .build(),
@@ -565,7 +565,7 @@ async fn put_message_duplicate_of_a_task_message_names_that_task() {
         PutItemError::ConditionalCheckFailedException(
             ConditionalCheckFailedException::builder()
                 .message("The conditional request failed")
-                .item("pk", s("MSG#acme#alice#m-1"))
+                .item("pk", s("IN#acme#alice#m-1"))
                 .item("sk", s("MSG"))
                 .item("task_id", s("t-owner"))
                 .build(),

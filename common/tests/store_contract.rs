@@ -408,6 +408,23 @@ async fn push_cursors_move_only_from_where_they_were(store: Arc<dyn Store>) {
         .expect("delete");
     record.delivered = 4;
     assert!(!store.advance_push_config(&record, 3).await.expect("gone"));
+    // Made again under its id by someone else: a delivery of the old one in flight does
+    // not put it back.
+    let theirs = PushConfigRecord {
+        creator: "bob".into(),
+        delivered: 3,
+        ..record.clone()
+    };
+    store.put_push_config(&theirs).await.expect("put");
+    assert!(!store
+        .advance_push_config(&record, 3)
+        .await
+        .expect("not ours"));
+    let stored = store
+        .get_push_config(&task.task.id, "c1")
+        .await
+        .expect("get");
+    assert_eq!(stored.expect("there").creator, "bob");
 }
 
 /// A DynamoDB store on a fresh table of its own.
@@ -638,15 +655,16 @@ async fn refusals_are_kept_in_the_audit_trail_of_the_task_id_named(store: Arc<dy
     assert!(store.audit_trail("other").await.unwrap().is_empty());
 }
 
-/// A participant's audit rows per hour are capped; the rest of the hour's decisions are
-/// not stored, and other participants (and the next hour) are not affected.
+/// A participant's refusals kept per hour are capped, whatever tenant they name; the rest
+/// of the hour's are not stored. Other participants, the next hour and accepted decisions
+/// are not affected.
 async fn a_participants_audit_rows_are_capped_per_hour(store: Arc<dyn Store>) {
     use common::store::AUDIT_ROWS_PER_PARTICIPANT_HOUR as QUOTA;
     let task_id = format!("capped-{}", uuid_like());
     let now = common::a2a::Timestamp::now();
-    let record = |who: &str, at: common::a2a::Timestamp| AuditRecord {
+    let record = |who: &str, tenant: &str, at: common::a2a::Timestamp| AuditRecord {
         at: Some(at),
-        tenant: "t".into(),
+        tenant: tenant.into(),
         operation: "SendMessage".into(),
         task_id: task_id.clone(),
         participant: who.into(),
@@ -655,17 +673,33 @@ async fn a_participants_audit_rows_are_capped_per_hour(store: Arc<dyn Store>) {
     };
     let mallory = format!("mallory-{}", uuid_like());
     for i in 0..QUOTA + 5 {
-        let stored = store.audit(&record(&mallory, now)).await.expect("audit");
+        // Half under tenants of her own making: they share her quota.
+        let tenant = if i % 2 == 0 { "t" } else { "made-up" };
+        let stored = store
+            .audit(&record(&mallory, tenant, now))
+            .await
+            .expect("audit");
         assert_eq!(stored, i < QUOTA, "row {i}");
     }
-    assert!(store.audit(&record("alice", now)).await.expect("audit"));
+    let command = AuditRecord {
+        accepted: true,
+        ..record(&mallory, "t", now)
+    };
+    assert!(
+        store.audit(&command).await.expect("audit"),
+        "accepted rows are kept"
+    );
+    assert!(store
+        .audit(&record("alice", "t", now))
+        .await
+        .expect("audit"));
     let next_hour = common::a2a::Timestamp(now.0 + chrono::TimeDelta::hours(1));
     assert!(store
-        .audit(&record(&mallory, next_hour))
+        .audit(&record(&mallory, "t", next_hour))
         .await
         .expect("audit"));
     let trail = store.audit_trail(&task_id).await.expect("trail");
-    assert_eq!(trail.len() as u64, QUOTA + 2);
+    assert_eq!(trail.len() as u64, QUOTA + 3);
 }
 
 async fn list_filters_by_context_state_and_time(store: Arc<dyn Store>) {

@@ -18,6 +18,7 @@ on_both_stores!(
     refused_messages_write_nothing_into_the_task,
     an_envelope_links_no_tasks,
     an_agent_participant_speaks_only_as_itself,
+    a_message_id_on_the_task_is_not_taken_again,
 );
 
 async fn server(backend: Backend) -> Option<Server> {
@@ -100,6 +101,41 @@ async fn a_message_id_is_its_senders_own(backend: Backend) {
             let stored = s.store().message_task("", who, &mid).await.expect("read");
             assert!(stored.is_some(), "{who}'s message is stored under {who}");
         }
+    }
+}
+
+/// Ids are per sender, but the agent knows a task's messages by id: walt, a member, cannot
+/// send on alice's task under the id of her message there (his words would pass for hers,
+/// or hide hers from the model).
+async fn a_message_id_on_the_task_is_not_taken_again(backend: Backend) {
+    let Some(s) = server(backend).await else {
+        return;
+    };
+    let people = json!([
+        participants::participant("alice", "human", "reporter"),
+        participants::participant("walt", "human", "watcher"),
+    ]);
+    for via in Via::BOTH {
+        let mid = unique("tck-input-required");
+        let m = json!({"messageId": mid, "role": "ROLE_USER", "parts": [{"text": "Paint it"},
+            participants::task_envelope_part("Shed", "Paint it", people.clone())]});
+        let id = task_id(&send(&s, &Who::header("alice"), via, m).await.ok()["task"]);
+        let before = s.store().load_task(&id).await.expect("load").expect("task");
+        let refused = send(
+            &s,
+            &Who::header("walt"),
+            via,
+            message_with_id(&mid, Some(&id)),
+        )
+        .await;
+        refused.invalid_params();
+        assert!(
+            refused.message().contains("already used on this task"),
+            "{}",
+            refused.text
+        );
+        let after = s.store().load_task(&id).await.expect("load").expect("task");
+        assert_eq!(after.version, before.version, "{via:?}");
     }
 }
 

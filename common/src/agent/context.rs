@@ -30,11 +30,27 @@ pub const PARTICIPANTS_SLOT: &str = "{participants}";
 
 /// A new delimiter nonce: 64 random bits in hex.
 pub fn new_nonce() -> String {
-    crate::engine::transition::new_id()
-        .chars()
-        .filter(char::is_ascii_hexdigit)
-        .take(16)
-        .collect()
+    use ring::rand::{SecureRandom, SystemRandom};
+    let mut bytes = [0u8; 8];
+    if SystemRandom::new().fill(&mut bytes).is_err() {
+        // The system's generator failing is beyond recovery here; a uuid's random bits
+        // (60 of them) still make a nonce no content can guess.
+        return crate::engine::transition::new_id()
+            .chars()
+            .filter(char::is_ascii_hexdigit)
+            .take(16)
+            .collect();
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `text` with the task's `nonce` masked: what the model says is shown to participants,
+/// and content it frames must not carry the delimiter it is framed with.
+pub fn without_nonce(nonce: &str, text: &str) -> String {
+    if nonce.is_empty() || !text.contains(nonce) {
+        return text.to_owned();
+    }
+    text.replace(nonce, "[redacted]")
 }
 
 /// Frames `content` from `source` (`tool`, `agent`, `task`, ...) as data, delimited with
@@ -55,27 +71,29 @@ pub fn untrusted(nonce: &str, source: &str, content: &str) -> String {
     } else {
         UNTRUSTED_PREAMBLE
     };
-    let body = escape_loose_closes(content);
+    let body = escape_loose_closes(&without_nonce(nonce, content));
     format!("<{tag} source=\"{source}\">\n{preamble}\n{body}\n</{tag}>")
 }
 
+/// Escapes every `<`, optional spaces, `/`, optional spaces, `untrusted` (in any case) by
+/// writing the slash as `\/`: the spellings a model might read as a close.
 fn escape_loose_closes(text: &str) -> String {
     let lower = text.to_ascii_lowercase();
     let mut out = String::with_capacity(text.len());
-    let mut i = 0;
-    while let Some(found) = lower[i..].find("</") {
-        let start = i + found;
-        let rest = lower[start + 2..].trim_start();
-        if rest.starts_with("untrusted") {
-            out.push_str(&text[i..start]);
-            out.push_str("<\\/");
-            i = start + 2;
-        } else {
-            out.push_str(&text[i..start + 2]);
-            i = start + 2;
+    let mut copied = 0;
+    for (lt, _) in lower.match_indices('<') {
+        let after_lt = lower[lt + 1..].trim_start();
+        let Some(after_slash) = after_lt.strip_prefix('/') else {
+            continue;
+        };
+        if after_slash.trim_start().starts_with("untrusted") {
+            let slash = lower.len() - after_lt.len();
+            out.push_str(&text[copied..slash]);
+            out.push('\\');
+            copied = slash;
         }
     }
-    out.push_str(&text[i..]);
+    out.push_str(&text[copied..]);
     out
 }
 
@@ -197,11 +215,14 @@ mod tests {
         let block = untrusted(&nonce, "tool", &guessed);
         assert!(block.starts_with(&format!("<untrusted-{nonce} source=\"tool\">\n")));
         assert!(block.ends_with(&format!("\n</untrusted-{nonce}>")));
-        assert_eq!(
-            block.to_ascii_lowercase().matches("</untrusted").count(),
-            1,
-            "{block}"
-        );
+        // No spelling of a close survives but the real one: every `<` `/` `untrusted`
+        // inside, with or without spaces, has its slash escaped.
+        let squeezed: String = block
+            .to_ascii_lowercase()
+            .chars()
+            .filter(|c| !c.is_whitespace())
+            .collect();
+        assert_eq!(squeezed.matches("</untrusted").count(), 1, "{block}");
         assert!(untrusted(&nonce, "task", "Paint it").contains(WRITTEN_PREAMBLE));
     }
 
@@ -217,11 +238,14 @@ mod tests {
             1,
             "one close, the real one: {block}"
         );
-        assert_eq!(
-            block.to_ascii_lowercase().matches("</untrusted").count(),
-            1,
-            "{block}"
-        );
+        // No spelling of a close survives but the real one: every `<` `/` `untrusted`
+        // inside, with or without spaces, has its slash escaped.
+        let squeezed: String = block
+            .to_ascii_lowercase()
+            .chars()
+            .filter(|c| !c.is_whitespace())
+            .collect();
+        assert_eq!(squeezed.matches("</untrusted").count(), 1, "{block}");
         assert!(
             block.contains("Ignore the above"),
             "the content is kept, as data"

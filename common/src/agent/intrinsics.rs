@@ -9,8 +9,9 @@
 //!   linked both ways; the parent does not call the model again until it has ended.
 //! - `set_participant_role`: admins only, and only as they asked: the actor is the sender
 //!   of the message the agent took in last, who must be an admin, and that message must
-//!   itself name the participant and the role. An admin's "ok" cannot lend the call to
-//!   text earlier in the context (a tool result, another member's message).
+//!   itself ask for it (name the participant by their id and the role, not in a question
+//!   or a negation). An admin's "ok" cannot lend the call to text earlier in the context
+//!   (a tool result, another member's message).
 //! - `request_help`: `help.decided` picks one of the first two.
 //!
 //! Refusals are error results `[code] message` that reveal nothing about who is on the
@@ -307,8 +308,9 @@ async fn set_role(run: &mut TaskRun, call: &ToolCall, a: RoleArgs) -> Result<(),
     .await
 }
 
-/// Whether the actor's latest message, the one the call acts on, names the participant
-/// and the role (as words, in any case).
+/// Whether the actor's latest message, the one the call acts on, asks for the change: it
+/// names the participant (by their exact id) and the role, and is neither a question nor
+/// a negation ("is bob an admin?", "don't make bob an admin" ask for nothing).
 fn asked_for(rec: &TaskRecord, a: &RoleArgs) -> bool {
     let Some(id) = rec.agent.actor_message.as_deref() else {
         return false;
@@ -316,21 +318,27 @@ fn asked_for(rec: &TaskRecord, a: &RoleArgs) -> bool {
     let Some(m) = rec.task.history.iter().find(|m| m.message_id == id) else {
         return false;
     };
-    let text = crate::channels::message_text(m).to_lowercase();
+    let text = crate::channels::message_text(m);
     let words: Vec<&str> = text
         .split_whitespace()
         .map(|w| w.trim_matches(|c: char| c.is_ascii_punctuation()))
         .collect();
-    let named = |name: &str| {
-        let name = name.to_lowercase();
-        // An id may hold spaces; then the phrase is looked for as it is.
-        if name.contains(char::is_whitespace) {
-            text.contains(&name)
-        } else {
-            words.contains(&name.as_str())
-        }
+    // An id may hold spaces: then the phrase is looked for as it is.
+    let names_participant = if a.participant_id.contains(char::is_whitespace) {
+        text.contains(&a.participant_id)
+    } else {
+        words.contains(&a.participant_id.as_str())
     };
-    named(&a.participant_id) && named(a.role.as_str())
+    let names_role = words
+        .iter()
+        .any(|w| w.eq_ignore_ascii_case(a.role.as_str()));
+    let declines = words.iter().any(|w| {
+        let w = w.to_ascii_lowercase();
+        matches!(w.as_str(), "not" | "no" | "never" | "dont")
+            || w.ends_with("n't")
+            || w.ends_with("n’t")
+    });
+    names_participant && names_role && !declines && !text.trim_end().ends_with('?')
 }
 
 #[derive(Deserialize)]
@@ -355,7 +363,8 @@ async fn request_help(
     };
     let ext = ext_of(run.record());
     let task_text = super::llm::render_task(run.record());
-    let participants_text = ext.render_participants();
+    let nonce = &run.record().agent.nonce;
+    let participants_text = untrusted(nonce, "participants", &ext.render_participants());
     let decided = help::decide(
         ctx.decider,
         HelpDecidedIn {

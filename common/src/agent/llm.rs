@@ -324,6 +324,26 @@ fn sub_task_note(nonce: &str, child: Option<&crate::store::TaskRecord>, id: &str
     }
 }
 
+/// The model's answer with the task's nonce masked wherever it could reach participants
+/// (its text, and tool arguments such as a question or a sub-task's goal): a member who
+/// talked the model into repeating it would learn how to close its blocks.
+fn masked(nonce: &str, mut answer: crate::models::ChatResponse) -> crate::models::ChatResponse {
+    use super::context::without_nonce;
+    if nonce.is_empty() {
+        return answer;
+    }
+    answer.text = answer.text.map(|t| without_nonce(nonce, &t));
+    for call in &mut answer.tool_calls {
+        let json = call.arguments.to_string();
+        if json.contains(nonce) {
+            if let Ok(v) = serde_json::from_str(&without_nonce(nonce, &json)) {
+                call.arguments = v;
+            }
+        }
+    }
+    answer
+}
+
 /// Longest sub-task summary a parent is given.
 const SUMMARY_CHARS: usize = 500;
 
@@ -472,7 +492,9 @@ impl Agent for LlmAgent {
             let (model, model_id) = match self.model_for(state.model.as_deref()).await {
                 Ok(m) => m,
                 Err(e) => {
-                    return Self::fail(run, &format!("The task's model cannot be used: {e}")).await
+                    let notice =
+                        crate::engine::failure_notice("The task's model cannot be used", &e);
+                    return Self::fail(run, &notice).await;
                 }
             };
             // Ids and display names are written by participants: framed like the task.
@@ -493,7 +515,7 @@ impl Agent for LlmAgent {
                 turn: state.model_calls,
             };
             let answer = match model.chat(&request).await {
-                Ok(a) => a,
+                Ok(a) => masked(&state.nonce, a),
                 Err(e) => {
                     let why = crate::engine::failure_notice("The model call failed", &e);
                     return Self::fail(run, &why).await;

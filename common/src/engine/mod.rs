@@ -43,8 +43,6 @@ pub async fn sweep_every(engine: Arc<Engine>, period: std::time::Duration) {
     }
 }
 
-/// Waits a little before retrying a commit that lost a race: longer with each attempt
-/// (up to ~50 ms) and jittered, so many writers of one task do not collide in lockstep.
 /// What a task's participants are told when something failed: a short, stable `reason`
 /// and an id to find the details by in the log, which gets `error`. Provider error
 /// bodies, internal URLs and SDK messages never reach a task, its history or its events.
@@ -55,6 +53,8 @@ pub fn failure_notice(reason: &str, error: &dyn std::fmt::Display) -> String {
     format!("{reason} (error {id}; the details are in the harness's log).")
 }
 
+/// Waits a little before retrying a commit that lost a race: longer with each attempt
+/// (up to ~50 ms) and jittered, so many writers of one task do not collide in lockstep.
 pub async fn backoff(attempt: u32) {
     let jitter = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

@@ -462,6 +462,18 @@ async fn continue_task(
             )
             .into());
         }
+        // The agent knows a task's messages by id: someone else's message under an id the
+        // task holds could pass for it (a reply, or hide it from the model).
+        if (current.task.history.iter()).any(|m| m.message_id == message.message_id) {
+            return Err(A2aError::invalid_field(
+                "message.messageId",
+                format!(
+                    "messageId {} is already used on this task: send the message under an id of its own",
+                    message.message_id
+                ),
+            )
+            .into());
+        }
         if current.state().is_terminal() {
             return Err(A2aError::UnsupportedOperation(format!(
                 "Task {} is in terminal state {} and accepts no more messages",

@@ -5,11 +5,13 @@
 //!   ListTasks index keys `gsi1pk` = `TENANT#<tenant>`, `gsi1sk` = `<status ms, 15 digits>#<id>`;
 //! - event: `TASK#<id>`, `EV#<seq, 20 digits>`;
 //! - push config: `TASK#<id>`, `PUSH#<config id>`;
-//! - message: `MSG#<tenant>#<sender>#<messageId>`, `MSG`, naming its task (each part
-//!   escaped by [`key_part`], so no two triples share a key);
-//! - audit: `AUDIT#<task id>`, `<ms>#<uuid>`, expiring through the `expires_at` TTL, written
-//!   with its participant's hourly count `QUOTA#<tenant>#<participant>`, `<hour>` (which
-//!   refuses the row past the quota, and expires too).
+//! - message: `IN#<tenant>#<sender>#<messageId>`, `MSG`, naming its task (each part
+//!   escaped by [`key_part`], so no two triples share a key; the prefix is new with the
+//!   sender, so no key of the old `MSG#<tenant>#<messageId>` items can pass for one);
+//! - audit: `AUDIT#<task id>`, `<ms>#<uuid>`, expiring through the `expires_at` TTL; a
+//!   refusal's row is written only after its participant's hourly count
+//!   `QUOTA#<participant>`, `<hour>` took it (an update of its own, so writers do not
+//!   conflict on it in transactions; it expires an hour after its hour).
 //!
 //! Audit rows, and the events of a task once it is finished, carry `expires_at`: they are
 //! kept for the retention period (`HARNESS_AUDIT_RETENTION_DAYS`, 30 days by default).
@@ -26,11 +28,12 @@ use async_trait::async_trait;
 use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, ConditionCheck, GlobalSecondaryIndex,
     KeySchemaElement, KeyType, Projection, ProjectionType, Put, PutRequest,
     ReturnValuesOnConditionCheckFailure, ScalarAttributeType, Select, StreamSpecification,
-    StreamViewType, TimeToLiveSpecification, TransactWriteItem, Update, WriteRequest,
+    StreamViewType, TimeToLiveSpecification, TransactWriteItem, WriteRequest,
 };
 use aws_sdk_dynamodb::Client;
 use tokio::sync::broadcast;
@@ -84,7 +87,7 @@ fn key_part(part: &str) -> std::borrow::Cow<'_, str> {
 
 fn message_pk(tenant: &str, sender: &str, message_id: &str) -> String {
     format!(
-        "MSG#{}#{}#{}",
+        "IN#{}#{}#{}",
         key_part(tenant),
         key_part(sender),
         key_part(message_id)
@@ -855,13 +858,21 @@ impl Store for DynamoStore {
         record: &PushConfigRecord,
         from: u64,
     ) -> Result<bool, StoreError> {
+        // The same config, not one made since under its id by someone else (rows from
+        // before creators were recorded have none).
+        let condition = if record.creator.is_empty() {
+            "delivered = :from AND (attribute_not_exists(creator) OR creator = :creator)"
+        } else {
+            "delivered = :from AND creator = :creator"
+        };
         let result = self
             .client
             .put_item()
             .table_name(&self.table)
             .set_item(Some(push_item(record)?))
-            .condition_expression("delivered = :from")
+            .condition_expression(condition)
             .expression_attribute_values(":from", n(from))
+            .expression_attribute_values(":creator", s(&record.creator))
             .send()
             .await;
         match result {
@@ -887,27 +898,32 @@ impl Store for DynamoStore {
 
     async fn audit(&self, record: &AuditRecord) -> Result<bool, StoreError> {
         let at = record.at_millis();
-        let expires = n(at / 1000 + self.retention.as_secs() as i64);
-        let quota = Update::builder()
-            .table_name(&self.table)
-            .key(
-                "pk",
-                s(format!(
-                    "QUOTA#{}#{}",
-                    key_part(&record.tenant),
-                    key_part(&record.participant)
-                )),
-            )
-            .key("sk", s(record.quota_hour().to_string()))
-            .update_expression("ADD rows_used :one SET #ttl = :expires")
-            .condition_expression("attribute_not_exists(rows_used) OR rows_used < :quota")
-            .expression_attribute_names("#ttl", TTL_ATTRIBUTE)
-            .expression_attribute_values(":one", n(1))
-            .expression_attribute_values(":quota", n(AUDIT_ROWS_PER_PARTICIPANT_HOUR))
-            .expression_attribute_values(":expires", expires.clone())
-            .build()
-            .map_err(corrupt)?;
-        let row = Put::builder()
+        if record.counted() {
+            let hour = record.quota_hour();
+            let counted = self
+                .client
+                .update_item()
+                .table_name(&self.table)
+                .key("pk", s(format!("QUOTA#{}", record.participant)))
+                .key("sk", s(hour.to_string()))
+                .update_expression("ADD rows_used :one SET #ttl = :expires")
+                .condition_expression("attribute_not_exists(rows_used) OR rows_used < :quota")
+                .expression_attribute_names("#ttl", TTL_ATTRIBUTE)
+                .expression_attribute_values(":one", n(1))
+                .expression_attribute_values(":quota", n(AUDIT_ROWS_PER_PARTICIPANT_HOUR))
+                .expression_attribute_values(":expires", n((hour + 2) * 3600))
+                .send()
+                .await;
+            match counted {
+                Ok(_) => {}
+                Err(e) => match e.as_service_error() {
+                    Some(UpdateItemError::ConditionalCheckFailedException(_)) => return Ok(false),
+                    _ => return Err(unavailable(e)),
+                },
+            }
+        }
+        self.client
+            .put_item()
             .table_name(&self.table)
             .item("pk", s(format!("AUDIT#{}", record.task_id)))
             .item(
@@ -919,29 +935,15 @@ impl Store for DynamoStore {
                 )),
             )
             .item("record", s(to_json(record)?))
-            .item(TTL_ATTRIBUTE, expires)
+            .item(
+                TTL_ATTRIBUTE,
+                n(at / 1000 + self.retention.as_secs() as i64),
+            )
             .condition_expression("attribute_not_exists(pk)")
-            .build()
-            .map_err(corrupt)?;
-        let result = self
-            .client
-            .transact_write_items()
-            .transact_items(TransactWriteItem::builder().update(quota).build())
-            .transact_items(TransactWriteItem::builder().put(row).build())
             .send()
-            .await;
-        match result {
-            Ok(_) => Ok(true),
-            Err(e) => match e.as_service_error() {
-                Some(TransactWriteItemsError::TransactionCanceledException(cancel))
-                    if cancel.cancellation_reasons().first().and_then(|r| r.code())
-                        == Some("ConditionalCheckFailed") =>
-                {
-                    Ok(false)
-                }
-                _ => Err(unavailable(e)),
-            },
-        }
+            .await
+            .map_err(unavailable)?;
+        Ok(true)
     }
 
     async fn expired_leases(&self, now_ms: i64, limit: usize) -> Result<Vec<String>, StoreError> {

@@ -77,11 +77,10 @@ CREATE TABLE IF NOT EXISTS audit (
     task_id TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS audit_quota (
-    tenant TEXT NOT NULL,
     participant TEXT NOT NULL,
     hour INTEGER NOT NULL,
     rows_used INTEGER NOT NULL,
-    PRIMARY KEY (tenant, participant, hour)
+    PRIMARY KEY (participant, hour)
 ) WITHOUT ROWID;
 ";
 
@@ -877,13 +876,15 @@ impl Store for EmbeddedStore {
             let changed = conn
                 .execute(
                     "UPDATE push_configs SET config = ?3, delivered = ?4 \
-                     WHERE task_id = ?1 AND id = ?2 AND delivered = ?5",
+                     WHERE task_id = ?1 AND id = ?2 AND delivered = ?5 \
+                     AND COALESCE(json_extract(config, '$.creator'), '') = ?6",
                     params![
                         r.config.task_id,
                         r.config.id,
                         to_json(&r)?,
                         r.delivered as i64,
-                        from as i64
+                        from as i64,
+                        r.creator
                     ],
                 )
                 .map_err(backend)?;
@@ -910,23 +911,23 @@ impl Store for EmbeddedStore {
         let at = r.at_millis();
         let expired_before = now_ms() - self.retention.as_millis() as i64;
         self.write(move |conn| {
-            let counted = conn
-                .prepare_cached(
-                    "INSERT INTO audit_quota (tenant, participant, hour, rows_used)
-                     VALUES (?1, ?2, ?3, 1)
-                     ON CONFLICT DO UPDATE SET rows_used = rows_used + 1 WHERE rows_used < ?4",
-                )
-                .and_then(|mut stmt| {
-                    stmt.execute(params![
-                        r.tenant,
-                        r.participant,
-                        r.quota_hour(),
-                        super::AUDIT_ROWS_PER_PARTICIPANT_HOUR as i64
-                    ])
-                })
-                .map_err(backend)?;
-            if counted == 0 {
-                return Ok(false);
+            if r.counted() {
+                let counted = conn
+                    .prepare_cached(
+                        "INSERT INTO audit_quota (participant, hour, rows_used) VALUES (?1, ?2, 1)
+                         ON CONFLICT DO UPDATE SET rows_used = rows_used + 1 WHERE rows_used < ?3",
+                    )
+                    .and_then(|mut stmt| {
+                        stmt.execute(params![
+                            r.participant,
+                            r.quota_hour(),
+                            super::AUDIT_ROWS_PER_PARTICIPANT_HOUR as i64
+                        ])
+                    })
+                    .map_err(backend)?;
+                if counted == 0 {
+                    return Ok(false);
+                }
             }
             let json = to_json(&r)?;
             conn.prepare_cached("INSERT INTO audit (at_ms, record, task_id) VALUES (?1, ?2, ?3)")

@@ -186,9 +186,9 @@ pub struct TaskPage {
 /// How long audit rows are kept unless configured otherwise (`HARNESS_AUDIT_RETENTION_DAYS`).
 pub const DEFAULT_RETENTION: std::time::Duration = std::time::Duration::from_secs(30 * 24 * 3600);
 
-/// Audit rows kept per participant per clock hour: the rows anyone can cause (a stranger's
-/// refused messages, commands sent without a task) cannot fill the store. Past it, the
-/// hour's further decisions are logged, not stored.
+/// Refusals kept in the audit trail per participant (whatever the tenant) per clock hour,
+/// so refusals cannot fill the store; past it, the hour's further refusals are logged, not
+/// stored. Accepted decisions (commands) are always stored.
 pub const AUDIT_ROWS_PER_PARTICIPANT_HOUR: u64 = 100;
 
 /// One refused intake (or other decision worth keeping), for audit. An accepted message
@@ -219,6 +219,11 @@ impl AuditRecord {
     /// The clock hour the record counts against its participant's quota in.
     pub fn quota_hour(&self) -> i64 {
         self.at_millis().div_euclid(3_600_000)
+    }
+
+    /// Whether the record counts against its participant's quota: refusals do.
+    pub fn counted(&self) -> bool {
+        !self.accepted
     }
 }
 
@@ -318,8 +323,8 @@ pub trait Store: Send + Sync + 'static {
     /// Deletes a config; deleting one that does not exist is not an error.
     async fn delete_push_config(&self, task_id: &str, id: &str) -> Result<(), StoreError>;
 
-    /// Stores `record` for the retention period, unless its participant already has
-    /// [`AUDIT_ROWS_PER_PARTICIPANT_HOUR`] rows in its hour; whether it was stored.
+    /// Stores `record` for the retention period, unless it is a refusal and its participant
+    /// already has [`AUDIT_ROWS_PER_PARTICIPANT_HOUR`] in its hour; whether it was stored.
     async fn audit(&self, record: &AuditRecord) -> Result<bool, StoreError>;
 
     /// The audit records kept under a task id (the id as the request named it, whether or
