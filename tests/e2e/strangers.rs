@@ -230,7 +230,7 @@ async fn refused_messages_write_nothing_into_the_task(backend: Backend) {
     let mallory = Who::header("mallory");
     let params = json!({"message": message_with_id(&unique("tck-input-required"), None),
         "configuration": {"taskPushNotificationConfig": {"url": receiver.url}}});
-    let created = rpc_as_who(&s, &alice, "SendMessage", params).await;
+    let created = participants::rpc_as(&s, Some("alice"), "SendMessage", params).await;
     let task = created["result"]["task"].clone();
     assert_eq!(state(&task), "TASK_STATE_INPUT_REQUIRED", "{created}");
     let id = task_id(&task);
@@ -421,11 +421,4 @@ async fn an_agent_participant_speaks_only_as_itself(backend: Backend) {
         let heard = send(&s, &bot, via, own).await.ok();
         assert_eq!(task_id(&heard["task"]), id);
     }
-}
-
-/// JSON-RPC `method` with `params` as `who`, answered as JSON.
-async fn rpc_as_who(s: &Server, who: &Who, method: &str, params: Value) -> Value {
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-    let resp = s.rpc_raw(&who.headers(), body.to_string()).await;
-    resp.json().await.expect("a JSON-RPC answer")
 }
