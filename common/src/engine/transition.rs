@@ -154,3 +154,21 @@ pub fn view(task: &Task, history_length: Option<usize>, include_artifacts: bool)
     }
     t
 }
+
+/// Cuts `part` to about `chars` characters, for a task whose history outgrew the store:
+/// longer text keeps its start and says it was cut; bytes or data too long to keep become
+/// a text part saying so.
+pub fn trim_part(part: &mut Part, chars: usize) {
+    const CUT: &str = " [cut: the task outgrew the store]";
+    if let Some(text) = &mut part.text {
+        if text.chars().count() > chars {
+            *text = text.chars().take(chars).collect::<String>() + CUT;
+        }
+        return;
+    }
+    let long_raw = part.raw.as_ref().is_some_and(|r| r.len() > chars);
+    let long_data = (part.data.as_ref()).is_some_and(|d| d.to_string().len() > chars);
+    if long_raw || long_data {
+        *part = Part::text(CUT.trim_start());
+    }
+}

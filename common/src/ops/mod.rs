@@ -278,6 +278,10 @@ impl From<StoreError> for A2aError {
                 "task {task_id} is being changed by another request; try again"
             )),
             StoreError::NoTask(task_id) => A2aError::task_not_found(&task_id),
+            StoreError::TooLarge(_) => A2aError::invalid_params(
+                "the task would be larger than this store holds (DynamoDB: 400 KB per task, its \
+                 history and the agent's conversation included); send less",
+            ),
             StoreError::PushConfigTaken { task_id, id } => A2aError::invalid_params(format!(
                 "push notification config {id} of task {task_id} exists: {}",
                 crate::channels::permissions::REPLACE_WEBHOOK_RULE

@@ -25,7 +25,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
+use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
@@ -106,6 +106,12 @@ fn unavailable<E: std::error::Error + 'static, R: std::fmt::Debug>(
     e: SdkError<E, R>,
 ) -> StoreError {
     StoreError::Unavailable(DisplayErrorContext(&e).to_string())
+}
+
+/// Whether DynamoDB refused a write because an item would exceed its 400 KB limit.
+fn too_large<E: ProvideErrorMetadata, R>(e: &SdkError<E, R>) -> bool {
+    e.code() == Some("ValidationException")
+        && e.message().is_some_and(|m| m.contains("size has exceeded"))
 }
 
 fn corrupt(e: impl std::fmt::Display) -> StoreError {
@@ -450,6 +456,9 @@ impl DynamoStore {
             Ok(_) => return Ok(()),
             Err(e) => e,
         };
+        if too_large(&err) {
+            return Err(StoreError::TooLarge(task_id.to_owned()));
+        }
         let conflict = StoreError::Conflict {
             task_id: task_id.to_owned(),
             expected,

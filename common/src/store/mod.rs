@@ -239,6 +239,10 @@ pub enum StoreError {
     /// The task a write depends on does not exist.
     #[error("task {0} does not exist")]
     NoTask(String),
+    /// The task as written would be larger than the store holds in one item (DynamoDB:
+    /// 400 KB). Permanent: the same write never succeeds on a retry.
+    #[error("task {0} would be larger than the store holds")]
+    TooLarge(String),
     /// A push config with this id exists and another participant created it.
     #[error("push notification config {id} of task {task_id} was created by someone else")]
     PushConfigTaken { task_id: String, id: String },
