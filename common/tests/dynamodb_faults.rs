@@ -455,6 +455,33 @@ async fn commit_cancelled_by_a_transaction_conflict_is_a_conflict() {
     );
 }
 
+/// DynamoDB's refusal of an item over 400 KB is TooLarge, tried once: the same write
+/// never fits on a retry (issue 18).
+#[tokio::test]
+async fn commit_of_an_item_over_the_size_limit_is_too_large_and_not_retried() {
+    let tx = mock!(Client::transact_write_items)
+        .sequence()
+        .http_response(|| {
+            http_error(
+                400,
+                "ValidationException",
+                "Item size has exceeded the maximum allowed size",
+            )
+        })
+        .repeatedly()
+        .build();
+    let store = store(&[&tx]);
+    let rec = record("t1", TaskState::Working, 5, 9);
+
+    let err = store
+        .commit(&rec, 5, &[status_event(&rec, TaskState::Completed)], None)
+        .await
+        .expect_err("the item is too large");
+
+    assert_eq!(err, StoreError::TooLarge("t1".into()));
+    assert_eq!(tx.num_calls(), 1);
+}
+
 #[tokio::test]
 async fn commit_whose_transaction_keeps_failing_with_500_is_unavailable() {
     let tx = mock!(Client::transact_write_items)

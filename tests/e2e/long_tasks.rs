@@ -61,3 +61,33 @@ async fn a_task_that_outgrows_a_dynamodb_item_fails_cleanly_and_is_not_driven_ag
     let after = s.store().load_task(&id).await.expect("load").expect("task");
     assert_eq!(after.version, rec.version);
 }
+
+/// Until tasks are split across items, a message that would make its task larger than a
+/// DynamoDB item is refused with a clear error naming the limit, and nothing is stored
+/// (it was an internal error).
+#[tokio::test]
+async fn a_message_too_large_for_a_dynamodb_item_is_refused_clearly() {
+    use harness_e2e::identity::{list, send, Via, Who};
+    let Some(s) = Server::start_on(Backend::DynamoDb, &[FAIL_CLOSED]).await else {
+        return;
+    };
+    let alice = Who::header("alice");
+    for via in Via::BOTH {
+        let m = user_message(&unique("tck-complete-task"), &"x".repeat(500 * 1024));
+        let refused = send(&s, &alice, via, m.clone()).await;
+        refused.invalid_params();
+        assert!(
+            refused.message().contains("larger than this store holds"),
+            "{}",
+            refused.message()
+        );
+        let mid = m["messageId"].as_str().expect("id");
+        let stored = s
+            .store()
+            .message_task("", "alice", mid)
+            .await
+            .expect("read");
+        assert_eq!(stored, None, "{via:?}");
+    }
+    assert!(listed_ids(&list(&s, &alice, Via::JsonRpc).await.ok()).is_empty());
+}

@@ -172,3 +172,33 @@ pub fn trim_part(part: &mut Part, chars: usize) {
         *part = Part::text(CUT.trim_start());
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trimmed_parts_keep_their_start_and_say_they_were_cut() {
+        let mut long = Part::text("é".repeat(3000));
+        trim_part(&mut long, 1024);
+        let text = long.text.expect("text");
+        assert!(text.starts_with(&"é".repeat(1024)));
+        assert!(text.ends_with("[cut: the task outgrew the store]"));
+        assert_eq!(text.chars().count(), 1024 + 34);
+
+        let mut short = Part::text("hello");
+        trim_part(&mut short, 1024);
+        assert_eq!(short.text.as_deref(), Some("hello"));
+
+        let mut data = Part {
+            data: Some(serde_json::json!({"blob": "x".repeat(5000)})),
+            ..Default::default()
+        };
+        trim_part(&mut data, 1024);
+        assert_eq!(data.data, None);
+        assert_eq!(
+            data.text.as_deref(),
+            Some("[cut: the task outgrew the store]")
+        );
+    }
+}
