@@ -1,33 +1,49 @@
-//! How many DynamoDB requests each operation makes, against DynamoDB Local: printed as a
-//! table (run with `--nocapture` to see it) and held to the targets: at most 3 item writes
-//! for an accepted message, at most 2 for a state transition.
+//! How many DynamoDB requests each operation makes, against DynamoDB Local, and the write
+//! units they consume (`ReturnConsumedCapacity`; a transaction costs twice its items'
+//! units): printed as a table (run with `--nocapture` to see it) and held to the targets:
+//! at most 3 item writes for an accepted message, at most 2 for a state transition.
 
 mod support;
 
 use std::sync::{Arc, Mutex};
 
-use aws_sdk_dynamodb::operation::batch_write_item::BatchWriteItemInput;
-use aws_sdk_dynamodb::operation::delete_item::DeleteItemInput;
+use aws_sdk_dynamodb::operation::batch_write_item::{BatchWriteItemInput, BatchWriteItemOutput};
+use aws_sdk_dynamodb::operation::delete_item::{DeleteItemInput, DeleteItemOutput};
 use aws_sdk_dynamodb::operation::get_item::GetItemInput;
-use aws_sdk_dynamodb::operation::put_item::PutItemInput;
+use aws_sdk_dynamodb::operation::put_item::{PutItemInput, PutItemOutput};
 use aws_sdk_dynamodb::operation::query::QueryInput;
 use aws_sdk_dynamodb::operation::scan::ScanInput;
-use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsInput;
+use aws_sdk_dynamodb::operation::transact_write_items::{
+    TransactWriteItemsInput, TransactWriteItemsOutput,
+};
+use aws_sdk_dynamodb::operation::update_item::{UpdateItemInput, UpdateItemOutput};
+use aws_sdk_dynamodb::types::{ConsumedCapacity, ReturnConsumedCapacity};
 use aws_smithy_runtime_api::box_error::BoxError;
-use aws_smithy_runtime_api::client::interceptors::context::BeforeSerializationInterceptorContextRef;
+use aws_smithy_runtime_api::client::interceptors::context::{
+    AfterDeserializationInterceptorContextRef, BeforeSerializationInterceptorContextMut,
+    BeforeSerializationInterceptorContextRef,
+};
 use aws_smithy_runtime_api::client::interceptors::Intercept;
+use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use aws_smithy_types::config_bag::ConfigBag;
 use common::a2a::{CancelTaskRequest, GetTaskRequest, ListTasksRequest, Message, Part, Role};
 use common::a2a::{SendMessageRequest, TaskState};
+use common::agent::context::SystemPrompt;
+use common::agent::llm::LlmAgent;
+use common::agent::tools::ToolRegistry;
+use common::models::scripted::Scripted;
+use common::models::{ChatRequest, ChatResponse, Model, ModelError};
 use common::ops::{execute, Answer, Call, Caller, Harness};
 use common::store::DynamoStore;
 use serde_json::Value;
 
-/// One request: its operation and how many items it writes (0 for a read).
+/// One request: its operation, how many items it writes (0 for a read) and the write
+/// units it consumed.
 #[derive(Debug, Clone)]
 struct Sent {
     operation: String,
     items_written: usize,
+    write_units: f64,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -61,6 +77,8 @@ impl Intercept for Recorder {
             ("PutItem", 1)
         } else if input.downcast_ref::<DeleteItemInput>().is_some() {
             ("DeleteItem", 1)
+        } else if input.downcast_ref::<UpdateItemInput>().is_some() {
+            ("UpdateItem", 1)
         } else if let Some(b) = input.downcast_ref::<BatchWriteItemInput>() {
             let items = b
                 .request_items()
@@ -75,7 +93,60 @@ impl Intercept for Recorder {
         self.0.lock().expect("recorder").push(Sent {
             operation: operation.into(),
             items_written,
+            write_units: 0.0,
         });
+        Ok(())
+    }
+
+    fn modify_before_serialization(
+        &self,
+        context: &mut BeforeSerializationInterceptorContextMut<'_>,
+        _components: &RuntimeComponents,
+        _cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        let total = Some(ReturnConsumedCapacity::Total);
+        let input = context.input_mut();
+        if let Some(i) = input.downcast_mut::<PutItemInput>() {
+            i.return_consumed_capacity = total;
+        } else if let Some(i) = input.downcast_mut::<UpdateItemInput>() {
+            i.return_consumed_capacity = total;
+        } else if let Some(i) = input.downcast_mut::<DeleteItemInput>() {
+            i.return_consumed_capacity = total;
+        } else if let Some(i) = input.downcast_mut::<TransactWriteItemsInput>() {
+            i.return_consumed_capacity = total;
+        } else if let Some(i) = input.downcast_mut::<BatchWriteItemInput>() {
+            i.return_consumed_capacity = total;
+        }
+        Ok(())
+    }
+
+    fn read_after_deserialization(
+        &self,
+        context: &AfterDeserializationInterceptorContextRef<'_>,
+        _components: &RuntimeComponents,
+        _cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        let Ok(output) = context.output_or_error() else {
+            return Ok(());
+        };
+        let units = |c: &[ConsumedCapacity]| c.iter().filter_map(|c| c.capacity_units()).sum();
+        let one = |c: Option<&ConsumedCapacity>| c.and_then(|c| c.capacity_units());
+        let consumed: Option<f64> = if let Some(o) = output.downcast_ref::<PutItemOutput>() {
+            one(o.consumed_capacity())
+        } else if let Some(o) = output.downcast_ref::<UpdateItemOutput>() {
+            one(o.consumed_capacity())
+        } else if let Some(o) = output.downcast_ref::<DeleteItemOutput>() {
+            one(o.consumed_capacity())
+        } else if let Some(o) = output.downcast_ref::<TransactWriteItemsOutput>() {
+            Some(units(o.consumed_capacity()))
+        } else if let Some(o) = output.downcast_ref::<BatchWriteItemOutput>() {
+            Some(units(o.consumed_capacity()))
+        } else {
+            None
+        };
+        if let (Some(units), Some(last)) = (consumed, self.0.lock().expect("recorder").last_mut()) {
+            last.write_units += units;
+        }
         Ok(())
     }
 }
@@ -126,6 +197,11 @@ impl Row {
             .collect()
     }
 
+    /// Write units consumed, all requests together.
+    fn write_units(&self) -> f64 {
+        self.sent.iter().map(|s| s.write_units).sum()
+    }
+
     /// Events given their expiry when the task finished (housekeeping, not state).
     fn expired(&self) -> usize {
         self.sent
@@ -146,7 +222,8 @@ async fn each_operation_stays_within_its_dynamodb_request_budget() {
     let table = support::fresh_table(&client).await;
     recorder.take();
     let store = Arc::new(DynamoStore::new(client, table));
-    let h = Harness::new(store, common::agent::conformance(), with_push_key()).expect("harness");
+    let h = Harness::new(store.clone(), common::agent::conformance(), with_push_key())
+        .expect("harness");
 
     let mut rows = Vec::new();
     let done = run(&h, send("tck-complete-task", "")).await;
@@ -208,18 +285,32 @@ async fn each_operation_stays_within_its_dynamodb_request_budget() {
         sent: recorder.take(),
     });
 
+    // A long task: the LLM agent, 50 model calls, each adding ~5 KB to the conversation
+    // (a tool call's arguments). Each turn's writes are what it costs; today every
+    // checkpoint rewrites the whole task item (issue 18).
+    let turns = long_task_turns(store.clone(), &recorder).await;
+    rows.push(Row {
+        scenario: "LLM task (~5 KB a turn), its 2nd turn",
+        sent: turns[1].clone(),
+    });
+    rows.push(Row {
+        scenario: "LLM task (~5 KB a turn), its 50th turn",
+        sent: turns[49].clone(),
+    });
+
     println!("\nDynamoDB requests per operation (DynamoDB Local)");
-    println!("| scenario | requests | reads (GetItem/Query) | state writes | items per state write | events given a TTL (BatchWriteItem) |");
-    println!("|---|---|---|---|---|---|");
+    println!("| scenario | requests | reads (GetItem/Query) | state writes | items per state write | events given a TTL (BatchWriteItem) | write units |");
+    println!("|---|---|---|---|---|---|---|");
     for row in &rows {
         println!(
-            "| {} | {} | {} | {} | {:?} | {} |",
+            "| {} | {} | {} | {} | {:?} | {} | {} |",
             row.scenario,
             row.sent.len(),
             row.count(&["GetItem", "Query"]),
             row.writes().len(),
             row.writes(),
-            row.expired()
+            row.expired(),
+            row.write_units()
         );
         assert_eq!(row.count(&["Scan"]), 0, "{}: no Scan", row.scenario);
     }
@@ -246,6 +337,64 @@ async fn each_operation_stays_within_its_dynamodb_request_budget() {
         "reads write nothing"
     );
     assert_eq!(rows[4].writes(), vec![2], "a cancel is one transition");
+}
+
+/// Marks each model call in the recorder, so a drive's requests split into turns.
+struct Marked {
+    inner: Scripted,
+    recorder: Recorder,
+}
+
+#[async_trait::async_trait]
+impl Model for Marked {
+    async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
+        self.recorder.0.lock().expect("recorder").push(Sent {
+            operation: MODEL_CALL.into(),
+            items_written: 0,
+            write_units: 0.0,
+        });
+        self.inner.chat(request).await
+    }
+}
+
+const MODEL_CALL: &str = "model call";
+
+/// Drives one LLM task of 50 model calls (49 tool calls of ~5 KB arguments, then an
+/// answer) on `store`; returns each turn's requests, from its model call to the next.
+async fn long_task_turns(store: Arc<DynamoStore>, recorder: &Recorder) -> Vec<Vec<Sent>> {
+    let pad = "x".repeat(5 * 1024);
+    let mut turns: Vec<Value> = (0..49)
+        .map(|_| serde_json::json!({"tool_calls": [{"name": "current_time", "arguments": {"pad": pad}}]}))
+        .collect();
+    turns.push(serde_json::json!({"text": "done"}));
+    let script = serde_json::json!({ "turns": turns }).to_string();
+    let model = Marked {
+        inner: Scripted::parse("long task", &script).expect("script"),
+        recorder: recorder.clone(),
+    };
+    let agent = LlmAgent::new(
+        Arc::new(model),
+        "scripted",
+        ToolRegistry::builtin(),
+        SystemPrompt::default(),
+    );
+    let h = Harness::new(store, Arc::new(agent), with_push_key()).expect("harness");
+    recorder.take();
+    let done = run(&h, send("long", "")).await;
+    assert_eq!(
+        done["task"]["status"]["state"],
+        TaskState::Completed.as_str()
+    );
+    let mut out: Vec<Vec<Sent>> = Vec::new();
+    for sent in recorder.take() {
+        match out.last_mut() {
+            _ if sent.operation == MODEL_CALL => out.push(Vec::new()),
+            Some(turn) => turn.push(sent),
+            None => {}
+        }
+    }
+    assert_eq!(out.len(), 50, "one turn per model call");
+    out
 }
 
 /// The default configuration, with the key push notifications need.
