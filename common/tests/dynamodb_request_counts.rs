@@ -139,10 +139,8 @@ impl Intercept for Recorder {
             one(o.consumed_capacity())
         } else if let Some(o) = output.downcast_ref::<TransactWriteItemsOutput>() {
             Some(units(o.consumed_capacity()))
-        } else if let Some(o) = output.downcast_ref::<BatchWriteItemOutput>() {
-            Some(units(o.consumed_capacity()))
         } else {
-            None
+            (output.downcast_ref::<BatchWriteItemOutput>()).map(|o| units(o.consumed_capacity()))
         };
         if let (Some(units), Some(last)) = (consumed, self.0.lock().expect("recorder").last_mut()) {
             last.write_units += units;
