@@ -15,17 +15,6 @@ async fn jwt_server(idp: &Idp, backend: Backend) -> Option<Server> {
     Server::start_on(backend, &args).await
 }
 
-/// The user messages in a task's history.
-fn user_messages(task: &Value) -> Vec<Value> {
-    task["history"]
-        .as_array()
-        .expect("history")
-        .iter()
-        .filter(|m| m["role"] == "ROLE_USER")
-        .cloned()
-        .collect()
-}
-
 /// A message from whoever sends it, on `task` when given.
 fn message(prefix: &str, task: Option<&str>) -> Value {
     let mut m = user_message(&unique(prefix), "hello");

@@ -675,14 +675,8 @@ async fn foreign_participants_get_not_found(backend: Backend) {
     // Nothing a stranger did moved the task or reached its history.
     let after = get_task_as(&s, "alice", &id).await;
     assert_eq!(state(&after), "TASK_STATE_INPUT_REQUIRED", "{after}");
-    let users: Vec<&Value> = after["history"]
-        .as_array()
-        .expect("history")
-        .iter()
-        .filter(|m| m["role"] == "ROLE_USER")
-        .collect();
     assert_eq!(
-        users,
+        user_messages(&after),
         [&alice_task["history"][0]],
         "only alice's message: {after}"
     );

@@ -86,14 +86,8 @@ async fn a_message_id_is_its_senders_own(backend: Backend) {
             assert!(!refused.text.contains(other.as_str()), "{}", refused.text);
         }
         let alice = get(&s, &Who::header("alice"), via, &alices).await.ok();
-        let users: Vec<&Value> = alice["history"]
-            .as_array()
-            .expect("history")
-            .iter()
-            .filter(|m| m["role"] == "ROLE_USER")
-            .collect();
         assert_eq!(
-            users.len(),
+            user_messages(&alice).len(),
             1,
             "alice's task holds her message only: {alice}"
         );

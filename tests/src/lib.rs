@@ -624,6 +624,16 @@ pub fn state(task: &Value) -> &str {
 }
 
 /// The text of the first part of the task's status message.
+/// The user messages in a task's history, in order.
+pub fn user_messages(task: &Value) -> Vec<&Value> {
+    task["history"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["role"] == "ROLE_USER")
+        .collect()
+}
+
 pub fn status_text(task: &Value) -> &str {
     task["status"]["message"]["parts"][0]["text"]
         .as_str()

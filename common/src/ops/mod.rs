@@ -135,8 +135,11 @@ impl Harness {
         action: crate::channels::permissions::Action,
     ) -> Result<(), A2aError> {
         let ext = rec.ext().unwrap_or_default();
-        let who = caller.participant.as_deref().unwrap_or_default();
-        Ok(crate::channels::permissions::require(&ext, who, action)?)
+        Ok(crate::channels::permissions::require(
+            &ext,
+            caller.id(),
+            action,
+        )?)
     }
 
     /// The notifier, or PushNotificationNotSupported when push is off.
@@ -262,6 +265,11 @@ impl Caller {
             participant: Some(id.to_owned()),
             ..Default::default()
         }
+    }
+
+    /// The caller's participant id ("" for none, which [`Harness::visible_task`] refuses).
+    pub fn id(&self) -> &str {
+        self.participant.as_deref().unwrap_or_default()
     }
 
     /// Only a task's participants may see or touch it.

@@ -28,13 +28,15 @@ use crate::a2a::{
 use crate::channels::permissions::{self, Action};
 use crate::engine::transition::new_id;
 use crate::push::MAX_CONFIGS_PER_TASK;
-use crate::store::{StoreError, TaskRecord};
+use crate::store::{PushConfigRecord, StoreError, TaskRecord};
 
 const DEFAULT_PAGE_SIZE: usize = 50;
 
 /// Stores `config` for the task `rec` (which must be the caller's) as `creator`'s, with
 /// its secrets sealed, to be handed the task's events after seq `delivered`. Used by
-/// CreateTaskPushNotificationConfig and by SendMessage's `taskPushNotificationConfig`.
+/// CreateTaskPushNotificationConfig and by SendMessage's `taskPushNotificationConfig`,
+/// each of which has checked the URL and, where the task could have configs already (a
+/// task a message creates has none), asked [`may_attach`], before anything was stored.
 pub(crate) async fn attach(
     h: &Harness,
     mut rec: TaskRecord,
@@ -43,13 +45,11 @@ pub(crate) async fn attach(
     delivered: u64,
 ) -> Result<TaskPushNotificationConfig, A2aError> {
     let notifier = h.notifier()?;
-    notifier.check(&config)?;
     config.task_id = rec.task.id.clone();
     config.tenant.clear();
     if config.id.is_empty() {
         config.id = new_id();
     }
-    may_attach(h, &config.task_id, &config, creator).await?;
     // The task is marked first, so every event committed after the config exists is
     // marked too (the table's stream passes only marked events to the notifier); events
     // in between are caught up by the config's own insert.
@@ -91,7 +91,8 @@ pub(crate) async fn may_attach(
         .list_push_configs(task_id, None, MAX_CONFIGS_PER_TASK)
         .await?;
     let same_id = existing.iter().find(|c| c.config.id == config.id);
-    if let Some(taken) = same_id.filter(|c| c.creator.is_empty() || c.creator != creator) {
+    let theirs = |c: &&PushConfigRecord| !permissions::is_webhook_creator(creator, &c.creator);
+    if let Some(taken) = same_id.filter(theirs) {
         return Err(StoreError::PushConfigTaken {
             task_id: task_id.to_owned(),
             id: taken.config.id.clone(),
@@ -116,9 +117,11 @@ pub async fn create(
     h.notifier()?;
     let rec = h.visible_task(&req.tenant, &req.task_id, caller).await?;
     h.permit(&rec, caller, Action::ManageWebhooks)?;
+    h.notifier()?.check(&req)?;
+    may_attach(h, rec.id(), &req, caller.id()).await?;
     // Only what happens from now on.
     let delivered = rec.last_seq;
-    attach(h, rec, req, caller_id(caller), delivered).await
+    attach(h, rec, req, caller.id(), delivered).await
 }
 
 pub async fn get(
@@ -139,7 +142,7 @@ pub async fn get(
             task_id: req.task_id,
             id: req.id,
         })?;
-    Ok(notifier.open_for(&record, caller_id(caller))?)
+    Ok(notifier.open_for(&record, caller.id())?)
 }
 
 pub async fn list(
@@ -165,7 +168,7 @@ pub async fn list(
         .list_push_configs(&req.task_id, after.as_deref(), page_size + 1)
         .await?
         .iter()
-        .map(|r| notifier.open_for(r, caller_id(caller)))
+        .map(|r| notifier.open_for(r, caller.id()))
         .collect::<Result<Vec<_>, _>>()?;
     let next_page_token = if configs.len() > page_size {
         configs.truncate(page_size);
@@ -194,15 +197,10 @@ pub async fn delete(
     h.permit(&rec, caller, Action::ManageWebhooks)?;
     if let Some(record) = h.store.get_push_config(&req.task_id, &req.id).await? {
         let ext = rec.ext().unwrap_or_default();
-        if !permissions::may_delete_webhook(&ext, caller_id(caller), &record.creator) {
+        if !permissions::may_delete_webhook(&ext, caller.id(), &record.creator) {
             return Err(A2aError::invalid_params(permissions::DELETE_WEBHOOK_RULE));
         }
     }
     h.store.delete_push_config(&req.task_id, &req.id).await?;
     Ok(())
-}
-
-/// The caller's participant id ("" for none, which [`Harness::visible_task`] has refused).
-fn caller_id(caller: &Caller) -> &str {
-    caller.participant.as_deref().unwrap_or_default()
 }

@@ -261,7 +261,8 @@ impl Notifier {
         let url = Url::parse(&config.url).map_err(|e| format!("bad url: {e}"))?;
         // reqwest resolves names through the client's Resolver, never an address.
         if let Some(ip) = target::literal(&url).filter(|&ip| !self.targets.permits(ip)) {
-            tracing::warn!(url = %config.url, "webhook address refused");
+            // Not the URL: a config stored before userinfo was refused could carry a password.
+            tracing::warn!(task_id = %config.task_id, config_id = %config.id, %ip, "webhook address refused");
             return Err(Refused::Blocked(ip).to_string());
         }
         let body = serde_json::to_vec(event).map_err(|e| e.to_string())?;

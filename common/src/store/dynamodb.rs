@@ -29,6 +29,7 @@ use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkErro
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use aws_sdk_dynamodb::types::error::TransactionCanceledException;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, ConditionCheck, GlobalSecondaryIndex,
     KeySchemaElement, KeyType, Projection, ProjectionType, Put, PutRequest,
@@ -106,6 +107,11 @@ fn unavailable<E: std::error::Error + 'static, R: std::fmt::Debug>(
     e: SdkError<E, R>,
 ) -> StoreError {
     StoreError::Unavailable(DisplayErrorContext(&e).to_string())
+}
+
+/// Whether the `i`-th item of a cancelled transaction failed its condition.
+fn condition_failed(cancel: &TransactionCanceledException, i: usize) -> bool {
+    cancel.cancellation_reasons().get(i).and_then(|r| r.code()) == Some("ConditionalCheckFailed")
 }
 
 /// Whether DynamoDB refused a write because an item would exceed its 400 KB limit.
@@ -468,10 +474,7 @@ impl DynamoStore {
         else {
             return Err(unavailable(err));
         };
-        let failed = |i: usize| {
-            cancel.cancellation_reasons().get(i).and_then(|r| r.code())
-                == Some("ConditionalCheckFailed")
-        };
+        let failed = |i: usize| condition_failed(cancel, i);
         if let Some(m) = message {
             if failed(count - 1) {
                 let owner = cancel
@@ -800,10 +803,7 @@ impl Store for DynamoStore {
         else {
             return Err(unavailable(err));
         };
-        let failed = |i: usize| {
-            cancel.cancellation_reasons().get(i).and_then(|r| r.code())
-                == Some("ConditionalCheckFailed")
-        };
+        let failed = |i: usize| condition_failed(cancel, i);
         if failed(0) {
             Err(StoreError::NoTask(record.config.task_id.clone()))
         } else if failed(1) {
