@@ -36,8 +36,9 @@ fn message_with_id(message_id: &str, task: Option<&str>) -> Value {
 // ------------------------------------------------------------------ item 1: messageIds
 
 /// mallory sends the messageId alice will use (the README's own example shape), alice then
-/// sends it, then each sends it again: everyone gets a task of their own, a repeat is
-/// answered with the sender's own task, and no answer holds a byte of another's task id.
+/// sends it (not swallowed), bob reuses it after both (the mallory), then each
+/// sends it again: everyone gets a task of their own, a repeat is answered with the
+/// sender's own task, and no answer holds a byte of another's task id.
 async fn a_message_id_is_its_senders_own(backend: Backend) {
     let Some(s) = server(backend).await else {
         return;
@@ -48,16 +49,23 @@ async fn a_message_id_is_its_senders_own(backend: Backend) {
             let (s, who, mid) = (&s, Who::header(who), mid.clone());
             async move {
                 let answer = send(s, &who, via, message_with_id(&mid, None)).await;
-                task_id(&answer.ok()["task"])
+                (task_id(&answer.ok()["task"]), answer.text)
             }
         };
-        let mallorys = first("mallory").await;
-        let alices = first("alice").await;
+        let (mallorys, _) = first("mallory").await;
+        let (alices, alices_answer) = first("alice").await;
         assert_ne!(
             alices, mallorys,
             "{via:?}: alice's message was not swallowed"
         );
-        let bobs = first("bob").await;
+        assert!(!alices_answer.contains(&mallorys), "{alices_answer}");
+        let (bobs, bobs_answer) = first("bob").await;
+        for earlier in [&alices, &mallorys] {
+            assert!(
+                !bobs_answer.contains(earlier.as_str()),
+                "{via:?}: {bobs_answer}"
+            );
+        }
         assert!(bobs != alices && bobs != mallorys, "{via:?}");
         for (who, own, others) in [
             ("mallory", &mallorys, [&alices, &bobs]),
