@@ -23,9 +23,7 @@ use aws_smithy_mocks::{mock, mock_client, Rule, RuleMode};
 use aws_smithy_runtime_api::http::{Response, StatusCode};
 use aws_smithy_types::body::SdkBody;
 
-use common::a2a::{
-    Artifact, Message, Part, Role, StreamResponse, Task, TaskState, TaskStatus, Timestamp,
-};
+use common::a2a::{Message, Part, Role, StreamResponse, Task, TaskState, TaskStatus, Timestamp};
 use common::engine::{RunError, TaskRun};
 use common::store::{DynamoStore, InboundMessage, Store, StoreError, TaskRecord};
 
@@ -652,14 +650,13 @@ fn task_put(input: &TransactWriteItemsInput) -> (String, u64, u64, Item) {
 #[tokio::test]
 async fn run_conflict_reapplies_the_change_on_the_fresh_version() {
     // The run read version 1; meanwhile another writer moved the task to version 3
-    // (two more events, and an artifact the run never saw).
+    // (two more events, and metadata the run never saw).
     let stale = record("t1", TaskState::Submitted, 1, 0);
     let mut fresh = record("t1", TaskState::Submitted, 3, 2);
-    fresh.task.artifacts.push(Artifact {
-        artifact_id: "from-the-other-writer".into(),
-        parts: vec![Part::text("kept")],
-        ..Default::default()
-    });
+    fresh.task.metadata = Some(serde_json::Map::from_iter([(
+        "from-the-other-writer".to_owned(),
+        serde_json::json!("kept"),
+    )]));
     let fresh_item = task_item(&fresh);
 
     let seen = Arc::new(Mutex::new(Vec::new()));
@@ -713,8 +710,8 @@ async fn run_conflict_reapplies_the_change_on_the_fresh_version() {
     let written: TaskRecord = serde_json::from_str(string(&item, "record")).unwrap();
     assert_eq!(written.state(), TaskState::Working);
     assert_eq!(
-        written.task.artifacts, fresh.task.artifacts,
-        "the other writer's artifact must survive"
+        written.task.metadata, fresh.task.metadata,
+        "the other writer's change must survive"
     );
     let event_keys: Vec<&str> = seen[1].transact_items()[1..]
         .iter()

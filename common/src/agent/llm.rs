@@ -5,7 +5,6 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use serde::{Deserialize, Serialize};
 
 use super::context::{untrusted, SystemPrompt};
 use super::intrinsics;
@@ -19,77 +18,39 @@ use crate::engine::{RunError, TaskRun};
 use crate::ext::task::ParticipantKind;
 use std::collections::HashMap;
 
+pub use crate::store::conversation::{AgentState, Reply};
+
 use crate::models::config::ModelCatalog;
-use crate::models::{ChatMessage, ChatRequest, Model, ToolCall, Usage};
+use crate::models::{ChatMessage, ChatRequest, Model, ToolCall};
 
 /// Most model calls one task may make, unless configured otherwise.
 pub const DEFAULT_TURN_LIMIT: usize = 50;
 const MAX_TOKENS: u32 = 4096;
 
-/// The agent's part of a task record.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(default)]
-pub struct AgentState {
-    /// Every message the model has seen or produced, in order.
-    pub conversation: Vec<ChatMessage>,
-    /// Model calls committed so far (the scripted model answers by this count).
-    pub model_calls: usize,
-    /// Ids of the client messages already taken into the conversation.
-    pub inputs: Vec<String>,
-    /// The task's own model (a catalog name, `<provider>:<model>` or `scripted:<path>`);
-    /// the agent's default when None.
-    pub model: Option<String>,
-    /// Tokens used by the committed model calls.
-    pub usage: Usage,
-    /// The question the task waits on in INPUT_REQUIRED, until its reply is accepted.
-    pub pending_help: Option<crate::channels::HelpRequest>,
-    /// Accepted replies to help requests: message id and the question it answered.
-    pub replies: Vec<Reply>,
-    /// Sub-tasks whose outcome has been put in the conversation.
-    pub noted: Vec<String>,
-    /// The participant whose message the agent took in last: who a privileged tool call
-    /// acts for.
-    pub actor: Option<String>,
-    /// That message's id: a privileged call must be what it asks for.
-    pub actor_message: Option<String>,
-    /// The delimiter nonce of the task's untrusted blocks (see `context::untrusted`).
-    pub nonce: String,
-}
-
-/// A message accepted as the reply to a help request.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct Reply {
-    pub message_id: String,
-    pub participant_id: String,
-    pub question: String,
-}
-
-impl AgentState {
-    /// Tool calls of the last model answer that have no committed result yet.
-    fn pending_calls(&self) -> Vec<ToolCall> {
-        let Some(i) = self
-            .conversation
-            .iter()
-            .rposition(|m| matches!(m, ChatMessage::Assistant { .. }))
-        else {
-            return Vec::new();
-        };
-        let ChatMessage::Assistant { tool_calls, .. } = &self.conversation[i] else {
-            return Vec::new();
-        };
-        let answered: Vec<&str> = self.conversation[i + 1..]
-            .iter()
-            .filter_map(|m| match m {
-                ChatMessage::Tool { call_id, .. } => Some(call_id.as_str()),
-                _ => None,
-            })
-            .collect();
-        tool_calls
-            .iter()
-            .filter(|c| !answered.contains(&c.id.as_str()))
-            .cloned()
-            .collect()
-    }
+/// Tool calls of the last model answer that have no committed result yet.
+fn pending_calls(state: &AgentState) -> Vec<ToolCall> {
+    let conversation = &state.conversation;
+    let Some(i) = conversation
+        .iter()
+        .rposition(|m| matches!(m, ChatMessage::Assistant { .. }))
+    else {
+        return Vec::new();
+    };
+    let ChatMessage::Assistant { tool_calls, .. } = &conversation[i] else {
+        return Vec::new();
+    };
+    let answered: Vec<&str> = conversation[i + 1..]
+        .iter()
+        .filter_map(|m| match m {
+            ChatMessage::Tool { call_id, .. } => Some(call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    tool_calls
+        .iter()
+        .filter(|c| !answered.contains(&c.id.as_str()))
+        .cloned()
+        .collect()
 }
 
 /// A model and the id its requests carry.
@@ -408,7 +369,7 @@ impl LlmAgent {
 
     /// Runs the pending tool calls of the last answer, committing each result.
     async fn run_tools(&self, run: &mut TaskRun) -> Result<(), RunError> {
-        for call in run.record().agent.pending_calls() {
+        for call in pending_calls(&run.record().agent) {
             let outcome = match self.tools.check(&call) {
                 Err(refused) => refused,
                 Ok(Checked::Tool(tool)) => match tool.run(&call.arguments).await {

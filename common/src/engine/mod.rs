@@ -249,13 +249,14 @@ impl Engine {
             Ok(()) | Err(RunError::Ended(_)) => {}
             Err(RunError::LeaseLost) => return Ok(None),
             Err(RunError::Store(StoreError::TooLarge(_))) => {
-                // Permanent: the task cannot grow by another checkpoint, so it fails, in a
-                // commit made small enough to fit (and that gives up the lease), and no
-                // drive calls its model again.
-                let why = "The task grew larger than the store can hold, so it stopped";
+                // Permanent: the step's write will never fit, so the task fails (a small
+                // commit of its own, which gives up the lease) and no drive calls its model
+                // again.
+                let why =
+                    "A step of the task was larger than the store can write at once, so it stopped";
                 let msg = run.agent_message(&failure_notice(why, &"a commit was too large"));
-                let shrunk = run.fail_within_limits(msg).await;
-                return shrunk.map(|()| Some(run.record().clone()));
+                let failed = run.set_status(TaskState::Failed, Some(msg)).await;
+                return failed.map(|()| Some(run.record().clone()));
             }
             Err(e) => {
                 let msg = run.agent_message(&failure_notice("The agent failed", &e));

@@ -106,7 +106,7 @@ impl TaskRun {
     /// Commits a change to the agent's state (a checkpoint), with no event.
     pub async fn update_agent(
         &mut self,
-        change: impl Fn(&mut crate::agent::llm::AgentState),
+        change: impl Fn(&mut crate::store::conversation::AgentState),
     ) -> Result<(), RunError> {
         self.apply(|rec| {
             change(&mut rec.agent);
@@ -126,35 +126,6 @@ impl TaskRun {
     ) -> Result<(), RunError> {
         self.apply(|rec| vec![transition::set_status(rec, state, message.clone(), None)])
             .await
-    }
-
-    /// Fails the task with `message` in a commit that fits the store: without the agent's
-    /// conversation (the bulk of a long task, and of no use to a failed one) and, if that
-    /// is still too large, with every part of its history cut to a bound. The commit
-    /// leaves the task terminal, so it gives up the lease too.
-    pub async fn fail_within_limits(&mut self, message: Message) -> Result<(), RunError> {
-        /// Longest text a history part keeps when the history itself is what is too large.
-        const PART_CHARS: usize = 1024;
-        let lighter = |rec: &mut TaskRecord, trim_history: bool| {
-            rec.agent.conversation.clear();
-            if trim_history {
-                for part in rec.task.history.iter_mut().flat_map(|m| m.parts.iter_mut()) {
-                    transition::trim_part(part, PART_CHARS);
-                }
-            }
-            vec![transition::set_status(
-                rec,
-                TaskState::Failed,
-                Some(message.clone()),
-                None,
-            )]
-        };
-        match self.apply(|rec| lighter(rec, false)).await {
-            Err(RunError::Store(StoreError::TooLarge(_))) => {
-                self.apply(|rec| lighter(rec, true)).await
-            }
-            other => other,
-        }
     }
 
     pub async fn add_artifact(

@@ -19,41 +19,14 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use crate::store::conversation::{ChatMessage, ToolCall, Usage};
+
 /// A tool the model may call: its name, what it does, and a JSON Schema of its arguments.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolSpec {
     pub name: String,
     pub description: String,
     pub parameters: Value,
-}
-
-/// One call of a tool the model asked for.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolCall {
-    /// The provider's id for the call, echoed with its result.
-    pub id: String,
-    pub name: String,
-    pub arguments: Value,
-}
-
-/// One entry of the conversation sent to the model.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "role", rename_all = "snake_case")]
-pub enum ChatMessage {
-    User {
-        text: String,
-    },
-    Assistant {
-        text: Option<String>,
-        tool_calls: Vec<ToolCall>,
-    },
-    /// The result of a tool call; `is_error` when the tool failed or was refused.
-    Tool {
-        call_id: String,
-        name: String,
-        content: String,
-        is_error: bool,
-    },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -67,12 +40,6 @@ pub struct ChatRequest {
     /// How many model calls this task has committed before this one (the scripted
     /// provider answers by it; the others ignore it).
     pub turn: usize,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct Usage {
-    pub input_tokens: u64,
-    pub output_tokens: u64,
 }
 
 /// What the model answered: text, tool calls, or both.

@@ -8,6 +8,8 @@ use crate::engine::transition::view;
 pub async fn get_task(h: &Harness, req: GetTaskRequest, caller: &Caller) -> Result<Task, A2aError> {
     validate::required_id(&req.id, "id")?;
     let history = validate::history_length(req.history_length, "historyLength")?;
-    let rec = h.visible_task(&req.tenant, &req.id, caller).await?;
+    let rec = h
+        .visible_view(&req.tenant, &req.id, caller, history, true)
+        .await?;
     Ok(view(&rec.task, history, true))
 }

@@ -43,6 +43,7 @@ pub async fn list_tasks(
             ..Default::default()
         });
     };
+    let include_artifacts = req.include_artifacts.unwrap_or(false);
     let query = TaskQuery {
         tenant: req.tenant.clone(),
         participant,
@@ -55,9 +56,10 @@ pub async fn list_tasks(
         } else {
             Some(decode_cursor(&req.page_token)?)
         },
+        history,
+        artifacts: include_artifacts,
     };
     let page = h.store.list_tasks(&query).await?;
-    let include_artifacts = req.include_artifacts.unwrap_or(false);
     Ok(ListTasksResponse {
         tasks: page
             .tasks

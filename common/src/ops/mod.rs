@@ -120,7 +120,31 @@ impl Harness {
         id: &str,
         caller: &Caller,
     ) -> Result<TaskRecord, A2aError> {
-        match self.store.load_task(id).await? {
+        let found = self.store.load_task(id).await?;
+        Self::visible(found, tenant, id, caller)
+    }
+
+    /// [`Harness::visible_task`] for a reader: the task's last `history` messages (all
+    /// when None) and its artifacts if `artifacts`; a view, which cannot be committed.
+    pub async fn visible_view(
+        &self,
+        tenant: &str,
+        id: &str,
+        caller: &Caller,
+        history: Option<usize>,
+        artifacts: bool,
+    ) -> Result<TaskRecord, A2aError> {
+        let found = self.store.load_view(id, history, artifacts).await?;
+        Self::visible(found, tenant, id, caller)
+    }
+
+    fn visible(
+        found: Option<TaskRecord>,
+        tenant: &str,
+        id: &str,
+        caller: &Caller,
+    ) -> Result<TaskRecord, A2aError> {
+        match found {
             Some(rec) if rec.tenant == tenant && caller.may_see(&rec) => Ok(rec),
             _ => Err(A2aError::task_not_found(id)),
         }
@@ -287,8 +311,8 @@ impl From<StoreError> for A2aError {
             )),
             StoreError::NoTask(task_id) => A2aError::task_not_found(&task_id),
             StoreError::TooLarge(_) => A2aError::invalid_params(
-                "the task would be larger than this store holds (DynamoDB: 400 KB per task, its \
-                 history and the agent's conversation included); send less",
+                "the write would be larger than this store takes at once (DynamoDB: 4 MB and \
+                 100 items per commit); send less",
             ),
             StoreError::PushConfigTaken { task_id, id } => A2aError::invalid_params(format!(
                 "push notification config {id} of task {task_id} exists: {}",

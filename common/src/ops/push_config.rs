@@ -115,7 +115,9 @@ pub async fn create(
     validate::required_id(&req.task_id, "taskId")?;
     validate::required_id(&req.url, "url")?;
     h.notifier()?;
-    let rec = h.visible_task(&req.tenant, &req.task_id, caller).await?;
+    let rec = h
+        .visible_view(&req.tenant, &req.task_id, caller, Some(0), false)
+        .await?;
     h.permit(&rec, caller, Action::ManageWebhooks)?;
     h.notifier()?.check(&req)?;
     may_attach(h, rec.id(), &req, caller.id()).await?;
@@ -132,7 +134,9 @@ pub async fn get(
     validate::required_id(&req.task_id, "taskId")?;
     validate::required_id(&req.id, "id")?;
     let notifier = h.notifier()?;
-    let rec = h.visible_task(&req.tenant, &req.task_id, caller).await?;
+    let rec = h
+        .visible_view(&req.tenant, &req.task_id, caller, Some(0), false)
+        .await?;
     h.permit(&rec, caller, Action::ManageWebhooks)?;
     let record = h
         .store
@@ -161,7 +165,9 @@ pub async fn list(
         Some(String::from_utf8(bytes).map_err(|_| bad())?)
     };
     let notifier = h.notifier()?;
-    let rec = h.visible_task(&req.tenant, &req.task_id, caller).await?;
+    let rec = h
+        .visible_view(&req.tenant, &req.task_id, caller, Some(0), false)
+        .await?;
     h.permit(&rec, caller, Action::ManageWebhooks)?;
     let mut configs = h
         .store
@@ -193,7 +199,9 @@ pub async fn delete(
     validate::required_id(&req.task_id, "taskId")?;
     validate::required_id(&req.id, "id")?;
     h.notifier()?;
-    let rec = h.visible_task(&req.tenant, &req.task_id, caller).await?;
+    let rec = h
+        .visible_view(&req.tenant, &req.task_id, caller, Some(0), false)
+        .await?;
     h.permit(&rec, caller, Action::ManageWebhooks)?;
     if let Some(record) = h.store.get_push_config(&req.task_id, &req.id).await? {
         let ext = rec.ext().unwrap_or_default();

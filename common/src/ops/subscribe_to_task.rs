@@ -13,7 +13,9 @@ pub async fn subscribe_to_task(
     caller: &Caller,
 ) -> Result<EventStream, A2aError> {
     validate::required_id(&req.id, "id")?;
-    let rec = h.visible_task(&req.tenant, &req.id, caller).await?;
+    let rec = h
+        .visible_view(&req.tenant, &req.id, caller, None, true)
+        .await?;
     if rec.state().is_terminal() {
         return Err(A2aError::UnsupportedOperation(format!(
             "Task {} is in terminal state {}; there is nothing to subscribe to",

@@ -1,8 +1,11 @@
 //! The DynamoDB store: one table (PAY_PER_REQUEST), every write conditional.
 //!
 //! Items (`pk`, `sk`):
-//! - task: `TASK#<id>`, `TASK`, with `version`, `last_seq`, the record as JSON, and the
-//!   ListTasks index keys `gsi1pk` = `TENANT#<tenant>`, `gsi1sk` = `<status ms, 15 digits>#<id>`;
+//! - task head: `TASK#<id>`, `TASK`, with `version`, `last_seq`, the head as JSON (see
+//!   [`super::layout`]: bounded, no lists), and the ListTasks index keys `gsi1pk` =
+//!   `TENANT#<tenant>`, `gsi1sk` = `<status ms, 15 digits>#<id>`;
+//! - task part: `TASK#<id>`, `HIST#`/`TURN#`/`ART#<index, 10 digits>` or `STATUS#…`, one
+//!   history message, conversation turn, artifact or long status message;
 //! - event: `TASK#<id>`, `EV#<seq, 20 digits>`;
 //! - push config: `TASK#<id>`, `PUSH#<config id>`;
 //! - message: `IN#<tenant>#<sender>#<messageId>`, `MSG`, naming its task (each part
@@ -13,12 +16,17 @@
 //!   `QUOTA#<participant>`, `<hour>` took it (an update of its own, so writers do not
 //!   conflict on it in transactions; it expires an hour after its hour).
 //!
+//! A payload (part or event) longer than [`CHUNK_BYTES`] continues in items right after
+//! its own (`<sk>~<n, 3 digits>`), written in the same transaction: no item is over 64 KB,
+//! whatever a message or a tool result holds, and a payload is never half written.
+//!
 //! Audit rows, and the events of a task once it is finished, carry `expires_at`: they are
 //! kept for the retention period (`HARNESS_AUDIT_RETENTION_DAYS`, 30 days by default).
 //!
-//! A commit is one transaction: the task put conditional on the version and last seq it
-//! read, each event put conditional on absence, and the message put conditional on
-//! absence. ListTasks is a Query on `gsi1`, never a Scan. The SDK retries throttling and
+//! A commit is one transaction: the head put conditional on the version and last seq it
+//! read, the parts that changed (new history messages and turns conditional on absence),
+//! each event put conditional on absence, and the message put conditional on absence:
+//! its write units follow what changed, not the size of the task. ListTasks is a Query on `gsi1`, never a Scan. The SDK retries throttling and
 //! 5xx with backoff before an error reaches the caller.
 
 use std::collections::HashMap;
@@ -39,6 +47,7 @@ use aws_sdk_dynamodb::types::{
 use aws_sdk_dynamodb::Client;
 use tokio::sync::broadcast;
 
+use super::layout::{self, Counts, PartKind, Want};
 use super::{
     AuditRecord, Cursor, InboundMessage, LoggedEvent, PushConfigRecord, Store, StoreError,
     TaskPage, TaskQuery, TaskRecord, AUDIT_ROWS_PER_PARTICIPANT_HOUR, DEFAULT_RETENTION,
@@ -52,6 +61,16 @@ const LEASED: &str = "LEASED";
 pub const TTL_ATTRIBUTE: &str = "expires_at";
 
 type Item = HashMap<String, AttributeValue>;
+
+/// Most bytes of a payload one item holds; the rest continues in items of its own, so no
+/// item is over 64 KB (with its keys and attributes).
+pub const CHUNK_BYTES: usize = 60 * 1024;
+/// Longest copy of a message its dedupe item keeps (the task's history has it whole).
+pub const MESSAGE_COPY_BYTES: usize = 4 * 1024;
+/// Most items in one transaction (DynamoDB's limit).
+/// Most items one payload spans (a transaction holds at most 4 MB).
+const MAX_CHUNKS: usize = 4 * 1024 * 1024 / CHUNK_BYTES + 1;
+const MAX_TRANSACTION_ITEMS: usize = 100;
 
 pub struct DynamoStore {
     client: Client,
@@ -74,6 +93,78 @@ fn task_pk(id: &str) -> String {
 
 fn event_sk(seq: u64) -> String {
     format!("EV#{seq:020}")
+}
+
+fn part_sk(kind: PartKind, index: u64) -> String {
+    format!("{}{index:010}", kind.prefix())
+}
+
+/// The items of `payload` (attribute `data`) under `first`'s keys: `first` with the
+/// payload's first chunk and, when there are more, how many items it spans (`chunks`);
+/// then one item per further chunk, `<sk>~<n>`.
+fn chunked(mut first: Item, payload: &str) -> Vec<Item> {
+    let mut chunks = Vec::new();
+    let mut rest = payload;
+    while rest.len() > CHUNK_BYTES {
+        let mut cut = CHUNK_BYTES;
+        while !rest.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        chunks.push(&rest[..cut]);
+        rest = &rest[cut..];
+    }
+    chunks.push(rest);
+    let (pk, sk) = (first.get("pk").cloned(), first.get("sk").cloned());
+    if chunks.len() > 1 {
+        first.insert("chunks".into(), n(chunks.len()));
+    }
+    first.insert("data".into(), s(chunks[0]));
+    let sk = sk.and_then(|v| v.as_s().ok().cloned()).unwrap_or_default();
+    let mut items = vec![first];
+    for (i, chunk) in chunks.iter().enumerate().skip(1) {
+        let mut item = HashMap::from([
+            ("sk".to_owned(), s(format!("{sk}~{i:03}"))),
+            ("data".to_owned(), s(*chunk)),
+        ]);
+        if let Some(pk) = &pk {
+            item.insert("pk".into(), pk.clone());
+        }
+        items.push(item);
+    }
+    items
+}
+
+/// The payloads of `items` (read in sort-key order), each joined from its chunks, with
+/// the item that holds its first. A payload whose chunks the page cut off is left out,
+/// as are stale continuations (of a longer payload the item held before).
+fn joined(items: &[Item]) -> Result<Vec<(&Item, String)>, StoreError> {
+    let mut out: Vec<(&Item, String)> = Vec::new();
+    let mut missing = 0usize;
+    for item in items {
+        let sk = get_s(item, "sk")?;
+        if sk.contains('~') {
+            if missing > 0 {
+                if let Some((_, payload)) = out.last_mut() {
+                    payload.push_str(get_s(item, "data")?);
+                }
+                missing -= 1;
+            }
+            continue;
+        }
+        if missing > 0 {
+            out.pop();
+        }
+        let chunks = item
+            .get("chunks")
+            .map(|_| get_n(item, "chunks"))
+            .transpose()?;
+        missing = chunks.unwrap_or(1).saturating_sub(1) as usize;
+        out.push((item, get_s(item, "data")?.to_owned()));
+    }
+    if missing > 0 {
+        out.pop();
+    }
+    Ok(out)
 }
 
 /// One part of a composite key with its separator escaped (`#` as `%23`, and `%` as
@@ -114,10 +205,13 @@ fn condition_failed(cancel: &TransactionCanceledException, i: usize) -> bool {
     cancel.cancellation_reasons().get(i).and_then(|r| r.code()) == Some("ConditionalCheckFailed")
 }
 
-/// Whether DynamoDB refused a write because an item would exceed its 400 KB limit.
+/// Whether DynamoDB refused a write for its size: an item over 400 KB, or a transaction
+/// over 4 MB.
 fn too_large<E: ProvideErrorMetadata, R>(e: &SdkError<E, R>) -> bool {
     e.code() == Some("ValidationException")
-        && e.message().is_some_and(|m| m.contains("size has exceeded"))
+        && e.message().is_some_and(|m| {
+            m.contains("size has exceeded") || m.contains("cannot be larger than 4 MB")
+        })
 }
 
 fn corrupt(e: impl std::fmt::Display) -> StoreError {
@@ -166,14 +260,15 @@ fn to_json<T: serde::Serialize>(v: &T) -> Result<String, StoreError> {
     serde_json::to_string(v).map_err(corrupt)
 }
 
-fn decode_task(item: &Item) -> Result<TaskRecord, StoreError> {
-    let mut rec: TaskRecord = serde_json::from_str(get_s(item, "record")?).map_err(corrupt)?;
+/// A task from its head item, without its parts, and the counts of those.
+fn decode_head(item: &Item) -> Result<(TaskRecord, Counts), StoreError> {
+    let (mut rec, counts) = layout::decode_head(get_s(item, "record")?)?;
     rec.version = get_n(item, "version")?;
     rec.last_seq = get_n(item, "last_seq")?;
-    Ok(rec)
+    Ok((rec, counts))
 }
 
-fn task_item(rec: &TaskRecord) -> Result<Item, StoreError> {
+fn task_item(rec: &TaskRecord, head: &str) -> Result<Item, StoreError> {
     let id = &rec.task.id;
     let members = rec.members();
     let mut item = HashMap::from([
@@ -185,7 +280,7 @@ fn task_item(rec: &TaskRecord) -> Result<Item, StoreError> {
         ("state".into(), n(rec.state().number())),
         ("version".into(), n(rec.version)),
         ("last_seq".into(), n(rec.last_seq)),
-        ("record".into(), s(to_json(rec)?)),
+        ("record".into(), s(head)),
     ]);
     // ListTasks filters on it; DynamoDB has no empty sets.
     if !members.is_empty() {
@@ -400,21 +495,147 @@ impl DynamoStore {
         first_seq: u64,
         events: &[StreamResponse],
     ) -> Result<Vec<TransactWriteItem>, StoreError> {
-        events
-            .iter()
-            .enumerate()
-            .map(|(i, e)| {
-                let mut item = HashMap::from([
-                    ("pk".into(), s(task_pk(&rec.task.id))),
-                    ("sk".into(), s(event_sk(first_seq + i as u64))),
-                    ("event".into(), s(to_json(e)?)),
-                ]);
-                if rec.push {
-                    item.insert("push".into(), AttributeValue::Bool(true));
-                }
-                put(&self.table, item, "attribute_not_exists(pk)", None)
+        let mut puts = Vec::new();
+        for (i, e) in events.iter().enumerate() {
+            let mut item = HashMap::from([
+                ("pk".into(), s(task_pk(&rec.task.id))),
+                ("sk".into(), s(event_sk(first_seq + i as u64))),
+            ]);
+            if rec.push {
+                item.insert("push".into(), AttributeValue::Bool(true));
+            }
+            for item in chunked(item, &to_json(e)?) {
+                puts.push(put(&self.table, item, "attribute_not_exists(pk)", None)?);
+            }
+        }
+        Ok(puts)
+    }
+
+    /// The puts of the parts a commit changed: history messages and turns are new items
+    /// (conditional on absence), artifacts and the status message replace their own.
+    fn part_puts(
+        &self,
+        task_id: &str,
+        parts: &[layout::Part],
+    ) -> Result<Vec<TransactWriteItem>, StoreError> {
+        let mut puts = Vec::new();
+        for p in parts {
+            let item = HashMap::from([
+                ("pk".into(), s(task_pk(task_id))),
+                ("sk".into(), s(part_sk(p.kind, p.index))),
+            ]);
+            for item in chunked(item, &p.json) {
+                puts.push(if p.once {
+                    put(&self.table, item, "attribute_not_exists(pk)", None)?
+                } else {
+                    let put = Put::builder()
+                        .table_name(&self.table)
+                        .set_item(Some(item))
+                        .build()
+                        .map_err(corrupt)?;
+                    TransactWriteItem::builder().put(put).build()
+                });
+            }
+        }
+        Ok(puts)
+    }
+
+    /// The parts of kind `kind` at the indexes `range` (one Query, paged), as `attach`
+    /// takes them.
+    async fn read_parts(
+        &self,
+        task_id: &str,
+        kind: PartKind,
+        range: std::ops::Range<u64>,
+    ) -> Result<Vec<(PartKind, u64, String)>, StoreError> {
+        let mut items = Vec::new();
+        let mut start: Option<Item> = None;
+        loop {
+            let out = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("pk = :pk AND sk BETWEEN :from AND :to")
+                .expression_attribute_values(":pk", s(task_pk(task_id)))
+                .expression_attribute_values(":from", s(part_sk(kind, range.start)))
+                // `~` sorts after the digits: the last part's continuations are in range.
+                .expression_attribute_values(
+                    ":to",
+                    s(format!("{}~~", part_sk(kind, range.end.saturating_sub(1)))),
+                )
+                .consistent_read(true)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(unavailable)?;
+            items.extend(out.items().iter().cloned());
+            start = out.last_evaluated_key().cloned();
+            if start.is_none() {
+                break;
+            }
+        }
+        joined(&items)?
+            .into_iter()
+            .map(|(item, payload)| {
+                let sk = get_s(item, "sk")?;
+                let index = sk[kind.prefix().len()..].parse().map_err(corrupt)?;
+                Ok((kind, index, payload))
             })
             .collect()
+    }
+
+    /// The record of a head item with the parts `want` asks for (one Query per kind, run
+    /// together).
+    async fn with_parts(&self, item: &Item, want: Want) -> Result<TaskRecord, StoreError> {
+        let (mut rec, counts) = decode_head(item)?;
+        let reads = PartKind::ALL
+            .into_iter()
+            .filter(|k| want.reads(*k, &counts))
+            .map(|k| self.read_parts(&rec.task.id, k, want.range(k, &counts)));
+        let parts = futures::future::try_join_all(reads).await?;
+        layout::attach(&mut rec, &counts, want, parts.concat())?;
+        Ok(rec)
+    }
+
+    async fn load(&self, task_id: &str, want: Want) -> Result<Option<TaskRecord>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("pk", s(task_pk(task_id)))
+            .key("sk", s("TASK"))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        match out.item() {
+            Some(item) => Ok(Some(self.with_parts(item, want).await?)),
+            None => Ok(None),
+        }
+    }
+
+    /// The items of a commit of `rec`: its head first, put on `condition` (an expression
+    /// and its values).
+    fn commit_items(
+        &self,
+        rec: &TaskRecord,
+        split: &layout::Split,
+        (condition, values): (&str, Option<Item>),
+        first_seq: u64,
+        events: &[StreamResponse],
+        message: Option<&InboundMessage>,
+    ) -> Result<Vec<TransactWriteItem>, StoreError> {
+        let head = task_item(rec, &split.head)?;
+        let mut items = vec![put(&self.table, head, condition, values)?];
+        items.extend(self.part_puts(&rec.task.id, &split.parts)?);
+        items.extend(self.event_puts(rec, first_seq, events)?);
+        if let Some(m) = message {
+            items.push(self.message_put(m, &rec.task.id)?);
+        }
+        if items.len() > MAX_TRANSACTION_ITEMS {
+            return Err(StoreError::TooLarge(rec.task.id.clone()));
+        }
+        Ok(items)
     }
 
     fn message_put(
@@ -438,7 +659,13 @@ impl DynamoStore {
             ),
             ("sk".into(), s("MSG")),
             ("task_id".into(), s(task_id)),
-            ("message".into(), s(to_json(&m.message)?)),
+            (
+                "message".into(),
+                s(to_json(&layout::bounded_message(
+                    &m.message,
+                    MESSAGE_COPY_BYTES,
+                ))?),
+            ),
         ]))
     }
 
@@ -522,18 +749,12 @@ impl Store for DynamoStore {
         events: &[StreamResponse],
         message: Option<&InboundMessage>,
     ) -> Result<TaskRecord, StoreError> {
-        let rec = record.created(events.len());
-        let mut items = vec![put(
-            &self.table,
-            task_item(&rec)?,
-            "attribute_not_exists(pk)",
-            None,
-        )?];
-        items.extend(self.event_puts(&rec, 0, events)?);
-        if let Some(m) = message {
-            items.push(self.message_put(m, &rec.task.id)?);
-        }
+        let mut rec = record.created(events.len());
+        let split = layout::split(&rec)?;
+        let condition = "attribute_not_exists(pk)";
+        let items = self.commit_items(&rec, &split, (condition, None), 0, events, message)?;
         self.transact(items, &rec.task.id, 0, message).await?;
+        rec.stored = split.stored;
         self.signals.committed(&rec);
         Ok(rec)
     }
@@ -545,19 +766,18 @@ impl Store for DynamoStore {
         events: &[StreamResponse],
         message: Option<&InboundMessage>,
     ) -> Result<TaskRecord, StoreError> {
-        let (rec, first_seq) = record.committed(expected_version, events.len());
+        let (mut rec, first_seq) = record.committed(expected_version, events.len());
+        let split = layout::split(&rec)?;
         let values = HashMap::from([
             (":v".to_owned(), n(expected_version)),
             (":s".to_owned(), n(first_seq - 1)),
         ]);
         let condition = "version = :v AND last_seq = :s";
-        let mut items = vec![put(&self.table, task_item(&rec)?, condition, Some(values))?];
-        items.extend(self.event_puts(&rec, first_seq, events)?);
-        if let Some(m) = message {
-            items.push(self.message_put(m, &rec.task.id)?);
-        }
+        let head = (condition, Some(values));
+        let items = self.commit_items(&rec, &split, head, first_seq, events, message)?;
         self.transact(items, &rec.task.id, expected_version, message)
             .await?;
+        rec.stored = split.stored;
         self.signals.committed(&rec);
         let finished = events
             .iter()
@@ -633,17 +853,16 @@ impl Store for DynamoStore {
     }
 
     async fn load_task(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
-        let out = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .key("pk", s(task_pk(task_id)))
-            .key("sk", s("TASK"))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(unavailable)?;
-        out.item().map(decode_task).transpose()
+        self.load(task_id, Want::WHOLE).await
+    }
+
+    async fn load_view(
+        &self,
+        task_id: &str,
+        history: Option<usize>,
+        artifacts: bool,
+    ) -> Result<Option<TaskRecord>, StoreError> {
+        self.load(task_id, Want::view(history, artifacts)).await
     }
 
     async fn read_events(
@@ -653,6 +872,7 @@ impl Store for DynamoStore {
         limit: usize,
     ) -> Result<Vec<LoggedEvent>, StoreError> {
         let from = after.map(|a| a + 1).unwrap_or(0);
+        let limit = limit.clamp(1, 1000);
         let out = self
             .client
             .query()
@@ -662,16 +882,19 @@ impl Store for DynamoStore {
             .expression_attribute_values(":from", s(event_sk(from)))
             .expression_attribute_values(":to", s(event_sk(u64::MAX)))
             .consistent_read(true)
-            .limit(limit.clamp(1, 1000) as i32)
+            // Room for the continuations of long events; an event the page cuts off is
+            // read by the next call, which starts after the last one returned.
+            .limit((limit + MAX_CHUNKS) as i32)
             .send()
             .await
             .map_err(unavailable)?;
-        out.items()
-            .iter()
-            .map(|item| {
+        joined(out.items())?
+            .into_iter()
+            .take(limit)
+            .map(|(item, payload)| {
                 let sk = get_s(item, "sk")?;
                 let seq = sk.trim_start_matches("EV#").parse().map_err(corrupt)?;
-                let event = serde_json::from_str(get_s(item, "event")?).map_err(corrupt)?;
+                let event = serde_json::from_str(&payload).map_err(corrupt)?;
                 Ok(LoggedEvent { seq, event })
             })
             .collect()
@@ -744,9 +967,9 @@ impl Store for DynamoStore {
                 .send()
                 .await
                 .map_err(unavailable)?;
-            for item in out.items() {
-                tasks.push(decode_task(item)?);
-            }
+            let want = Want::view(q.history, q.artifacts);
+            let page = out.items().iter().map(|item| self.with_parts(item, want));
+            tasks.extend(futures::future::try_join_all(page).await?);
             start = out.last_evaluated_key().cloned();
             if start.is_none() {
                 break;

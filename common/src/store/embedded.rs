@@ -20,6 +20,7 @@ use async_trait::async_trait;
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 use tokio::sync::{broadcast, oneshot};
 
+use super::layout::{self, PartKind, Split, Want};
 use super::{
     AuditRecord, Cursor, InboundMessage, LoggedEvent, PushConfigRecord, Store, StoreError,
     TaskPage, TaskQuery, TaskRecord,
@@ -48,6 +49,13 @@ CREATE TABLE IF NOT EXISTS tasks (
     lease_until INTEGER
 );
 CREATE INDEX IF NOT EXISTS tasks_by_status ON tasks (tenant, status_ms DESC, id DESC);
+CREATE TABLE IF NOT EXISTS task_parts (
+    task_id TEXT NOT NULL,
+    kind INTEGER NOT NULL,
+    idx INTEGER NOT NULL,
+    json TEXT NOT NULL,
+    PRIMARY KEY (task_id, kind, idx)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS events (
     task_id TEXT NOT NULL,
     seq INTEGER NOT NULL,
@@ -496,47 +504,124 @@ fn row_record(row: &rusqlite::Row<'_>) -> rusqlite::Result<(String, i64, i64)> {
     Ok((row.get(0)?, row.get(1)?, row.get(2)?))
 }
 
-fn decode_record((json, version, last_seq): (String, i64, i64)) -> Result<TaskRecord, StoreError> {
-    let mut rec: TaskRecord = from_json(&json)?;
+/// A record from its head row, with the parts `want` asks for read from `task_parts`.
+fn decode_record(
+    conn: &Connection,
+    (json, version, last_seq): (String, i64, i64),
+    want: Want,
+) -> Result<TaskRecord, StoreError> {
+    let (mut rec, counts) = layout::decode_head(&json)?;
     rec.version = version as u64;
     rec.last_seq = last_seq as u64;
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT idx, json FROM task_parts WHERE task_id = ?1 AND kind = ?2
+             AND idx >= ?3 AND idx < ?4 ORDER BY idx",
+        )
+        .map_err(backend)?;
+    let mut parts = Vec::new();
+    for kind in PartKind::ALL {
+        if !want.reads(kind, &counts) {
+            continue;
+        }
+        let range = want.range(kind, &counts);
+        let (from, to) = (range.start as i64, range.end as i64);
+        let rows = stmt
+            .query_map(params![rec.task.id, kind.code(), from, to], |r| {
+                Ok((kind, r.get::<_, i64>(0)? as u64, r.get::<_, String>(1)?))
+            })
+            .map_err(backend)?;
+        for row in rows {
+            parts.push(row.map_err(backend)?);
+        }
+    }
+    layout::attach(&mut rec, &counts, want, parts)?;
     Ok(rec)
 }
 
-fn write_task(conn: &Connection, rec: &TaskRecord, insert: bool) -> Result<usize, StoreError> {
-    let sql = if insert {
-        "INSERT OR IGNORE INTO tasks (id, tenant, context_id, state, status_ms, version, last_seq, record, members, lease_until)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
-    } else {
-        "UPDATE tasks SET tenant = ?2, context_id = ?3, state = ?4, status_ms = ?5, version = ?6,
-         last_seq = ?7, record = ?8, members = ?9, lease_until = ?10 WHERE id = ?1 AND version = ?11"
-    };
-    let mut stmt = conn.prepare_cached(sql).map_err(backend)?;
-    let json = to_json(rec)?;
-    let members = members_column(rec);
-    let lease_until = rec.lease_expiry();
-    let (state, status_ms) = (rec.state().number(), rec.status_millis());
-    let (version, last_seq, expected) = (
-        rec.version as i64,
-        rec.last_seq as i64,
-        rec.version as i64 - 1,
-    );
-    let mut values: Vec<&dyn rusqlite::ToSql> = vec![
-        &rec.task.id,
-        &rec.tenant,
-        &rec.task.context_id,
-        &state,
-        &status_ms,
-        &version,
-        &last_seq,
-        &json,
-        &members,
-        &lease_until,
-    ];
-    if !insert {
-        values.push(&expected);
+/// The task `id` with what `want` asks for, read in one transaction (one snapshot).
+fn load(conn: &Connection, id: &str, want: Want) -> Result<Option<TaskRecord>, StoreError> {
+    let tx = conn.unchecked_transaction().map_err(backend)?;
+    let head = tx
+        .prepare_cached("SELECT record, version, last_seq FROM tasks WHERE id = ?1")
+        .map_err(backend)?
+        .query_row(params![id], row_record)
+        .optional()
+        .map_err(backend)?;
+    head.map(|h| decode_record(&tx, h, want)).transpose()
+}
+
+/// A task's row in `tasks`: its head and the columns queries filter on.
+struct HeadRow {
+    id: String,
+    tenant: String,
+    context_id: String,
+    state: i32,
+    status_ms: i64,
+    version: i64,
+    last_seq: i64,
+    members: String,
+    lease_until: Option<i64>,
+    split: Split,
+}
+
+impl HeadRow {
+    fn of(rec: &TaskRecord) -> Result<Self, StoreError> {
+        Ok(HeadRow {
+            id: rec.task.id.clone(),
+            tenant: rec.tenant.clone(),
+            context_id: rec.task.context_id.clone(),
+            state: rec.state().number(),
+            status_ms: rec.status_millis(),
+            version: rec.version as i64,
+            last_seq: rec.last_seq as i64,
+            members: members_column(rec),
+            lease_until: rec.lease_expiry(),
+            split: layout::split(rec)?,
+        })
     }
-    stmt.execute(values.as_slice()).map_err(backend)
+
+    /// Writes the row (inserted, or updated at the version before this one) and its
+    /// changed parts; whether the row was written.
+    fn write(&self, conn: &Connection, insert: bool) -> Result<bool, StoreError> {
+        let sql = if insert {
+            "INSERT OR IGNORE INTO tasks (id, tenant, context_id, state, status_ms, version, last_seq, record, members, lease_until)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
+        } else {
+            "UPDATE tasks SET tenant = ?2, context_id = ?3, state = ?4, status_ms = ?5, version = ?6,
+             last_seq = ?7, record = ?8, members = ?9, lease_until = ?10 WHERE id = ?1 AND version = ?11"
+        };
+        let mut stmt = conn.prepare_cached(sql).map_err(backend)?;
+        let expected = self.version - 1;
+        let mut values: Vec<&dyn rusqlite::ToSql> = vec![
+            &self.id,
+            &self.tenant,
+            &self.context_id,
+            &self.state,
+            &self.status_ms,
+            &self.version,
+            &self.last_seq,
+            &self.split.head,
+            &self.members,
+            &self.lease_until,
+        ];
+        if !insert {
+            values.push(&expected);
+        }
+        if stmt.execute(values.as_slice()).map_err(backend)? == 0 {
+            return Ok(false);
+        }
+        let mut stmt = conn
+            .prepare_cached(
+                "INSERT OR REPLACE INTO task_parts (task_id, kind, idx, json) VALUES (?1, ?2, ?3, ?4)",
+            )
+            .map_err(backend)?;
+        for p in &self.split.parts {
+            stmt.execute(params![self.id, p.kind.code(), p.index as i64, p.json])
+                .map_err(backend)?;
+        }
+        Ok(true)
+    }
 }
 
 impl EmbeddedStore {
@@ -586,23 +671,26 @@ impl Store for EmbeddedStore {
         events: &[StreamResponse],
         message: Option<&InboundMessage>,
     ) -> Result<TaskRecord, StoreError> {
-        let rec = record.created(events.len());
+        let mut rec = record.created(events.len());
+        let row = HeadRow::of(&rec)?;
         let events = events.to_vec();
         let message = message.cloned();
-        let stored = rec.clone();
-        self.write(move |conn| {
-            if let Some(m) = &message {
-                insert_message(conn, m, &rec.task.id)?;
-            }
-            if write_task(conn, &rec, true)? == 0 {
-                return Err(StoreError::Conflict {
-                    task_id: rec.task.id.clone(),
-                    expected: 0,
-                });
-            }
-            append_events(conn, &rec.task.id, 0, &events)
-        })
-        .await?;
+        rec.stored = self
+            .write(move |conn| {
+                if let Some(m) = &message {
+                    insert_message(conn, m, &row.id)?;
+                }
+                if !row.write(conn, true)? {
+                    return Err(StoreError::Conflict {
+                        task_id: row.id,
+                        expected: 0,
+                    });
+                }
+                append_events(conn, &row.id, 0, &events)?;
+                Ok(row.split.stored)
+            })
+            .await?;
+        let stored = rec;
         self.signals.committed(&stored);
         Ok(stored)
     }
@@ -614,36 +702,40 @@ impl Store for EmbeddedStore {
         events: &[StreamResponse],
         message: Option<&InboundMessage>,
     ) -> Result<TaskRecord, StoreError> {
-        let (rec, first_seq) = record.committed(expected_version, events.len());
+        let (mut rec, first_seq) = record.committed(expected_version, events.len());
+        let row = HeadRow::of(&rec)?;
         let events = events.to_vec();
         let message = message.cloned();
-        let stored = rec.clone();
-        self.write(move |conn| {
-            // The stored last_seq must be the one this commit read, or events would gap.
-            let current: Option<(i64, i64)> = conn
-                .prepare_cached("SELECT version, last_seq FROM tasks WHERE id = ?1")
-                .and_then(|mut stmt| {
-                    stmt.query_row(params![rec.task.id], |r| Ok((r.get(0)?, r.get(1)?)))
-                        .optional()
-                })
-                .map_err(backend)?;
-            let conflict = || StoreError::Conflict {
-                task_id: rec.task.id.clone(),
-                expected: expected_version,
-            };
-            match current {
-                Some((v, seq)) if v as u64 == expected_version && seq as u64 + 1 == first_seq => {}
-                _ => return Err(conflict()),
-            }
-            if let Some(m) = &message {
-                insert_message(conn, m, &rec.task.id)?;
-            }
-            if write_task(conn, &rec, false)? == 0 {
-                return Err(conflict());
-            }
-            append_events(conn, &rec.task.id, first_seq, &events)
-        })
-        .await?;
+        rec.stored = self
+            .write(move |conn| {
+                // The stored last_seq must be the one this commit read, or events would gap.
+                let current: Option<(i64, i64)> = conn
+                    .prepare_cached("SELECT version, last_seq FROM tasks WHERE id = ?1")
+                    .and_then(|mut stmt| {
+                        stmt.query_row(params![row.id], |r| Ok((r.get(0)?, r.get(1)?)))
+                            .optional()
+                    })
+                    .map_err(backend)?;
+                let conflict = || StoreError::Conflict {
+                    task_id: row.id.clone(),
+                    expected: expected_version,
+                };
+                match current {
+                    Some((v, seq))
+                        if v as u64 == expected_version && seq as u64 + 1 == first_seq => {}
+                    _ => return Err(conflict()),
+                }
+                if let Some(m) = &message {
+                    insert_message(conn, m, &row.id)?;
+                }
+                if !row.write(conn, false)? {
+                    return Err(conflict());
+                }
+                append_events(conn, &row.id, first_seq, &events)?;
+                Ok(row.split.stored)
+            })
+            .await?;
+        let stored = rec;
         self.signals.committed(&stored);
         Ok(stored)
     }
@@ -669,16 +761,16 @@ impl Store for EmbeddedStore {
     }
 
     async fn load_task(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
-        let id = task_id.to_owned();
-        self.read_now(|conn| {
-            conn.prepare_cached("SELECT record, version, last_seq FROM tasks WHERE id = ?1")
-                .map_err(backend)?
-                .query_row(params![id], row_record)
-                .optional()
-                .map_err(backend)?
-                .map(decode_record)
-                .transpose()
-        })
+        self.read_now(|conn| load(conn, task_id, Want::WHOLE))
+    }
+
+    async fn load_view(
+        &self,
+        task_id: &str,
+        history: Option<usize>,
+        artifacts: bool,
+    ) -> Result<Option<TaskRecord>, StoreError> {
+        self.read_now(|conn| load(conn, task_id, Want::view(history, artifacts)))
     }
 
     async fn read_events(
@@ -750,11 +842,13 @@ impl Store for EmbeddedStore {
                  ORDER BY status_ms DESC, id DESC LIMIT ?{}",
                 args.len()
             );
-            let mut stmt = conn.prepare(&sql).map_err(backend)?;
+            let tx = conn.unchecked_transaction().map_err(backend)?;
+            let mut stmt = tx.prepare(&sql).map_err(backend)?;
+            let want = Want::view(q.history, q.artifacts);
             let mut tasks = stmt
                 .query_map(rusqlite::params_from_iter(args.iter()), row_record)
                 .map_err(backend)?
-                .map(|r| r.map_err(backend).and_then(decode_record))
+                .map(|r| r.map_err(backend).and_then(|h| decode_record(&tx, h, want)))
                 .collect::<Result<Vec<_>, _>>()?;
             let next = if tasks.len() > q.page_size {
                 tasks.truncate(q.page_size);

@@ -4,9 +4,11 @@
 //! that was read, a state change and its events are written together, events take the
 //! next gap-free sequence numbers, and a message is stored only if its id is new.
 
+pub mod conversation;
 pub mod dynamodb;
 #[cfg(feature = "embedded-store")]
 mod embedded;
+pub mod layout;
 
 pub use dynamodb::DynamoStore;
 #[cfg(feature = "embedded-store")]
@@ -17,13 +19,16 @@ use serde::{Deserialize, Serialize};
 
 use crate::a2a::{Message, StreamResponse, Task, TaskPushNotificationConfig, TaskState, Timestamp};
 
-/// Everything the harness keeps about a task.
+/// Everything the harness keeps about a task. Its `Serialize` is the head a store keeps
+/// (see [`layout`]): the lists are parts of their own.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct TaskRecord {
     /// The tenant (REST path prefix / request `tenant`) the task belongs to.
     pub tenant: String,
-    /// The A2A task: status, artifacts, full history.
+    /// The A2A task: status, artifacts, full history (or, in a view, what was asked for).
+    /// Serialized as the store's head keeps it: without history and artifacts.
+    #[serde(serialize_with = "layout::task_head")]
     pub task: Task,
     /// Bumped by every commit; a commit names the version it read.
     pub version: u64,
@@ -33,12 +38,15 @@ pub struct TaskRecord {
     /// no lookup per event.
     pub push: bool,
     /// What the LLM agent has committed for the task: its conversation and model calls.
-    pub agent: crate::agent::llm::AgentState,
+    pub agent: conversation::AgentState,
     /// Who drives the task now, until when; None while no one does.
     pub lease: Option<crate::engine::lease::Lease>,
     /// The task has work to do and no one drives it: the write that sets this is the
     /// wake-up (the table's stream in AWS, the store's signal locally).
     pub wake: bool,
+    /// What the store holds of this record (see [`layout`]); set by the store.
+    #[serde(skip)]
+    pub stored: layout::Stored,
 }
 
 impl TaskRecord {
@@ -167,6 +175,9 @@ pub struct TaskQuery {
     pub status_after: Option<Timestamp>,
     pub page_size: usize,
     pub cursor: Option<Cursor>,
+    /// Each task's last this many messages (all when None), as in [`Store::load_view`].
+    pub history: Option<usize>,
+    pub artifacts: bool,
 }
 
 /// Position after the last task of a page: newest status first, ties by id.
@@ -285,7 +296,18 @@ pub trait Store: Send + Sync + 'static {
         message_id: &str,
     ) -> Result<Option<String>, StoreError>;
 
+    /// The whole task: a record that can be committed.
     async fn load_task(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError>;
+
+    /// What a reader asks of the task: its last `history` messages (all when None), its
+    /// artifacts if `artifacts`, never the agent's conversation. Reads only those parts (a
+    /// bounded read for a bounded `history`). A view cannot be committed.
+    async fn load_view(
+        &self,
+        task_id: &str,
+        history: Option<usize>,
+        artifacts: bool,
+    ) -> Result<Option<TaskRecord>, StoreError>;
 
     /// Events with `seq > after`, in order, at most `limit`.
     async fn read_events(

@@ -1,0 +1,81 @@
+//! The agent's record of a task, as the store keeps it: the model conversation (each turn
+//! a part of its own, see [`super::layout`]) and the bookkeeping that goes with it. The
+//! store owns these types so it depends on no agent; the agent and the model providers
+//! use them.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The agent's part of a task record.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AgentState {
+    /// Every message the model has seen or produced, in order. Stored turn by turn as parts of their own, never in the head.
+    #[serde(skip_serializing)]
+    pub conversation: Vec<ChatMessage>,
+    /// Model calls committed so far (the scripted model answers by this count).
+    pub model_calls: usize,
+    /// Ids of the client messages already taken into the conversation.
+    pub inputs: Vec<String>,
+    /// The task's own model (a catalog name, `<provider>:<model>` or `scripted:<path>`);
+    /// the agent's default when None.
+    pub model: Option<String>,
+    /// Tokens used by the committed model calls.
+    pub usage: Usage,
+    /// The question the task waits on in INPUT_REQUIRED, until its reply is accepted.
+    pub pending_help: Option<crate::channels::HelpRequest>,
+    /// Accepted replies to help requests: message id and the question it answered.
+    pub replies: Vec<Reply>,
+    /// Sub-tasks whose outcome has been put in the conversation.
+    pub noted: Vec<String>,
+    /// The participant whose message the agent took in last: who a privileged tool call
+    /// acts for.
+    pub actor: Option<String>,
+    /// That message's id: a privileged call must be what it asks for.
+    pub actor_message: Option<String>,
+    /// The delimiter nonce of the task's untrusted blocks (see `context::untrusted`).
+    pub nonce: String,
+}
+
+/// A message accepted as the reply to a help request.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Reply {
+    pub message_id: String,
+    pub participant_id: String,
+    pub question: String,
+}
+
+/// One call of a tool the model asked for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The provider's id for the call, echoed with its result.
+    pub id: String,
+    pub name: String,
+    pub arguments: Value,
+}
+
+/// One entry of the conversation sent to the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+pub enum ChatMessage {
+    User {
+        text: String,
+    },
+    Assistant {
+        text: Option<String>,
+        tool_calls: Vec<ToolCall>,
+    },
+    /// The result of a tool call; `is_error` when the tool failed or was refused.
+    Tool {
+        call_id: String,
+        name: String,
+        content: String,
+        is_error: bool,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}

@@ -1,0 +1,590 @@
+//! How a task record is laid out in a store: a bounded head and append-only parts.
+//!
+//! The head is the record without its history, its artifacts and the agent's conversation,
+//! and without a status message longer than [`STATUS_INLINE_BYTES`]: what ListTasks reads
+//! and what every commit rewrites. Each history message and each conversation turn is a
+//! part of its own, keyed by task, kind and index, and written once; an artifact is a part
+//! written again when a chunk extends it; a long status message is a part of its own. A
+//! commit writes the head and the parts that changed since the record was read, so its
+//! cost follows what changed, not the size of the task. Both stores keep this layout.
+
+use std::hash::{Hash, Hasher};
+
+use serde::{Deserialize, Serialize, Serializer};
+use serde_json::{Map, Value};
+
+use super::{StoreError, TaskRecord};
+use crate::a2a::{Message, Part as A2aPart, Task, TaskStatus};
+
+/// Longest status message (as JSON) the head holds; a longer one is a part of its own.
+pub const STATUS_INLINE_BYTES: usize = 4 * 1024;
+
+/// What a part holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum PartKind {
+    Artifact,
+    History,
+    Status,
+    Turn,
+}
+
+impl PartKind {
+    pub const ALL: [PartKind; 4] = [
+        PartKind::Artifact,
+        PartKind::History,
+        PartKind::Status,
+        PartKind::Turn,
+    ];
+
+    /// The stored code of the kind (the embedded store's column).
+    pub fn code(self) -> i64 {
+        match self {
+            PartKind::Artifact => 0,
+            PartKind::History => 1,
+            PartKind::Status => 2,
+            PartKind::Turn => 3,
+        }
+    }
+
+    pub fn from_code(code: i64) -> Result<Self, StoreError> {
+        PartKind::ALL
+            .into_iter()
+            .find(|k| k.code() == code)
+            .ok_or_else(|| StoreError::Corrupt(format!("unknown part kind {code}")))
+    }
+
+    /// The sort-key prefix of the kind's parts (DynamoDB).
+    pub fn prefix(self) -> &'static str {
+        match self {
+            PartKind::Artifact => "ART#",
+            PartKind::History => "HIST#",
+            PartKind::Status => "STATUS#",
+            PartKind::Turn => "TURN#",
+        }
+    }
+}
+
+/// One part as written: its JSON, and whether it is written once (history and turns: a
+/// write over an existing one is a conflict) or may replace the one before (artifacts,
+/// the status message).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Part {
+    pub kind: PartKind,
+    pub index: u64,
+    pub json: String,
+    pub once: bool,
+}
+
+/// How many parts of each kind a task has: kept in the head, so a reader knows what to
+/// read (and a reader that asks for the last messages, which).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Counts {
+    pub history: u64,
+    pub artifacts: u64,
+    pub turns: u64,
+    /// The status message is a part of its own (too long for the head).
+    pub status: bool,
+}
+
+/// What the store holds of a record, so the next commit writes only what changed. Not
+/// part of the record's content: two records are equal whatever their `Stored`.
+#[derive(Debug, Clone, Default)]
+pub struct Stored {
+    history: usize,
+    turns: usize,
+    /// Fingerprints of the stored artifacts, in order.
+    artifacts: Vec<u64>,
+    /// Fingerprint of the stored status-message part.
+    status: Option<u64>,
+    /// Only some of the task was read (a view for a reader): it cannot be committed.
+    partial: bool,
+}
+
+impl PartialEq for Stored {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Stored {
+    pub fn is_partial(&self) -> bool {
+        self.partial
+    }
+}
+
+/// A record ready to be written: the head's JSON and counts, the parts that changed, and
+/// what the store holds once they are written.
+#[derive(Debug)]
+pub struct Split {
+    pub head: String,
+    pub counts: Counts,
+    pub parts: Vec<Part>,
+    pub stored: Stored,
+}
+
+fn corrupt(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Corrupt(e.to_string())
+}
+
+fn to_json<T: Serialize>(v: &T) -> Result<String, StoreError> {
+    serde_json::to_string(v).map_err(corrupt)
+}
+
+fn fingerprint(json: &str) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    json.hash(&mut h);
+    h.finish()
+}
+
+/// Serializes a record's task as its head keeps it: no history, no artifacts (the
+/// record's `Serialize` is the head's, through this).
+pub fn task_head<S: Serializer>(task: &Task, s: S) -> Result<S::Ok, S::Error> {
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Head<'a> {
+        #[serde(skip_serializing_if = "str::is_empty")]
+        id: &'a str,
+        #[serde(skip_serializing_if = "str::is_empty")]
+        context_id: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        status: Option<&'a TaskStatus>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        metadata: Option<&'a Map<String, Value>>,
+    }
+    Head {
+        id: &task.id,
+        context_id: &task.context_id,
+        status: task.status.as_ref(),
+        metadata: task.metadata.as_ref().filter(|m| !m.is_empty()),
+    }
+    .serialize(s)
+}
+
+/// The head and the parts of `rec` that changed since it was read. History and the
+/// conversation only grow: a record whose lists are shorter than what was stored, or a
+/// view, is refused.
+pub fn split(rec: &TaskRecord) -> Result<Split, StoreError> {
+    let was = &rec.stored;
+    let (history, turns) = (&rec.task.history, &rec.agent.conversation);
+    if was.partial {
+        return Err(corrupt(format!(
+            "task {}: a partial view of a task cannot be committed",
+            rec.id()
+        )));
+    }
+    if history.len() < was.history
+        || turns.len() < was.turns
+        || rec.task.artifacts.len() < was.artifacts.len()
+    {
+        return Err(corrupt(format!(
+            "task {}: history, artifacts and conversation only grow",
+            rec.id()
+        )));
+    }
+    let mut parts = Vec::new();
+    let mut once = |kind, index: usize, json| {
+        parts.push(Part {
+            kind,
+            index: index as u64,
+            json,
+            once: true,
+        })
+    };
+    for (i, m) in history.iter().enumerate().skip(was.history) {
+        once(PartKind::History, i, to_json(m)?);
+    }
+    for (i, t) in turns.iter().enumerate().skip(was.turns) {
+        once(PartKind::Turn, i, to_json(t)?);
+    }
+    let mut artifacts = Vec::with_capacity(rec.task.artifacts.len());
+    for (i, a) in rec.task.artifacts.iter().enumerate() {
+        let json = to_json(a)?;
+        let print = fingerprint(&json);
+        if was.artifacts.get(i) != Some(&print) {
+            parts.push(Part {
+                kind: PartKind::Artifact,
+                index: i as u64,
+                json,
+                once: false,
+            });
+        }
+        artifacts.push(print);
+    }
+    let mut head = serde_json::to_value(rec).map_err(corrupt)?;
+    let mut status = None;
+    if let Some(m) = rec.task.status.as_ref().and_then(|s| s.message.as_ref()) {
+        let json = to_json(m)?;
+        if json.len() > STATUS_INLINE_BYTES {
+            let print = fingerprint(&json);
+            if was.status != Some(print) {
+                parts.push(Part {
+                    kind: PartKind::Status,
+                    index: 0,
+                    json,
+                    once: false,
+                });
+            }
+            status = Some(print);
+            if let Some(s) = head
+                .pointer_mut("/task/status")
+                .and_then(Value::as_object_mut)
+            {
+                s.remove("message");
+            }
+        }
+    }
+    let counts = Counts {
+        history: history.len() as u64,
+        artifacts: artifacts.len() as u64,
+        turns: turns.len() as u64,
+        status: status.is_some(),
+    };
+    if let Some(o) = head.as_object_mut() {
+        o.insert(
+            "parts".into(),
+            serde_json::to_value(counts).map_err(corrupt)?,
+        );
+    }
+    Ok(Split {
+        head: head.to_string(),
+        counts,
+        parts,
+        stored: Stored {
+            history: history.len(),
+            turns: turns.len(),
+            artifacts,
+            status,
+            partial: false,
+        },
+    })
+}
+
+/// A record from its head, with the counts of the parts it has. A head written before
+/// this layout holds everything (and no counts): its lists are read from it, and the next
+/// commit writes them as parts.
+pub fn decode_head(json: &str) -> Result<(TaskRecord, Counts), StoreError> {
+    let mut value: Value = serde_json::from_str(json).map_err(corrupt)?;
+    let counts = value.as_object_mut().and_then(|o| o.remove("parts"));
+    let rec: TaskRecord = serde_json::from_value(value).map_err(corrupt)?;
+    let counts = match counts {
+        Some(c) => serde_json::from_value(c).map_err(corrupt)?,
+        None => Counts::default(),
+    };
+    Ok((rec, counts))
+}
+
+/// What of a task a reader wants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Want {
+    /// The last this many history messages; all when None.
+    pub history: Option<usize>,
+    pub artifacts: bool,
+    /// The agent's conversation (only a whole record, which can be committed, has it).
+    pub turns: bool,
+}
+
+impl Want {
+    /// Everything: a record that can be committed.
+    pub const WHOLE: Want = Want {
+        history: None,
+        artifacts: true,
+        turns: true,
+    };
+
+    pub fn view(history: Option<usize>, artifacts: bool) -> Want {
+        Want {
+            history,
+            artifacts,
+            turns: false,
+        }
+    }
+
+    fn whole(&self) -> bool {
+        *self == Want::WHOLE
+    }
+
+    /// The first history index to read, of `count`.
+    pub fn first_history(&self, count: u64) -> u64 {
+        self.history.map_or(0, |n| count.saturating_sub(n as u64))
+    }
+
+    /// Whether parts of `kind` are read at all, given the head's counts.
+    pub fn reads(&self, kind: PartKind, counts: &Counts) -> bool {
+        match kind {
+            PartKind::Artifact => self.artifacts && counts.artifacts > 0,
+            PartKind::History => self.first_history(counts.history) < counts.history,
+            PartKind::Status => counts.status,
+            PartKind::Turn => self.turns && counts.turns > 0,
+        }
+    }
+
+    /// The range of indexes of `kind` to read, given the head's counts.
+    pub fn range(&self, kind: PartKind, counts: &Counts) -> std::ops::Range<u64> {
+        match kind {
+            PartKind::Artifact => 0..counts.artifacts,
+            PartKind::History => self.first_history(counts.history)..counts.history,
+            PartKind::Status => 0..1,
+            PartKind::Turn => 0..counts.turns,
+        }
+    }
+}
+
+/// Puts the parts read for `want` (any order; parts past the head's counts, written
+/// after it was read, are left out) into the record decoded from the head.
+pub fn attach(
+    rec: &mut TaskRecord,
+    counts: &Counts,
+    want: Want,
+    mut parts: Vec<(PartKind, u64, String)>,
+) -> Result<(), StoreError> {
+    parts.retain(|(kind, index, _)| {
+        want.reads(*kind, counts) && want.range(*kind, counts).contains(index)
+    });
+    parts.sort_by_key(|(kind, index, _)| (*kind, *index));
+    let mut artifacts = Vec::new();
+    let mut status = None;
+    for (kind, _, json) in &parts {
+        let bad = |e: serde_json::Error| corrupt(format!("{kind:?} part: {e}"));
+        match kind {
+            PartKind::Artifact => {
+                rec.task
+                    .artifacts
+                    .push(serde_json::from_str(json).map_err(bad)?);
+                artifacts.push(fingerprint(json));
+            }
+            PartKind::History => rec
+                .task
+                .history
+                .push(serde_json::from_str(json).map_err(bad)?),
+            PartKind::Turn => rec
+                .agent
+                .conversation
+                .push(serde_json::from_str(json).map_err(bad)?),
+            PartKind::Status => {
+                if let Some(s) = rec.task.status.as_mut() {
+                    s.message = Some(serde_json::from_str(json).map_err(bad)?);
+                }
+                status = Some(fingerprint(json));
+            }
+        }
+    }
+    let expected = |kind| {
+        let r = want.range(kind, counts);
+        if want.reads(kind, counts) {
+            r.end - r.start
+        } else {
+            0
+        }
+    };
+    let got = |kind| parts.iter().filter(|p| p.0 == kind).count() as u64;
+    if let Some(kind) = PartKind::ALL.into_iter().find(|k| got(*k) != expected(*k)) {
+        return Err(corrupt(format!(
+            "task {}: {kind:?} parts missing ({} of {})",
+            rec.id(),
+            got(kind),
+            expected(kind)
+        )));
+    }
+    rec.stored = if want.whole() {
+        // A head from before this layout has its lists inline and nothing as parts: the
+        // next commit writes them all.
+        let inline = counts == &Counts::default();
+        Stored {
+            history: if inline { 0 } else { rec.task.history.len() },
+            turns: if inline {
+                0
+            } else {
+                rec.agent.conversation.len()
+            },
+            artifacts: if inline { Vec::new() } else { artifacts },
+            status,
+            partial: false,
+        }
+    } else {
+        Stored {
+            partial: true,
+            ..Stored::default()
+        }
+    };
+    Ok(())
+}
+
+/// The copy of an inbound message its dedupe record keeps: the message itself when its
+/// JSON is at most `bytes`, else with every part cut to a bound (the task's history
+/// keeps the whole message).
+pub fn bounded_message(m: &Message, bytes: usize) -> std::borrow::Cow<'_, Message> {
+    if serde_json::to_string(m).map_or(0, |j| j.len()) <= bytes {
+        return std::borrow::Cow::Borrowed(m);
+    }
+    let mut cut = m.clone();
+    for part in &mut cut.parts {
+        trim_part(part, 256);
+    }
+    std::borrow::Cow::Owned(cut)
+}
+
+/// Cuts `part` to about `chars` characters, for a stored copy kept to a bound:
+/// longer text keeps its start and says it was cut; bytes or data too long to keep become
+/// a text part saying so.
+fn trim_part(part: &mut A2aPart, chars: usize) {
+    const CUT: &str = " [cut]";
+    if let Some(text) = &mut part.text {
+        if text.chars().count() > chars {
+            *text = text.chars().take(chars).collect::<String>() + CUT;
+        }
+        return;
+    }
+    let long_raw = part.raw.as_ref().is_some_and(|r| r.len() > chars);
+    let long_data = (part.data.as_ref()).is_some_and(|d| d.to_string().len() > chars);
+    if long_raw || long_data {
+        *part = A2aPart::text(CUT.trim_start());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::a2a::{Artifact, TaskState};
+    use crate::store::conversation::ChatMessage;
+
+    fn message(text: &str) -> Message {
+        Message {
+            message_id: text.into(),
+            parts: vec![A2aPart::text(text)],
+            ..Default::default()
+        }
+    }
+
+    fn record() -> TaskRecord {
+        let mut rec = TaskRecord::default();
+        rec.task.id = "t".into();
+        rec.task.status = Some(TaskStatus {
+            state: TaskState::Working,
+            ..Default::default()
+        });
+        rec.task.history = vec![message("a"), message("b")];
+        rec.agent.conversation = vec![ChatMessage::User {
+            text: "turn-text".into(),
+        }];
+        rec
+    }
+
+    /// Stores `split` the way a store does, and reads it back whole.
+    fn round_trip(split: &Split) -> TaskRecord {
+        let (mut back, counts) = decode_head(&split.head).expect("head");
+        let parts = split
+            .parts
+            .iter()
+            .map(|p| (p.kind, p.index, p.json.clone()))
+            .collect();
+        attach(&mut back, &counts, Want::WHOLE, parts).expect("attach");
+        back
+    }
+
+    #[test]
+    fn a_commit_writes_only_what_changed_and_the_head_holds_no_lists() {
+        let rec = record();
+        let first = split(&rec).expect("split");
+        assert_eq!(first.parts.len(), 3, "two messages and a turn");
+        assert!(!first.head.contains("\"history\":[") && !first.head.contains("turn-text"));
+        let mut back = round_trip(&first);
+        assert_eq!(back, rec);
+
+        back.stored = first.stored;
+        back.task.history.push(message("c"));
+        back.add_test_artifact("x", "one");
+        let second = split(&back).expect("split");
+        let kinds: Vec<_> = second.parts.iter().map(|p| (p.kind, p.index)).collect();
+        assert_eq!(kinds, [(PartKind::History, 2), (PartKind::Artifact, 0)]);
+
+        back.stored = second.stored;
+        back.task.artifacts[0].parts.push(A2aPart::text("two"));
+        let third = split(&back).expect("split");
+        let kinds: Vec<_> = third.parts.iter().map(|p| (p.kind, p.index)).collect();
+        assert_eq!(
+            kinds,
+            [(PartKind::Artifact, 0)],
+            "an extended artifact is written again"
+        );
+        assert!(!third.parts[0].once);
+    }
+
+    #[test]
+    fn a_long_status_message_is_a_part_and_reads_back() {
+        let mut rec = record();
+        let long = message(&"x".repeat(STATUS_INLINE_BYTES));
+        rec.task.status.as_mut().expect("status").message = Some(long.clone());
+        let s = split(&rec).expect("split");
+        assert!(s.counts.status && s.head.len() < STATUS_INLINE_BYTES);
+        assert!(s.parts.iter().any(|p| p.kind == PartKind::Status));
+        assert_eq!(round_trip(&s), rec);
+    }
+
+    #[test]
+    fn shrinking_lists_and_views_are_refused() {
+        let rec = record();
+        let s = split(&rec).expect("split");
+        let mut back = round_trip(&s);
+        back.stored = s.stored;
+        back.task.history.pop();
+        assert!(split(&back).is_err());
+
+        let (mut view, counts) = decode_head(&s.head).expect("head");
+        let last = s
+            .parts
+            .iter()
+            .filter(|p| p.kind == PartKind::History && p.index == 1)
+            .map(|p| (p.kind, p.index, p.json.clone()))
+            .collect();
+        attach(&mut view, &counts, Want::view(Some(1), false), last).expect("view");
+        assert_eq!(view.task.history, vec![message("b")]);
+        assert!(view.stored.is_partial() && split(&view).is_err());
+    }
+
+    #[test]
+    fn a_head_from_before_the_layout_reads_whole_and_is_written_out_as_parts() {
+        let rec = record();
+        // The old format: the whole record in one JSON document.
+        let mut old = serde_json::to_value(&rec).expect("json");
+        old["task"]["history"] = serde_json::to_value(&rec.task.history).expect("history");
+        old["agent"]["conversation"] =
+            serde_json::to_value(&rec.agent.conversation).expect("turns");
+        let (mut back, counts) = decode_head(&old.to_string()).expect("head");
+        attach(&mut back, &counts, Want::WHOLE, Vec::new()).expect("attach");
+        assert_eq!(back, rec);
+        assert_eq!(split(&back).expect("split").parts.len(), 3);
+    }
+
+    impl TaskRecord {
+        fn add_test_artifact(&mut self, id: &str, text: &str) {
+            self.task.artifacts.push(Artifact {
+                artifact_id: id.into(),
+                parts: vec![A2aPart::text(text)],
+                ..Default::default()
+            });
+        }
+    }
+
+    #[test]
+    fn trimmed_parts_keep_their_start_and_say_they_were_cut() {
+        let mut long = A2aPart::text("é".repeat(3000));
+        trim_part(&mut long, 1024);
+        let text = long.text.expect("text");
+        assert!(text.starts_with(&"é".repeat(1024)));
+        assert!(text.ends_with("[cut]"));
+        assert_eq!(text.chars().count(), 1024 + 6);
+
+        let mut short = A2aPart::text("hello");
+        trim_part(&mut short, 1024);
+        assert_eq!(short.text.as_deref(), Some("hello"));
+
+        let mut data = A2aPart {
+            data: Some(serde_json::json!({"blob": "x".repeat(5000)})),
+            ..Default::default()
+        };
+        trim_part(&mut data, 1024);
+        assert_eq!(data.data, None);
+        assert_eq!(data.text.as_deref(), Some("[cut]"));
+    }
+}
