@@ -193,6 +193,9 @@ pub async fn harness_from_env() -> Result<Arc<Harness>, Error> {
         catalog,
         prompt: prompt_from(var("HARNESS_PROMPT").as_deref())?,
         turn_limit: parse("HARNESS_TURN_LIMIT", crate::agent::llm::DEFAULT_TURN_LIMIT)?,
+        context_tokens: var("HARNESS_CONTEXT_TOKENS")
+            .map(|_| parse("HARNESS_CONTEXT_TOKENS", 0))
+            .transpose()?,
     };
     let agent = agent::build(kind, &settings).await?;
     Ok(Harness::new(store_from_env().await?, agent, config)?)

@@ -39,6 +39,7 @@ fn request(messages: Vec<ChatMessage>, tools: Vec<ToolSpec>) -> ChatRequest {
         tools,
         max_tokens: 1024,
         turn: 0,
+        purpose: Default::default(),
     }
 }
 

@@ -80,6 +80,7 @@ fn first_question() -> ChatRequest {
         tools: vec![weather_tool()],
         max_tokens: 512,
         turn: 0,
+        purpose: Default::default(),
     }
 }
 

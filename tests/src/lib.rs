@@ -141,6 +141,8 @@ pub struct Server {
     pub http: reqwest::Client,
     /// The DynamoDB table the server keeps its state in, if not the embedded store.
     pub table: Option<String>,
+    /// Environment variables the server process gets besides the test's own.
+    env: Vec<(String, String)>,
 }
 
 impl Server {
@@ -160,6 +162,16 @@ impl Server {
     /// A server on `backend`; None when it is DynamoDB and no DynamoDB Local is configured
     /// (allowed only outside `tests/run`).
     pub async fn start_on(backend: Backend, extra: &[&str]) -> Option<Server> {
+        Server::start_on_env(backend, extra, &[]).await
+    }
+
+    /// [`Server::start_on`] with environment variables for the server process (its
+    /// `RUST_LOG`, say).
+    pub async fn start_on_env(
+        backend: Backend,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Option<Server> {
         let table = match backend {
             Backend::Embedded => None,
             Backend::DynamoDb => Some(fresh_table(&dynamo_client()?).await),
@@ -200,6 +212,10 @@ impl Server {
                 .build()
                 .expect("reqwest client"),
             table,
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
         };
         server.spawn().await;
         Some(server)
@@ -225,6 +241,7 @@ impl Server {
             .arg("--state-dir")
             .arg(&self.state_dir)
             .args(&self.args)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .env_remove("HARNESS_PUBLIC_URL")
             .env_remove("HARNESS_TABLE")
             .env_remove("HARNESS_PUSH_KEY")

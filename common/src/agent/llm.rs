@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
+use super::compaction;
 use super::context::{untrusted, SystemPrompt};
 use super::intrinsics;
 use super::tools::{Checked, ToolOutcome, ToolRegistry};
@@ -18,10 +19,10 @@ use crate::engine::{RunError, TaskRun};
 use crate::ext::task::ParticipantKind;
 use std::collections::HashMap;
 
-pub use crate::store::conversation::{AgentState, Reply};
+pub use crate::store::conversation::{AgentState, Compaction, Reply};
 
 use crate::models::config::ModelCatalog;
-use crate::models::{ChatMessage, ChatRequest, Model, ToolCall};
+use crate::models::{estimate_tokens, ChatMessage, ChatRequest, Model, Purpose, ToolCall};
 
 /// Most model calls one task may make, unless configured otherwise.
 pub const DEFAULT_TURN_LIMIT: usize = 50;
@@ -54,7 +55,14 @@ fn pending_calls(state: &AgentState) -> Vec<ToolCall> {
 }
 
 /// A model and the id its requests carry.
-type ModelChoice = (Arc<dyn Model>, String);
+/// A model, the id its requests carry, and the most tokens a request to it may hold
+/// (None: no budget).
+#[derive(Clone)]
+struct ModelChoice {
+    model: Arc<dyn Model>,
+    id: String,
+    budget: Option<usize>,
+}
 
 pub struct LlmAgent {
     model: Arc<dyn Model>,
@@ -71,6 +79,10 @@ pub struct LlmAgent {
     chosen: tokio::sync::Mutex<HashMap<String, ModelChoice>>,
     /// The body of `help.decided`.
     decider: Arc<dyn HelpDecider>,
+    /// The default model's context budget (tokens).
+    budget: Option<usize>,
+    /// The context budget of a chosen model whose configuration names none.
+    context_tokens: Option<usize>,
 }
 
 impl LlmAgent {
@@ -89,6 +101,8 @@ impl LlmAgent {
             catalog: ModelCatalog::default(),
             turn_limit: DEFAULT_TURN_LIMIT,
             chosen: tokio::sync::Mutex::new(HashMap::new()),
+            budget: None,
+            context_tokens: None,
             decider: ModelDecider::shared(),
         }
     }
@@ -102,6 +116,14 @@ impl LlmAgent {
     /// The default model's name as configured (a models-file name, `<provider>:<model>`).
     pub fn named(mut self, name: &str) -> Self {
         self.model_name = name.to_owned();
+        self
+    }
+
+    /// The context budget: `default` for the default model, and `fallback` for a chosen
+    /// model whose entry and provider name none (see `ModelSpec::context_budget`).
+    pub fn with_context_budget(mut self, default: Option<usize>, fallback: Option<usize>) -> Self {
+        self.budget = default;
+        self.context_tokens = fallback;
         self
     }
 
@@ -119,14 +141,22 @@ impl LlmAgent {
     /// The model a task uses: its own choice, or the default.
     async fn model_for(&self, choice: Option<&str>) -> Result<ModelChoice, String> {
         let Some(name) = choice else {
-            return Ok((self.model.clone(), self.model_id.clone()));
+            return Ok(ModelChoice {
+                model: self.model.clone(),
+                id: self.model_id.clone(),
+                budget: self.budget,
+            });
         };
         let mut chosen = self.chosen.lock().await;
         if let Some(found) = chosen.get(name) {
             return Ok(found.clone());
         }
         let spec = self.catalog.resolve(name)?;
-        let built = (crate::models::build(&spec).await?, spec.model);
+        let built = ModelChoice {
+            model: crate::models::build(&spec).await?,
+            budget: spec.context_budget(self.context_tokens),
+            id: spec.model,
+        };
         chosen.insert(name.to_owned(), built.clone());
         Ok(built)
     }
@@ -308,7 +338,96 @@ fn masked(nonce: &str, mut answer: crate::models::ChatResponse) -> crate::models
 /// Longest sub-task summary a parent is given.
 const SUMMARY_CHARS: usize = 500;
 
+/// The turns a request carries whole: those after the latest compaction.
+fn live_turns(state: &AgentState) -> usize {
+    let from = state.compaction.as_ref().map_or(0, |c| c.upto);
+    state.conversation.len().saturating_sub(from)
+}
+
 impl LlmAgent {
+    /// The request for the task's next turn: the system prompt (the same bytes on every
+    /// turn), the task section, the summary of compacted turns, and the turns after them.
+    fn request(&self, rec: &crate::store::TaskRecord, model_id: &str) -> ChatRequest {
+        let state = &rec.agent;
+        // Ids and display names are written by participants: framed like the task.
+        let participants = rec
+            .ext()
+            .map(|e| untrusted(&state.nonce, "participants", &e.render_participants()))
+            .unwrap_or_default();
+        let from = state.conversation.len() - live_turns(state);
+        let summary = (state.compaction.as_ref())
+            .map(|c| compaction::summary_message(&state.nonce, &c.summary));
+        ChatRequest {
+            model: model_id.to_owned(),
+            system: self.prompt.render_with_participants(&participants),
+            messages: task_section(rec)
+                .into_iter()
+                .chain(summary)
+                .chain(state.conversation[from..].iter().cloned())
+                .collect(),
+            tools: self.tools.specs(),
+            max_tokens: MAX_TOKENS,
+            turn: state.model_calls,
+            purpose: Purpose::Turn,
+        }
+    }
+
+    /// Replaces the older turns, in what the model is given, by a summary: one model call,
+    /// committed with the compaction it makes, so no drive makes it again. Keeps whole the
+    /// latest turns that fit half the room the budget leaves. A failed call is logged and
+    /// leaves the request to truncation.
+    async fn compact(
+        &self,
+        run: &mut TaskRun,
+        choice: &ModelChoice,
+        budget: usize,
+    ) -> Result<(), RunError> {
+        let rec = run.record();
+        let state = &rec.agent;
+        let from = state.conversation.len() - live_turns(state);
+        let mut fixed = self.request(rec, &choice.id);
+        fixed
+            .messages
+            .truncate(fixed.messages.len() - live_turns(state));
+        let fixed = estimate_tokens(&fixed) + compaction::SUMMARY_CHARS / 4;
+        let room = budget.saturating_sub(fixed) / 2;
+        let Some(upto) = compaction::cut_point(&state.conversation, from, room) else {
+            return Ok(());
+        };
+        let earlier = state.compaction.as_ref().map(|c| c.summary.as_str());
+        let turns = &state.conversation[from..upto];
+        let request = compaction::summary_request(
+            &choice.id,
+            &state.nonce,
+            earlier,
+            turns,
+            state.model_calls,
+            budget,
+        );
+        let answer = match choice.model.chat(&request).await {
+            Ok(a) => masked(&state.nonce, a),
+            Err(e) => {
+                tracing::warn!(task_id = %rec.id(), error = %e, "the summary call failed; older turns are left out instead");
+                return Ok(());
+            }
+        };
+        let summary: String = (answer.text.unwrap_or_default().chars())
+            .take(compaction::SUMMARY_CHARS)
+            .collect();
+        if summary.trim().is_empty() {
+            return Ok(());
+        }
+        let compacted = Compaction { upto, summary };
+        let usage = answer.usage;
+        run.update_agent(|a| {
+            a.compaction = Some(compacted.clone());
+            a.summaries += 1;
+            a.usage.input_tokens += usage.input_tokens;
+            a.usage.output_tokens += usage.output_tokens;
+        })
+        .await
+    }
+
     /// Takes new client messages into the conversation (one commit).
     async fn take_inputs(run: &mut TaskRun) -> Result<(), RunError> {
         let inputs = new_inputs(run.record());
@@ -377,13 +496,13 @@ impl LlmAgent {
                     Err(e) => ToolOutcome::error(e),
                 },
                 Ok(Checked::Intrinsic) => {
-                    let (model, model_id) = self
-                        .model_for(run.record().agent.model.as_deref())
-                        .await
-                        .unwrap_or_else(|_| (self.model.clone(), self.model_id.clone()));
+                    let choice = match self.model_for(run.record().agent.model.as_deref()).await {
+                        Ok(c) => c,
+                        Err(_) => self.model_for(None).await.map_err(|_| RunError::Gone)?,
+                    };
                     let ctx = intrinsics::Context {
-                        model: model.as_ref(),
-                        model_id: &model_id,
+                        model: choice.model.as_ref(),
+                        model_id: &choice.id,
                         decider: self.decider.as_ref(),
                     };
                     intrinsics::call(&ctx, run, &call).await?;
@@ -450,31 +569,25 @@ impl Agent for LlmAgent {
                 )
                 .await;
             }
-            let (model, model_id) = match self.model_for(state.model.as_deref()).await {
-                Ok(m) => m,
+            let choice = match self.model_for(state.model.as_deref()).await {
+                Ok(c) => c,
                 Err(e) => {
                     let notice =
                         crate::engine::failure_notice("The task's model cannot be used", &e);
                     return Self::fail(run, &notice).await;
                 }
             };
-            // Ids and display names are written by participants: framed like the task.
-            let participants = run
-                .record()
-                .ext()
-                .map(|e| untrusted(&state.nonce, "participants", &e.render_participants()))
-                .unwrap_or_default();
-            let request = ChatRequest {
-                model: model_id,
-                system: self.prompt.render_with_participants(&participants),
-                messages: task_section(run.record())
-                    .into_iter()
-                    .chain(state.conversation.iter().cloned())
-                    .collect(),
-                tools: self.tools.specs(),
-                max_tokens: MAX_TOKENS,
-                turn: state.model_calls,
-            };
+            let mut request = self.request(run.record(), &choice.id);
+            if let Some(budget) = choice.budget {
+                if estimate_tokens(&request) > budget {
+                    self.compact(run, &choice, budget).await?;
+                    request = self.request(run.record(), &choice.id);
+                    let fixed = request.messages.len() - live_turns(&run.record().agent);
+                    compaction::truncate(&mut request, fixed, budget);
+                }
+            }
+            let state = &run.record().agent;
+            let model = &choice.model;
             let answer = match model.chat(&request).await {
                 Ok(a) => masked(&state.nonce, a),
                 Err(e) => {

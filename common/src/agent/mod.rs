@@ -1,6 +1,7 @@
 //! Agents: what runs a task. An agent either answers a message directly (no task) or
 //! works on a task through its [`TaskRun`], ending terminal or waiting for input.
 
+pub mod compaction;
 pub mod conformance;
 pub mod context;
 pub mod intrinsics;
@@ -71,6 +72,8 @@ pub struct LlmSettings {
     pub prompt: context::SystemPrompt,
     /// Most model calls a task may make.
     pub turn_limit: usize,
+    /// The context budget (tokens) of models whose configuration names none.
+    pub context_tokens: Option<usize>,
 }
 
 impl Default for LlmSettings {
@@ -80,6 +83,7 @@ impl Default for LlmSettings {
             catalog: Default::default(),
             prompt: Default::default(),
             turn_limit: llm::DEFAULT_TURN_LIMIT,
+            context_tokens: None,
         }
     }
 }
@@ -96,22 +100,26 @@ pub async fn build(
         .model
         .as_deref()
         .or(settings.catalog.default.as_deref());
-    let (model, model_id): (std::sync::Arc<dyn crate::models::Model>, String) = match name {
-        Some(name) => {
-            let spec = settings.catalog.resolve(name)?;
-            (crate::models::build(&spec).await?, spec.model)
-        }
-        None => {
-            tracing::warn!(
-                "no model configured: the LLM agent runs on the built-in offline model \
+    let fallback = settings.context_tokens;
+    let (model, model_id, budget): (std::sync::Arc<dyn crate::models::Model>, String, _) =
+        match name {
+            Some(name) => {
+                let spec = settings.catalog.resolve(name)?;
+                let budget = spec.context_budget(fallback);
+                (crate::models::build(&spec).await?, spec.model, budget)
+            }
+            None => {
+                tracing::warn!(
+                    "no model configured: the LLM agent runs on the built-in offline model \
                      (set --model / HARNESS_MODEL)"
-            );
-            (
-                std::sync::Arc::new(crate::models::offline::Offline),
-                crate::models::offline::NAME.into(),
-            )
-        }
-    };
+                );
+                (
+                    std::sync::Arc::new(crate::models::offline::Offline),
+                    crate::models::offline::NAME.into(),
+                    fallback,
+                )
+            }
+        };
     let agent = llm::LlmAgent::new(
         model,
         model_id,
@@ -120,6 +128,7 @@ pub async fn build(
     )
     .with_catalog(settings.catalog.clone())
     .with_turn_limit(settings.turn_limit)
+    .with_context_budget(budget, fallback)
     .named(name.unwrap_or(crate::models::offline::NAME));
     Ok(std::sync::Arc::new(agent))
 }

@@ -138,6 +138,8 @@ fn validator() -> &'static jsonschema::Validator {
 
 /// Longest task name taken from a message's first line.
 const NAME_CHARS: usize = 60;
+/// Most characters of a goal taken from a message's text.
+const GOAL_CHARS: usize = 4096;
 
 impl TaskExtension {
     /// Data from outside (a task envelope): checked against the schema first, so every
@@ -150,14 +152,19 @@ impl TaskExtension {
     }
 
     /// The extension of a task started by a plain message: name = its first line (at most
-    /// 60 characters, "task" when empty), goal = the whole text.
+    /// 60 characters, "task" when empty), goal = the text (its first 4096 characters and
+    /// "…" when longer: the whole message is the task's first history message).
     pub fn from_text(text: &str) -> Self {
         let text = text.trim();
         let first = text.lines().next().unwrap_or("").trim();
         let name: String = first.chars().take(NAME_CHARS).collect();
         TaskExtension {
             name: if name.is_empty() { "task".into() } else { name },
-            goal: text.to_owned(),
+            goal: if text.chars().count() > GOAL_CHARS {
+                text.chars().take(GOAL_CHARS).chain(['…']).collect()
+            } else {
+                text.to_owned()
+            },
             ..Default::default()
         }
     }

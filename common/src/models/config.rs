@@ -11,6 +11,7 @@
 //! model = "gpt-4o-mini"
 //! base_url = "https://api.openai.com/v1"   # optional: Ollama, vLLM, LiteLLM...
 //! api_key_env = "OPENAI_API_KEY"           # optional: the variable holding the key
+//! context_tokens = 100000                  # optional: most tokens a request may hold
 //! ```
 
 use serde::Deserialize;
@@ -32,6 +33,17 @@ impl Provider {
             "bedrock" => Some(Provider::Bedrock),
             "scripted" => Some(Provider::Scripted),
             _ => None,
+        }
+    }
+
+    /// Most tokens a request holds unless configured otherwise: the provider's usual
+    /// context window less room for the answer and a margin for the estimate (Bedrock
+    /// serves models of several sizes: the smaller). None: no budget (the scripted model).
+    pub fn default_context_tokens(self) -> Option<usize> {
+        match self {
+            Provider::OpenAi | Provider::Bedrock => Some(100_000),
+            Provider::Anthropic => Some(160_000),
+            Provider::Scripted => None,
         }
     }
 
@@ -57,6 +69,9 @@ pub struct ModelSpec {
     pub base_url: Option<String>,
     #[serde(default)]
     pub api_key_env: Option<String>,
+    /// Most tokens a request to the model may hold (the context budget).
+    #[serde(default)]
+    pub context_tokens: Option<usize>,
 }
 
 impl ModelSpec {
@@ -70,7 +85,16 @@ impl ModelSpec {
             model: model.to_owned(),
             base_url: None,
             api_key_env: None,
+            context_tokens: None,
         })
+    }
+
+    /// The model's context budget: its own, else `fallback` (`--context-tokens`), else
+    /// its provider's default.
+    pub fn context_budget(&self, fallback: Option<usize>) -> Option<usize> {
+        self.context_tokens
+            .or(fallback)
+            .or(self.provider.default_context_tokens())
     }
 }
 

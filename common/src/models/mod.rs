@@ -40,6 +40,33 @@ pub struct ChatRequest {
     /// How many model calls this task has committed before this one (the scripted
     /// provider answers by it; the others ignore it).
     pub turn: usize,
+    /// What the call is for.
+    #[serde(default)]
+    pub purpose: Purpose,
+}
+
+/// What a model call is for: a turn of the task, or the summary of older turns when the
+/// conversation outgrows the context budget (see `agent::compaction`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Purpose {
+    #[default]
+    Turn,
+    Summary,
+}
+
+/// The tokens a request holds, estimated as one per 4 bytes of its text: the system
+/// prompt, and the messages and tool specs as JSON. Providers count differently; the
+/// estimate errs high for English and code, and is what context budgets are checked on.
+pub fn estimate_tokens(request: &ChatRequest) -> usize {
+    let messages: usize = request.messages.iter().map(message_bytes).sum();
+    let tools = serde_json::to_string(&request.tools).map_or(0, |t| t.len());
+    (request.system.len() + messages + tools).div_ceil(4)
+}
+
+/// A message's size as [`estimate_tokens`] counts it, in bytes.
+pub fn message_bytes(m: &ChatMessage) -> usize {
+    serde_json::to_string(m).map_or(0, |j| j.len())
 }
 
 /// What the model answered: text, tool calls, or both.

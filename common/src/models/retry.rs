@@ -95,6 +95,7 @@ mod tests {
             tools: vec![],
             max_tokens: 16,
             turn: 0,
+            purpose: Default::default(),
         }
     }
 

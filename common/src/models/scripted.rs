@@ -3,7 +3,9 @@
 //! task has already committed: `ChatRequest::turn`) returns `turns[n]`. A turn is
 //! `{"text": "..."}`, `{"tool_calls": [{"name": "...", "arguments": {...}}]}`, or both.
 //! Past the last turn the call fails permanently, with a message saying so. Optional
-//! `call_log` and `request_log` files record each call's turn and whole request.
+//! `call_log` and `request_log` files record each call's turn and whole request. A
+//! summary call (`Purpose::Summary`, the context budget's) takes no turn: it is answered
+//! with the script's `summary` text, or a fixed one.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -12,7 +14,10 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{ChatRequest, ChatResponse, Model, ModelError, ToolCall, Usage};
+use super::{ChatRequest, ChatResponse, Model, ModelError, Purpose, ToolCall, Usage};
+
+/// What a summary call gets when the script has no `summary`.
+pub const DEFAULT_SUMMARY: &str = "Summary of the earlier turns (scripted).";
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -45,6 +50,9 @@ struct Script {
     /// what the model was given.
     #[serde(default)]
     request_log: Option<std::path::PathBuf>,
+    /// The answer to every summary call.
+    #[serde(default)]
+    summary: Option<String>,
 }
 
 #[derive(Debug)]
@@ -53,6 +61,7 @@ pub struct Scripted {
     turns: Vec<Turn>,
     call_log: Option<std::path::PathBuf>,
     request_log: Option<std::path::PathBuf>,
+    summary: String,
     calls: AtomicUsize,
 }
 
@@ -81,6 +90,7 @@ impl Scripted {
             turns: script.turns,
             call_log: script.call_log,
             request_log: script.request_log,
+            summary: script.summary.unwrap_or_else(|| DEFAULT_SUMMARY.to_owned()),
             calls: AtomicUsize::new(0),
         })
     }
@@ -110,8 +120,16 @@ impl Model for Scripted {
             let line = serde_json::to_string(request).unwrap_or_default() + "\n";
             append(log, &line)?;
         }
+        let summary = request.purpose == Purpose::Summary;
         if let Some(log) = &self.call_log {
-            append(log, &format!("turn {}\n", request.turn))?;
+            let what = if summary { "summary" } else { "turn" };
+            append(log, &format!("{what} {}\n", request.turn))?;
+        }
+        if summary {
+            return Ok(ChatResponse {
+                text: Some(self.summary.clone()),
+                ..Default::default()
+            });
         }
         let turn = self.turns.get(request.turn).ok_or_else(|| {
             ModelError::permanent(format!(
@@ -153,6 +171,7 @@ mod tests {
             tools: vec![],
             max_tokens: 64,
             turn,
+            purpose: Default::default(),
         }
     }
 

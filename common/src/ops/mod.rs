@@ -311,8 +311,8 @@ impl From<StoreError> for A2aError {
             )),
             StoreError::NoTask(task_id) => A2aError::task_not_found(&task_id),
             StoreError::TooLarge(_) => A2aError::invalid_params(
-                "the write would be larger than this store takes at once (DynamoDB: 4 MB and \
-                 100 items per commit); send less",
+                "the task would be larger than the store takes: a task's own data (its \
+                 metadata and task envelope) is at most 48 KB, one commit at most 4 MB; send less",
             ),
             StoreError::PushConfigTaken { task_id, id } => A2aError::invalid_params(format!(
                 "push notification config {id} of task {task_id} exists: {}",

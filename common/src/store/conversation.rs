@@ -35,6 +35,21 @@ pub struct AgentState {
     pub actor_message: Option<String>,
     /// The delimiter nonce of the task's untrusted blocks (see `context::untrusted`).
     pub nonce: String,
+    /// The latest compaction of the conversation: the model is given its summary instead
+    /// of the turns before `upto` (which the store keeps).
+    pub compaction: Option<Compaction>,
+    /// Summary calls committed so far (each is one compaction).
+    pub summaries: usize,
+}
+
+/// Turns of the conversation replaced, in what the model is given, by a summary.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Compaction {
+    /// The first turn the model is still given whole.
+    pub upto: usize,
+    /// What the turns before it came to (a model's summary of them, and of the summary
+    /// before).
+    pub summary: String,
 }
 
 /// A message accepted as the reply to a help request.

@@ -40,7 +40,7 @@ use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::error::TransactionCanceledException;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, ConditionCheck, GlobalSecondaryIndex,
-    KeySchemaElement, KeyType, Projection, ProjectionType, Put, PutRequest,
+    KeySchemaElement, KeyType, Projection, ProjectionType, Put, PutRequest, ReturnConsumedCapacity,
     ReturnValuesOnConditionCheckFailure, ScalarAttributeType, Select, StreamSpecification,
     StreamViewType, TimeToLiveSpecification, TransactWriteItem, WriteRequest,
 };
@@ -67,6 +67,9 @@ type Item = HashMap<String, AttributeValue>;
 pub const CHUNK_BYTES: usize = 60 * 1024;
 /// Longest copy of a message its dedupe item keeps (the task's history has it whole).
 pub const MESSAGE_COPY_BYTES: usize = 4 * 1024;
+/// Most items in one transaction, and most bytes (DynamoDB's limits: 100 and 4 MB, less a
+/// margin for what the estimate of an item's size leaves out).
+const MAX_TRANSACTION_BYTES: usize = 4 * 1024 * 1024 - 64 * 1024;
 /// Most items in one transaction (DynamoDB's limit).
 /// Most items one payload spans (a transaction holds at most 4 MB).
 const MAX_CHUNKS: usize = 4 * 1024 * 1024 / CHUNK_BYTES + 1;
@@ -206,12 +209,29 @@ fn condition_failed(cancel: &TransactionCanceledException, i: usize) -> bool {
 }
 
 /// Whether DynamoDB refused a write for its size: an item over 400 KB, or a transaction
-/// over 4 MB.
+/// over 4 MB (DynamoDB Local: "Transaction payload size cannot exceed 4MB"). Commits are
+/// checked against both before they are sent (`commit_items`); this
+/// catches what that estimate misses.
 fn too_large<E: ProvideErrorMetadata, R>(e: &SdkError<E, R>) -> bool {
-    e.code() == Some("ValidationException")
-        && e.message().is_some_and(|m| {
-            m.contains("size has exceeded") || m.contains("cannot be larger than 4 MB")
+    let size = |m: &str| {
+        let m = m.to_ascii_lowercase();
+        m.contains("size") && (m.contains("exceed") || m.contains("larger than"))
+    };
+    e.code() == Some("ValidationException") && e.message().is_some_and(size)
+}
+
+/// An item's size as DynamoDB counts it, near enough (names and values in bytes).
+fn item_bytes(item: &Item) -> usize {
+    item.iter()
+        .map(|(name, value)| {
+            name.len()
+                + match value {
+                    AttributeValue::S(v) | AttributeValue::N(v) => v.len(),
+                    AttributeValue::Ss(set) => set.iter().map(String::len).sum(),
+                    _ => 1,
+                }
         })
+        .sum()
 }
 
 fn corrupt(e: impl std::fmt::Display) -> StoreError {
@@ -632,7 +652,10 @@ impl DynamoStore {
         if let Some(m) = message {
             items.push(self.message_put(m, &rec.task.id)?);
         }
-        if items.len() > MAX_TRANSACTION_ITEMS {
+        let bytes: usize = (items.iter())
+            .filter_map(|i| i.put().map(|p| item_bytes(p.item())))
+            .sum();
+        if items.len() > MAX_TRANSACTION_ITEMS || bytes > MAX_TRANSACTION_BYTES {
             return Err(StoreError::TooLarge(rec.task.id.clone()));
         }
         Ok(items)
@@ -683,10 +706,18 @@ impl DynamoStore {
             .client
             .transact_write_items()
             .set_transact_items(Some(items))
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
             .send()
             .await;
         let err = match result {
-            Ok(_) => return Ok(()),
+            Ok(out) => {
+                // What each commit costs, for operators (and the long-task tests).
+                let units: f64 = (out.consumed_capacity().iter())
+                    .filter_map(|c| c.capacity_units())
+                    .sum();
+                tracing::debug!(target: "harness::cost", %task_id, items = count, write_units = units, "commit");
+                return Ok(());
+            }
             Err(e) => e,
         };
         if too_large(&err) {

@@ -18,6 +18,10 @@ use crate::a2a::{Message, Part as A2aPart, Task, TaskStatus};
 
 /// Longest status message (as JSON) the head holds; a longer one is a part of its own.
 pub const STATUS_INLINE_BYTES: usize = 4 * 1024;
+/// Largest head (as JSON): what a task keeps besides its parts (metadata with the task
+/// envelope, the agent's bookkeeping). A commit that would make it larger is refused as
+/// too large, so no head item passes 64 KB.
+pub const HEAD_BYTES: usize = 48 * 1024;
 
 /// What a part holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -246,8 +250,12 @@ pub fn split(rec: &TaskRecord) -> Result<Split, StoreError> {
             serde_json::to_value(counts).map_err(corrupt)?,
         );
     }
+    let head = head.to_string();
+    if head.len() > HEAD_BYTES {
+        return Err(StoreError::TooLarge(rec.id().to_owned()));
+    }
     Ok(Split {
-        head: head.to_string(),
+        head,
         counts,
         parts,
         stored: Stored {

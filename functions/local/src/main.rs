@@ -74,6 +74,10 @@ struct Args {
     /// Most model calls a task may make before it fails.
     #[arg(long, env = "HARNESS_TURN_LIMIT", default_value_t = common::agent::llm::DEFAULT_TURN_LIMIT)]
     turn_limit: usize,
+    /// Most tokens (estimated) a model request may hold, for models whose configuration
+    /// names none; older turns are summarized past it. Default: the provider's.
+    #[arg(long, env = "HARNESS_CONTEXT_TOKENS")]
+    context_tokens: Option<usize>,
     /// Largest request body in bytes.
     #[arg(long, env = "HARNESS_MAX_BODY_BYTES", default_value_t = 1024 * 1024)]
     max_body_bytes: usize,
@@ -224,6 +228,7 @@ async fn run() -> Result<(), common::lambda::Error> {
         catalog,
         prompt: common::lambda::prompt_from(args.prompt.as_deref())?,
         turn_limit: args.turn_limit,
+        context_tokens: args.context_tokens,
     };
     let agent = common::agent::build(args.agent, &settings).await?;
     let (store, unfinished, undelivered): (Arc<dyn Store>, Vec<String>, Vec<String>) =
