@@ -34,7 +34,7 @@ use common::agent::tools::ToolRegistry;
 use common::models::scripted::Scripted;
 use common::models::{ChatRequest, ChatResponse, Model, ModelError};
 use common::ops::{execute, Answer, Call, Caller, Harness};
-use common::store::DynamoStore;
+use common::store::{DynamoStore, Store};
 use serde_json::Value;
 
 /// One request: its operation, how many items it writes (0 for a read) and the write
@@ -44,6 +44,8 @@ struct Sent {
     operation: String,
     items_written: usize,
     write_units: f64,
+    /// A Query's key condition, with its values in place.
+    query: Option<String>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -90,10 +92,22 @@ impl Intercept for Recorder {
         } else {
             ("other", 0)
         };
+        let query = input.downcast_ref::<QueryInput>().map(|q| {
+            let mut condition = q.key_condition_expression().unwrap_or_default().to_owned();
+            for (name, value) in q.expression_attribute_values().into_iter().flatten() {
+                let shown = value
+                    .as_s()
+                    .cloned()
+                    .unwrap_or_else(|_| format!("{value:?}"));
+                condition = condition.replace(name, &shown);
+            }
+            condition
+        });
         self.0.lock().expect("recorder").push(Sent {
             operation: operation.into(),
             items_written,
             write_units: 0.0,
+            query,
         });
         Ok(())
     }
@@ -358,6 +372,7 @@ impl Model for Marked {
             operation: MODEL_CALL.into(),
             items_written: 0,
             write_units: 0.0,
+            query: None,
         });
         self.inner.chat(request).await
     }
@@ -404,6 +419,65 @@ async fn long_task_turns(store: Arc<DynamoStore>, recorder: &Recorder) -> Vec<Ve
 }
 
 /// The default configuration, with the key push notifications need.
+/// Issue 18, must-show 5: GetTask with `historyLength: 2` on a task of 500 messages reads
+/// the task's head and one Query over exactly the last two history items, not the task.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_task_with_a_short_history_reads_only_that_history() {
+    let Some(config) = support::dynamo_config() else {
+        return;
+    };
+    let recorder = Recorder::default();
+    let client = aws_sdk_dynamodb::Client::from_conf(config.interceptor(recorder.clone()).build());
+    let table = support::fresh_table(&client).await;
+    let store = Arc::new(DynamoStore::new(client, table));
+    let h = Harness::new(store.clone(), common::agent::conformance(), with_push_key())
+        .expect("harness");
+    let waiting = run(&h, send("tck-input-required", "")).await;
+    let id = waiting["task"]["id"].as_str().expect("task id").to_owned();
+    // 500 messages, added straight to the store, 90 a commit (a transaction holds 100 items).
+    let mut rec = store.load_task(&id).await.expect("load").expect("task");
+    while rec.task.history.len() < 500 {
+        let more = (500 - rec.task.history.len()).min(90);
+        for _ in 0..more {
+            rec.task.history.push(message("m", &id));
+        }
+        rec = store
+            .commit(&rec, rec.version, &[], None)
+            .await
+            .expect("commit");
+    }
+    let last_two: Vec<String> = rec.task.history[498..]
+        .iter()
+        .map(|m| m.message_id.clone())
+        .collect();
+    recorder.take();
+
+    let task = run(
+        &h,
+        Call::GetTask(GetTaskRequest {
+            id: id.clone(),
+            history_length: Some(2),
+            ..Default::default()
+        }),
+    )
+    .await;
+    let sent = recorder.take();
+    let ids: Vec<&str> = task["history"]
+        .as_array()
+        .expect("history")
+        .iter()
+        .filter_map(|m| m["messageId"].as_str())
+        .collect();
+    assert_eq!(ids, last_two);
+    let operations: Vec<&str> = sent.iter().map(|s| s.operation.as_str()).collect();
+    assert_eq!(operations, ["GetItem", "Query"], "{sent:?}");
+    let range = sent[1].query.as_deref().expect("the Query's key condition");
+    assert!(
+        range.ends_with("sk BETWEEN HIST#0000000498 AND HIST#0000000499~~"),
+        "{range}"
+    );
+}
+
 fn with_push_key() -> common::config::Config {
     common::config::Config {
         push_key: Some(common::push::seal::PushKey::generate()),

@@ -477,6 +477,165 @@ async fn a_refused_write_stores_none_of_its_message(store: Arc<dyn Store>) {
         .expect("the reply, at the right version");
 }
 
+/// The layout of a task (issue 18): long messages, turns, artifacts extended chunk by
+/// chunk, a long status message and long events all read back exactly, from a fresh
+/// load, and the record keeps committing after it.
+async fn a_task_reads_back_whole_however_long_its_parts(store: Arc<dyn Store>) {
+    use common::a2a::Artifact;
+    use common::engine::transition::{accept_message, add_artifact};
+    use common::models::ChatMessage;
+    let rec = create(store.as_ref(), "", &uuid_like()).await;
+    let long = |c: char, kb: usize| c.to_string().repeat(kb * 1024);
+    let mut next = rec.clone();
+    let mut m = message(&uuid_like());
+    m.parts = vec![Part::text(long('é', 100))];
+    accept_message(&mut next, &mut m);
+    next.agent.conversation.push(ChatMessage::User {
+        text: long('t', 150),
+    });
+    let artifact = Artifact {
+        artifact_id: "a".into(),
+        parts: vec![Part::text(long('a', 70))],
+        ..Default::default()
+    };
+    let first = add_artifact(&mut next, artifact.clone(), false, false);
+    let rec = store
+        .commit(&next, rec.version, &[first], None)
+        .await
+        .expect("long parts");
+    let mut next = rec.clone();
+    let chunk = add_artifact(&mut next, artifact, true, true);
+    let status_text = long('s', 20);
+    let msg = common::engine::transition::agent_message(&next.task, vec![Part::text(&status_text)]);
+    let done = set_status(&mut next, TaskState::Completed, Some(msg), None);
+    let rec = store
+        .commit(&next, rec.version, &[chunk, done], None)
+        .await
+        .expect("an extended artifact and a long status");
+
+    let back = store
+        .load_task(rec.id())
+        .await
+        .expect("load")
+        .expect("task");
+    assert_eq!(back, rec);
+    assert_eq!(back.task.artifacts[0].parts.len(), 2);
+    let events = store
+        .read_events(rec.id(), None, 100)
+        .await
+        .expect("events");
+    assert_eq!(events.len(), 4);
+    assert_eq!(
+        events[3]
+            .event
+            .status_update
+            .as_ref()
+            .and_then(|u| u.status.clone()),
+        rec.task.status
+    );
+    // The record as read commits again (its lists grow from what is stored).
+    let mut next = back.clone();
+    next.agent.conversation.push(ChatMessage::User {
+        text: "more".into(),
+    });
+    let again = store
+        .commit(&next, back.version, &[], None)
+        .await
+        .expect("commit");
+    let reread = store
+        .load_task(rec.id())
+        .await
+        .expect("load")
+        .expect("task");
+    assert_eq!(reread, again);
+}
+
+/// Events longer than a read page (DynamoDB: 1 MB) read back whole, in order: a page
+/// that ends inside one is not the end of the log.
+async fn long_events_read_back_whole_across_pages(store: Arc<dyn Store>) {
+    use common::engine::transition::agent_message;
+    let rec = create(store.as_ref(), "", &uuid_like()).await;
+    let mut next = rec.clone();
+    let events: Vec<StreamResponse> = (0..3)
+        .map(|i| {
+            let text = format!("{i}{}", "b".repeat(400 * 1024));
+            let msg = agent_message(&next.task, vec![Part::text(text)]);
+            set_status(&mut next, TaskState::Working, Some(msg), None)
+        })
+        .collect();
+    let rec = store
+        .commit(&next, rec.version, &events, None)
+        .await
+        .expect("commit");
+    let read = store
+        .read_events(rec.id(), Some(0), 100)
+        .await
+        .expect("events");
+    let got: Vec<_> = read.iter().map(|e| e.event.clone()).collect();
+    assert_eq!(got, events);
+    assert_eq!(read.iter().map(|e| e.seq).collect::<Vec<_>>(), [1, 2, 3]);
+    let one = store
+        .read_events(rec.id(), Some(1), 1)
+        .await
+        .expect("events");
+    assert_eq!(one.len(), 1);
+    assert_eq!(one[0].seq, 2);
+}
+
+/// A view reads the last messages asked for (and artifacts only when asked), never the
+/// conversation, and cannot be committed.
+async fn a_view_reads_only_what_it_asks_for(store: Arc<dyn Store>) {
+    use common::engine::transition::accept_message;
+    let rec = create(store.as_ref(), "", &uuid_like()).await;
+    let mut next = rec.clone();
+    for _ in 0..9 {
+        accept_message(&mut next, &mut message(&uuid_like()));
+    }
+    next.agent
+        .conversation
+        .push(common::models::ChatMessage::User { text: "x".into() });
+    let rec = store
+        .commit(&next, rec.version, &[], None)
+        .await
+        .expect("commit");
+    assert_eq!(rec.task.history.len(), 10);
+
+    let view = store
+        .load_view(rec.id(), Some(3), false)
+        .await
+        .expect("view")
+        .expect("task");
+    assert_eq!(view.task.history, rec.task.history[7..]);
+    assert!(view.agent.conversation.is_empty());
+    assert_eq!(view.version, rec.version);
+    let none = store
+        .load_view(rec.id(), Some(0), false)
+        .await
+        .expect("view")
+        .expect("task");
+    assert!(none.task.history.is_empty());
+    let all = store
+        .load_view(rec.id(), None, true)
+        .await
+        .expect("view")
+        .expect("task");
+    assert_eq!(all.task.history, rec.task.history);
+    let refused = store.commit(&view, view.version, &[], None).await;
+    assert!(
+        matches!(refused, Err(StoreError::Corrupt(_))),
+        "{refused:?}"
+    );
+    assert_eq!(
+        store
+            .load_task(rec.id())
+            .await
+            .expect("load")
+            .expect("task")
+            .version,
+        rec.version
+    );
+}
+
 async fn dynamo() -> Option<(Arc<dyn Store>, aws_sdk_dynamodb::Client, String)> {
     let client = support::dynamo_client()?;
     let table = support::fresh_table(&client).await;
@@ -526,6 +685,9 @@ contract!(
     only_running_tasks_whose_lease_ran_out_are_found_for_the_sweep,
     refusals_are_kept_in_the_audit_trail_of_the_task_id_named,
     a_participants_audit_rows_are_capped_per_hour,
+    a_task_reads_back_whole_however_long_its_parts,
+    a_view_reads_only_what_it_asks_for,
+    long_events_read_back_whole_across_pages,
 );
 
 /// The sweeper's index: a task is found only while SUBMITTED or WORKING with a lease

@@ -115,9 +115,8 @@ pub async fn create(
     validate::required_id(&req.task_id, "taskId")?;
     validate::required_id(&req.url, "url")?;
     h.notifier()?;
-    let rec = h
-        .visible_view(&req.tenant, &req.task_id, caller, Some(0), false)
-        .await?;
+    // Whole: attaching the first config marks the task (a commit).
+    let rec = h.visible_task(&req.tenant, &req.task_id, caller).await?;
     h.permit(&rec, caller, Action::ManageWebhooks)?;
     h.notifier()?.check(&req)?;
     may_attach(h, rec.id(), &req, caller.id()).await?;

@@ -137,6 +137,12 @@ fn chunked(mut first: Item, payload: &str) -> Vec<Item> {
     items
 }
 
+/// A payload's first (or only) chunk: `data`, or `event` in events written before
+/// payloads could be chunked.
+fn first_chunk(item: &Item) -> Result<&str, StoreError> {
+    get_s(item, "data").or_else(|_| get_s(item, "event"))
+}
+
 /// The payloads of `items` (read in sort-key order), each joined from its chunks, with
 /// the item that holds its first. A payload whose chunks the page cut off is left out,
 /// as are stale continuations (of a longer payload the item held before).
@@ -162,7 +168,7 @@ fn joined(items: &[Item]) -> Result<Vec<(&Item, String)>, StoreError> {
             .map(|_| get_n(item, "chunks"))
             .transpose()?;
         missing = chunks.unwrap_or(1).saturating_sub(1) as usize;
-        out.push((item, get_s(item, "data")?.to_owned()));
+        out.push((item, first_chunk(item)?.to_owned()));
     }
     if missing > 0 {
         out.pop();
@@ -904,22 +910,33 @@ impl Store for DynamoStore {
     ) -> Result<Vec<LoggedEvent>, StoreError> {
         let from = after.map(|a| a + 1).unwrap_or(0);
         let limit = limit.clamp(1, 1000);
-        let out = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .key_condition_expression("pk = :pk AND sk BETWEEN :from AND :to")
-            .expression_attribute_values(":pk", s(task_pk(task_id)))
-            .expression_attribute_values(":from", s(event_sk(from)))
-            .expression_attribute_values(":to", s(event_sk(u64::MAX)))
-            .consistent_read(true)
-            // Room for the continuations of long events; an event the page cuts off is
-            // read by the next call, which starts after the last one returned.
-            .limit((limit + MAX_CHUNKS) as i32)
-            .send()
-            .await
-            .map_err(unavailable)?;
-        joined(out.items())?
+        // Pages until `limit` whole events are read or the log ends: a page (1 MB at most)
+        // may end inside a long event, which must not pass for the end of the log.
+        let mut items = Vec::new();
+        let mut start: Option<Item> = None;
+        loop {
+            let out = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("pk = :pk AND sk BETWEEN :from AND :to")
+                .expression_attribute_values(":pk", s(task_pk(task_id)))
+                .expression_attribute_values(":from", s(event_sk(from)))
+                .expression_attribute_values(":to", s(event_sk(u64::MAX)))
+                .consistent_read(true)
+                // Room for the continuations of long events.
+                .limit((limit + MAX_CHUNKS) as i32)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(unavailable)?;
+            items.extend(out.items().iter().cloned());
+            start = out.last_evaluated_key().cloned();
+            if start.is_none() || joined(&items)?.len() >= limit {
+                break;
+            }
+        }
+        joined(&items)?
             .into_iter()
             .take(limit)
             .map(|(item, payload)| {
