@@ -583,7 +583,7 @@ async fn long_events_read_back_whole_across_pages(store: Arc<dyn Store>) {
 }
 
 /// A view reads the last messages asked for (and artifacts only when asked), never the
-/// conversation, and cannot be committed.
+/// conversation, nothing for a head its check refuses, and cannot be committed.
 async fn a_view_reads_only_what_it_asks_for(store: Arc<dyn Store>) {
     use common::engine::transition::accept_message;
     let rec = create(store.as_ref(), "", &uuid_like()).await;
@@ -601,7 +601,7 @@ async fn a_view_reads_only_what_it_asks_for(store: Arc<dyn Store>) {
     assert_eq!(rec.task.history.len(), 10);
 
     let view = store
-        .load_view(rec.id(), Some(3), false)
+        .load_view(rec.id(), Some(3), false, &|_| true)
         .await
         .expect("view")
         .expect("task");
@@ -609,17 +609,19 @@ async fn a_view_reads_only_what_it_asks_for(store: Arc<dyn Store>) {
     assert!(view.agent.conversation.is_empty());
     assert_eq!(view.version, rec.version);
     let none = store
-        .load_view(rec.id(), Some(0), false)
+        .load_view(rec.id(), Some(0), false, &|_| true)
         .await
         .expect("view")
         .expect("task");
     assert!(none.task.history.is_empty());
     let all = store
-        .load_view(rec.id(), None, true)
+        .load_view(rec.id(), None, true, &|_| true)
         .await
         .expect("view")
         .expect("task");
     assert_eq!(all.task.history, rec.task.history);
+    let stranger = store.load_view(rec.id(), None, true, &|r| r.tenant == "elsewhere");
+    assert_eq!(stranger.await.expect("view"), None, "not admitted: nothing");
     let refused = store.commit(&view, view.version, &[], None).await;
     assert!(
         matches!(refused, Err(StoreError::Corrupt(_))),
@@ -1102,4 +1104,64 @@ async fn messages_stored_by_an_older_build_are_found_under_their_sender() {
         store.message_task("", "bob", "m-old").await.expect("read"),
         None
     );
+}
+
+/// A task an older build stored whole in its head item (history and conversation inline,
+/// no part counts) reads back whole; its lists are written out as parts on that read, so
+/// its next commit is small however long the task (150 messages would be over one
+/// transaction's 100 items), and it reads as a task of this layout after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dynamodb_a_task_stored_whole_by_an_older_build_is_written_out_and_commits() {
+    use aws_sdk_dynamodb::types::AttributeValue as V;
+    use common::engine::transition::accept_message;
+    let Some((store, client, table)) = dynamo().await else {
+        return;
+    };
+    let mut rec = create(store.as_ref(), "", &uuid_like()).await;
+    for _ in 0..149 {
+        accept_message(&mut rec, &mut message(&uuid_like()));
+    }
+    rec.agent.conversation = vec![common::models::ChatMessage::User { text: "x".into() }];
+    // The head as an older build wrote it: the record's JSON, lists inline.
+    let mut old = serde_json::to_value(&rec).expect("json");
+    old["task"] = serde_json::to_value(&rec.task).expect("task");
+    old["agent"]["conversation"] = serde_json::to_value(&rec.agent.conversation).expect("turns");
+    old.as_object_mut().expect("object").remove("parts");
+    client
+        .put_item()
+        .table_name(&table)
+        .item("pk", V::S(format!("TASK#{}", rec.id())))
+        .item("sk", V::S("TASK".into()))
+        .item("version", V::N(rec.version.to_string()))
+        .item("last_seq", V::N(rec.last_seq.to_string()))
+        .item("record", V::S(old.to_string()))
+        .send()
+        .await
+        .expect("an old head");
+
+    let back = store
+        .load_task(rec.id())
+        .await
+        .expect("load")
+        .expect("task");
+    assert_eq!(back.task.history, rec.task.history);
+    assert_eq!(back.agent.conversation, rec.agent.conversation);
+    let mut next = back.clone();
+    accept_message(&mut next, &mut message("the-151st"));
+    let stored = store
+        .commit(&next, back.version, &[], None)
+        .await
+        .expect("a small commit");
+    let view = store
+        .load_view(rec.id(), Some(2), false, &|_| true)
+        .await
+        .expect("view")
+        .expect("task");
+    assert_eq!(view.task.history, stored.task.history[149..]);
+    let whole = store
+        .load_task(rec.id())
+        .await
+        .expect("load")
+        .expect("task");
+    assert_eq!(whole, stored);
 }

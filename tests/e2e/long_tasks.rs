@@ -217,6 +217,35 @@ async fn a_task_envelope_over_the_head_bound_is_refused_clearly() {
     }
 }
 
+/// A messageId is part of stored keys: one over 256 characters is refused, naming the
+/// limit, and nothing is stored.
+#[tokio::test]
+async fn a_message_id_over_256_characters_is_refused() {
+    let s = Server::start_with(&[FAIL_CLOSED]).await;
+    let alice = Who::header("alice");
+    for via in Via::BOTH {
+        let mid = "m".repeat(257);
+        let refused = send(&s, &alice, via, user_message(&mid, "hi")).await;
+        refused.invalid_params();
+        assert!(
+            refused.message().contains("longer than 256"),
+            "{}",
+            refused.message()
+        );
+        let stored = s
+            .store()
+            .message_task("", "alice", &mid)
+            .await
+            .expect("read");
+        assert_eq!(stored, None, "{via:?}");
+        let name = format!("{via:?}");
+        let longest = name.clone() + &"m".repeat(256 - name.len());
+        send(&s, &alice, via, user_message(&longest, "hi"))
+            .await
+            .ok();
+    }
+}
+
 /// A step whose write is larger than DynamoDB takes in one transaction (4 MB) can never be
 /// committed: the task fails with a stable reason in a small commit, holds no lease, waits
 /// for no wake-up, and its model is not called again, not even after a restart.

@@ -7,13 +7,22 @@ use base64::Engine;
 use super::error::A2aError;
 use super::types::{Message, Part, Role, StreamResponse};
 
-/// A message as a client sends it: `messageId`, `role` and at least one valid part.
-/// `raw` parts are normalised to standard padded base64.
+/// Longest `messageId` (characters): it is part of stored keys.
+pub const MESSAGE_ID_CHARS: usize = 256;
+
+/// A message as a client sends it: `messageId` (at most [`MESSAGE_ID_CHARS`]), `role` and
+/// at least one valid part. `raw` parts are normalised to standard padded base64.
 pub fn message(m: &mut Message, path: &str) -> Result<(), A2aError> {
     if m.message_id.is_empty() {
         return Err(A2aError::invalid_field(
             format!("{path}.messageId"),
             format!("{path}.messageId is required"),
+        ));
+    }
+    if m.message_id.chars().count() > MESSAGE_ID_CHARS {
+        return Err(A2aError::invalid_field(
+            format!("{path}.messageId"),
+            format!("{path}.messageId is longer than {MESSAGE_ID_CHARS} characters"),
         ));
     }
     if m.role == Role::Unspecified {

@@ -11,10 +11,20 @@
 use super::context::untrusted;
 use crate::models::{estimate_tokens, message_bytes, ChatMessage, ChatRequest, Purpose};
 
-/// Most characters of a summary a task keeps (and asks the model for, in tokens).
-pub const SUMMARY_CHARS: usize = 8 * 1024;
+/// Most bytes of a summary a task keeps (its head holds it; the model is asked for less).
+pub const SUMMARY_BYTES: usize = 8 * 1024;
 /// Tokens a summary answer may take.
-pub const SUMMARY_TOKENS: u32 = (SUMMARY_CHARS / 4) as u32;
+pub const SUMMARY_TOKENS: u32 = (SUMMARY_BYTES / 4) as u32;
+
+/// `text` cut to at most `bytes` (at a character boundary).
+pub fn at_most(mut text: String, bytes: usize) -> String {
+    let mut at = bytes.min(text.len());
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    text.truncate(at);
+    text
+}
 
 /// What a summary call is told to do (constant: summary calls share a cacheable prefix).
 pub const SUMMARY_SYSTEM: &str = "You keep the working memory of an agent whose \
@@ -33,9 +43,9 @@ fn left_out(n: usize) -> String {
 const CUT: &str = " [cut: the context budget is full]";
 
 /// Where the turns the model keeps whole start, when they must fit `room` tokens: the
-/// earliest index after `from` whose turns to the end fit, moved on past tool results
-/// (which belong with the call before them). None when that leaves nothing to summarize
-/// (the index would not pass `from`) or nothing to keep.
+/// earliest index after `from` whose turns to the end fit, moved back from a tool result
+/// to the call it answers (they go together). None when that leaves nothing to summarize
+/// (the index would not pass `from`).
 pub fn cut_point(conversation: &[ChatMessage], from: usize, room: usize) -> Option<usize> {
     let mut used = 0;
     let mut start = conversation.len();
@@ -48,10 +58,10 @@ pub fn cut_point(conversation: &[ChatMessage], from: usize, room: usize) -> Opti
     }
     // The latest turn is always kept, even when it alone is over the room.
     start = start.min(conversation.len().saturating_sub(1));
-    while start < conversation.len() && matches!(conversation[start], ChatMessage::Tool { .. }) {
-        start += 1;
+    while start > 0 && matches!(conversation[start], ChatMessage::Tool { .. }) {
+        start -= 1;
     }
-    (start > from && start < conversation.len()).then_some(start)
+    (start > from).then_some(start)
 }
 
 /// The turns as the summary call reads them: one line (or block) each.
@@ -82,7 +92,9 @@ fn transcript(turns: &[ChatMessage]) -> String {
     out
 }
 
-/// The request for a summary of `turns` (after the `earlier` summary), fitted to `budget`.
+/// The request for a summary of `turns` (after the `earlier` summary), fitted to `budget`:
+/// when the turns are too long for it, their oldest part is cut (marked), never the
+/// newest, which no later request carries.
 pub fn summary_request(
     model: &str,
     nonce: &str,
@@ -91,22 +103,36 @@ pub fn summary_request(
     turn: usize,
     budget: usize,
 ) -> ChatRequest {
-    let mut text = String::from("Summarize the conversation below.\n\n");
+    let mut head = String::from("Summarize the conversation below.\n\n");
     if let Some(earlier) = earlier {
-        text += &untrusted(nonce, "the earlier summary", earlier);
-        text += "\n\n";
+        head += &untrusted(nonce, "the earlier summary", earlier);
+        head += "\n\n";
     }
-    text += &untrusted(nonce, "the turns to summarize", &transcript(turns));
     let mut request = ChatRequest {
         model: model.to_owned(),
         system: SUMMARY_SYSTEM.to_owned(),
-        messages: vec![ChatMessage::User { text }],
+        messages: vec![ChatMessage::User {
+            text: head.clone() + &untrusted(nonce, "the turns to summarize", ""),
+        }],
         tools: Vec::new(),
         max_tokens: SUMMARY_TOKENS,
         turn,
         purpose: Purpose::Summary,
     };
-    truncate(&mut request, 0, budget);
+    // JSON escaping may grow the transcript: a margin of a quarter.
+    let room = budget.saturating_sub(estimate_tokens(&request)) * 4 * 3 / 4;
+    let mut transcript = transcript(turns);
+    if transcript.len() > room {
+        const OLDEST_CUT: &str = "[the oldest part of these turns is cut: too long to summarize]\n";
+        let mut from = transcript.len() - room.saturating_sub(OLDEST_CUT.len());
+        while !transcript.is_char_boundary(from) {
+            from += 1;
+        }
+        transcript = format!("{OLDEST_CUT}{}", &transcript[from..]);
+    }
+    request.messages = vec![ChatMessage::User {
+        text: head + &untrusted(nonce, "the turns to summarize", &transcript),
+    }];
     request
 }
 
@@ -117,23 +143,28 @@ pub fn summary_message(nonce: &str, summary: &str) -> ChatMessage {
     }
 }
 
-/// Fits `request` to `budget` without a model: leaves out the oldest messages after the
-/// first `fixed` ones (the task section, a summary), with a marker, then cuts the longest
-/// contents. Deterministic; a request that fits is left as it is.
+/// Fits `request` to `budget` without a model: leaves out the oldest turns after the
+/// first `fixed` messages (the task section, a summary), with a marker, then cuts the
+/// longest contents. A model answer and the tool results that follow it go together (a
+/// result without its call is refused by providers); the latest turn stays. Deterministic;
+/// a request that fits is left as it is.
 pub fn truncate(request: &mut ChatRequest, fixed: usize, budget: usize) {
     let fixed = fixed.min(request.messages.len());
     let mut dropped = 0;
     let over = |r: &ChatRequest| estimate_tokens(r) > budget;
-    while over(request) && request.messages.len() > fixed + 1 {
-        request.messages.remove(fixed);
-        dropped += 1;
-        // A tool result without its call is refused by providers: it goes with it.
-        while request.messages.len() > fixed + 1
-            && matches!(request.messages[fixed], ChatMessage::Tool { .. })
-        {
-            request.messages.remove(fixed);
-            dropped += 1;
+    while over(request) {
+        // The oldest turn: a message and the tool results after it.
+        let rest = &request.messages[fixed..];
+        let len = 1 + rest
+            .iter()
+            .skip(1)
+            .take_while(|m| matches!(m, ChatMessage::Tool { .. }))
+            .count();
+        if len >= rest.len() {
+            break;
         }
+        request.messages.drain(fixed..fixed + len);
+        dropped += len;
     }
     if dropped > 0 {
         let marker = ChatMessage::User {
@@ -287,6 +318,19 @@ mod tests {
     }
 
     #[test]
+    fn truncation_never_leaves_a_tool_result_without_its_call() {
+        let mut r = request(vec![user(10), call("a", 4000), result("a", 40_000)]);
+        truncate(&mut r, 1, 2000);
+        assert!(estimate_tokens(&r) <= 2000, "{}", estimate_tokens(&r));
+        assert!(
+            matches!(r.messages[1], ChatMessage::Assistant { .. }),
+            "{:?}",
+            r.messages
+        );
+        assert!(matches!(r.messages[2], ChatMessage::Tool { .. }));
+    }
+
+    #[test]
     fn a_single_message_over_the_budget_is_cut_saying_so() {
         let mut r = request(vec![result("a", 40_000)]);
         truncate(&mut r, 0, 2000);
@@ -298,7 +342,7 @@ mod tests {
     }
 
     #[test]
-    fn a_summary_request_frames_the_turns_and_fits() {
+    fn a_summary_request_frames_the_turns_keeps_the_newest_and_fits() {
         let turns = vec![user(40_000), call("a", 400)];
         let r = summary_request("m", "n0nce", Some("before"), &turns, 3, 3000);
         assert_eq!(r.purpose, Purpose::Summary);
@@ -307,5 +351,11 @@ mod tests {
             panic!("one user message")
         };
         assert!(text.contains("n0nce") && text.contains("before"));
+        assert!(
+            text.contains("[assistant calls lookup]"),
+            "the newest turn is kept"
+        );
+        assert!(text.contains("the oldest part of these turns is cut"));
+        assert!(text.trim_end().ends_with('>'), "the block is closed");
     }
 }

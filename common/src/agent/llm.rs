@@ -248,14 +248,16 @@ fn task_lines(rec: &crate::store::TaskRecord) -> Option<String> {
 /// framed for the model: the message that started the task as it is; the reply to a help
 /// request as `Reply from <id> to "<question>": <text>`; others as `[<id>] <text>`. What
 /// an agent participant (or any agent-role message) says is inside an untrusted block.
-fn new_inputs(rec: &crate::store::TaskRecord) -> Vec<(String, String, ChatMessage)> {
+fn new_inputs(rec: &crate::store::TaskRecord) -> Vec<Input> {
     let ext = rec.ext().unwrap_or_default();
     rec.task
         .history
         .iter()
         .enumerate()
+        .skip(rec.agent.inputs_upto)
         .filter_map(|(i, m)| {
             let sender = crate::channels::asserted(m)?;
+            // Taken by a build that kept ids rather than a mark.
             if rec.agent.inputs.contains(&m.message_id) {
                 return None;
             }
@@ -277,13 +279,23 @@ fn new_inputs(rec: &crate::store::TaskRecord) -> Vec<(String, String, ChatMessag
                 None if i == 0 => text,
                 None => format!("[{sender}] {text}"),
             };
-            Some((
-                m.message_id.clone(),
-                sender.to_owned(),
-                ChatMessage::User { text: framed },
-            ))
+            Some(Input {
+                index: i,
+                id: m.message_id.clone(),
+                sender: sender.to_owned(),
+                said: ChatMessage::User { text: framed },
+            })
         })
         .collect()
+}
+
+/// A client message to take into the conversation: where it is in the history, its id,
+/// who sent it, and how the model reads it.
+struct Input {
+    index: usize,
+    id: String,
+    sender: String,
+    said: ChatMessage,
 }
 
 /// How a sub-task's outcome reaches its parent's model: `Sub-task <id> is <STATE>:
@@ -389,7 +401,7 @@ impl LlmAgent {
         fixed
             .messages
             .truncate(fixed.messages.len() - live_turns(state));
-        let fixed = estimate_tokens(&fixed) + compaction::SUMMARY_CHARS / 4;
+        let fixed = estimate_tokens(&fixed) + compaction::SUMMARY_BYTES / 4;
         let room = budget.saturating_sub(fixed) / 2;
         let Some(upto) = compaction::cut_point(&state.conversation, from, room) else {
             return Ok(());
@@ -411,9 +423,8 @@ impl LlmAgent {
                 return Ok(());
             }
         };
-        let summary: String = (answer.text.unwrap_or_default().chars())
-            .take(compaction::SUMMARY_CHARS)
-            .collect();
+        let summary =
+            compaction::at_most(answer.text.unwrap_or_default(), compaction::SUMMARY_BYTES);
         if summary.trim().is_empty() {
             return Ok(());
         }
@@ -429,20 +440,23 @@ impl LlmAgent {
     }
 
     /// Takes new client messages into the conversation (one commit).
+    /// The task keeps a mark (`inputs_upto`), not the ids, so its head does not grow with
+    /// the messages it takes; a reply's question is dropped once the reply is taken.
     async fn take_inputs(run: &mut TaskRun) -> Result<(), RunError> {
         let inputs = new_inputs(run.record());
         if inputs.is_empty() {
             return Ok(());
         }
+        let upto = run.record().task.history.len();
         run.update_agent(|a| {
-            for (id, sender, said) in &inputs {
-                if !a.inputs.contains(id) {
-                    a.inputs.push(id.clone());
-                    a.conversation.push(said.clone());
-                    a.actor = Some(sender.clone());
-                    a.actor_message = Some(id.clone());
-                }
+            for input in inputs.iter().filter(|i| i.index >= a.inputs_upto) {
+                a.conversation.push(input.said.clone());
+                a.actor = Some(input.sender.clone());
+                a.actor_message = Some(input.id.clone());
             }
+            a.inputs_upto = a.inputs_upto.max(upto);
+            a.replies
+                .retain(|r| !inputs.iter().any(|i| i.id == r.message_id));
         })
         .await
     }
@@ -675,7 +689,7 @@ mod tests {
         rec.agent.inputs.push("m0".into());
         let texts: Vec<String> = new_inputs(&rec)
             .into_iter()
-            .map(|(_, _, m)| match m {
+            .map(|i| match i.said {
                 ChatMessage::User { text } => text,
                 other => panic!("{other:?}"),
             })

@@ -255,7 +255,20 @@ impl Engine {
                 let why =
                     "A step of the task was larger than the store can write at once, so it stopped";
                 let msg = run.agent_message(&failure_notice(why, &"a commit was too large"));
-                let failed = run.set_status(TaskState::Failed, Some(msg)).await;
+                // The agent's bookkeeping is of no use to a failed task, and may be what no
+                // longer fits its head.
+                let failed = run
+                    .apply(|rec| {
+                        let a = &mut rec.agent;
+                        a.inputs.clear();
+                        a.replies.clear();
+                        a.noted.clear();
+                        a.compaction = None;
+                        a.pending_help = None;
+                        let failed = Some(msg.clone());
+                        vec![transition::set_status(rec, TaskState::Failed, failed, None)]
+                    })
+                    .await;
                 return failed.map(|()| Some(run.record().clone()));
             }
             Err(e) => {
@@ -312,22 +325,36 @@ impl Engine {
     pub async fn sweep(&self, limit: usize) -> Result<Vec<String>, RunError> {
         let mut woken = Vec::new();
         for id in self.store.expired_leases(lease::now_ms(), limit).await? {
-            let mut found = self.store.load_task(&id).await?;
-            while let Some(rec) = found.take() {
-                if rec.lease.as_ref().is_none_or(lease::Lease::held) {
-                    break;
-                }
-                let mut next = rec.clone();
-                next.lease = None;
-                next.wake = true;
-                match self.store.commit(&next, rec.version, &[], None).await {
-                    Ok(_) => woken.push(id.clone()),
-                    Err(StoreError::Conflict { .. }) => found = self.store.load_task(&id).await?,
-                    Err(e) => return Err(e.into()),
+            // One task that cannot be woken does not keep the others from it.
+            match self.wake_expired(&id).await {
+                Ok(true) => woken.push(id),
+                Ok(false) => {}
+                Err(e) => {
+                    tracing::warn!(task_id = %id, error = %e, "could not wake a task whose lease ran out")
                 }
             }
         }
         Ok(woken)
+    }
+
+    /// Takes an expired lease away and leaves the task runnable; false when its lease is
+    /// held again (or it is gone).
+    async fn wake_expired(&self, id: &str) -> Result<bool, StoreError> {
+        let mut found = self.store.load_task(id).await?;
+        while let Some(rec) = found.take() {
+            if rec.lease.as_ref().is_none_or(lease::Lease::held) {
+                break;
+            }
+            let mut next = rec.clone();
+            next.lease = None;
+            next.wake = true;
+            match self.store.commit(&next, rec.version, &[], None).await {
+                Ok(_) => return Ok(true),
+                Err(StoreError::Conflict { .. }) => found = self.store.load_task(id).await?,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(false)
     }
 
     /// A sub-task ended (here, or by CancelTask): each parent that links it back is made

@@ -120,8 +120,13 @@ impl Harness {
         id: &str,
         caller: &Caller,
     ) -> Result<TaskRecord, A2aError> {
-        let found = self.store.load_task(id).await?;
-        Self::visible(found, tenant, id, caller)
+        // The head first: a stranger's request reads nothing more.
+        self.visible_view(tenant, id, caller, Some(0), false)
+            .await?;
+        match self.store.load_task(id).await? {
+            Some(rec) if Self::visible(&rec, tenant, caller) => Ok(rec),
+            _ => Err(A2aError::task_not_found(id)),
+        }
     }
 
     /// [`Harness::visible_task`] for a reader: the task's last `history` messages (all
@@ -134,20 +139,13 @@ impl Harness {
         history: Option<usize>,
         artifacts: bool,
     ) -> Result<TaskRecord, A2aError> {
-        let found = self.store.load_view(id, history, artifacts).await?;
-        Self::visible(found, tenant, id, caller)
+        let admit = |rec: &TaskRecord| Self::visible(rec, tenant, caller);
+        (self.store.load_view(id, history, artifacts, &admit).await?)
+            .ok_or_else(|| A2aError::task_not_found(id))
     }
 
-    fn visible(
-        found: Option<TaskRecord>,
-        tenant: &str,
-        id: &str,
-        caller: &Caller,
-    ) -> Result<TaskRecord, A2aError> {
-        match found {
-            Some(rec) if rec.tenant == tenant && caller.may_see(&rec) => Ok(rec),
-            _ => Err(A2aError::task_not_found(id)),
-        }
+    fn visible(rec: &TaskRecord, tenant: &str, caller: &Caller) -> bool {
+        rec.tenant == tenant && caller.may_see(rec)
     }
 
     /// Whether the caller, a participant of `rec` (see [`Harness::visible_task`]), may do

@@ -15,8 +15,12 @@ pub struct AgentState {
     pub conversation: Vec<ChatMessage>,
     /// Model calls committed so far (the scripted model answers by this count).
     pub model_calls: usize,
-    /// Ids of the client messages already taken into the conversation.
+    /// Ids of client messages taken into the conversation by builds that kept ids (read
+    /// only; see `inputs_upto`).
     pub inputs: Vec<String>,
+    /// The history messages before this index have been taken into the conversation (or
+    /// were not inputs): a mark, so the head does not grow with the task's messages.
+    pub inputs_upto: usize,
     /// The task's own model (a catalog name, `<provider>:<model>` or `scripted:<path>`);
     /// the agent's default when None.
     pub model: Option<String>,

@@ -49,7 +49,7 @@ use tokio::sync::broadcast;
 
 use super::layout::{self, Counts, PartKind, Want};
 use super::{
-    AuditRecord, Cursor, InboundMessage, LoggedEvent, PushConfigRecord, Store, StoreError,
+    Admit, AuditRecord, Cursor, InboundMessage, LoggedEvent, PushConfigRecord, Store, StoreError,
     TaskPage, TaskQuery, TaskRecord, AUDIT_ROWS_PER_PARTICIPANT_HOUR, DEFAULT_RETENTION,
 };
 use crate::a2a::{StreamResponse, Timestamp};
@@ -102,10 +102,20 @@ fn part_sk(kind: PartKind, index: u64) -> String {
     format!("{}{index:010}", kind.prefix())
 }
 
+/// The items of one part of `rec`, as the commit of `rec` writes them.
+fn part_items(rec: &TaskRecord, p: &layout::Part) -> Vec<Item> {
+    let item = HashMap::from([
+        ("pk".into(), s(task_pk(&rec.task.id))),
+        ("sk".into(), s(part_sk(p.kind, p.index))),
+    ]);
+    chunked(item, &p.json, rec.version)
+}
+
 /// The items of `payload` (attribute `data`) under `first`'s keys: `first` with the
 /// payload's first chunk and, when there are more, how many items it spans (`chunks`);
-/// then one item per further chunk, `<sk>~<n>`.
-fn chunked(mut first: Item, payload: &str) -> Vec<Item> {
+/// then one item per further chunk, `<sk>~<n>`. Every item names the task version that
+/// wrote it (`v`), so a reader never joins chunks of two writes of a rewritten part.
+fn chunked(mut first: Item, payload: &str, version: u64) -> Vec<Item> {
     let mut chunks = Vec::new();
     let mut rest = payload;
     while rest.len() > CHUNK_BYTES {
@@ -122,12 +132,14 @@ fn chunked(mut first: Item, payload: &str) -> Vec<Item> {
         first.insert("chunks".into(), n(chunks.len()));
     }
     first.insert("data".into(), s(chunks[0]));
+    first.insert("v".into(), n(version));
     let sk = sk.and_then(|v| v.as_s().ok().cloned()).unwrap_or_default();
     let mut items = vec![first];
     for (i, chunk) in chunks.iter().enumerate().skip(1) {
         let mut item = HashMap::from([
             ("sk".to_owned(), s(format!("{sk}~{i:03}"))),
             ("data".to_owned(), s(*chunk)),
+            ("v".to_owned(), n(version)),
         ]);
         if let Some(pk) = &pk {
             item.insert("pk".into(), pk.clone());
@@ -144,15 +156,20 @@ fn first_chunk(item: &Item) -> Result<&str, StoreError> {
 }
 
 /// The payloads of `items` (read in sort-key order), each joined from its chunks, with
-/// the item that holds its first. A payload whose chunks the page cut off is left out,
-/// as are stale continuations (of a longer payload the item held before).
+/// the item that holds its first. A payload whose chunks the page cut off, or that a
+/// concurrent rewrite tore (continuations of another write), is left out, as are stale
+/// continuations (of a longer payload the item held before).
 fn joined(items: &[Item]) -> Result<Vec<(&Item, String)>, StoreError> {
     let mut out: Vec<(&Item, String)> = Vec::new();
     let mut missing = 0usize;
+    let mut write = None;
     for item in items {
         let sk = get_s(item, "sk")?;
         if sk.contains('~') {
-            if missing > 0 {
+            if missing > 0 && item.get("v") != write {
+                out.pop();
+                missing = 0;
+            } else if missing > 0 {
                 if let Some((_, payload)) = out.last_mut() {
                     payload.push_str(get_s(item, "data")?);
                 }
@@ -168,6 +185,7 @@ fn joined(items: &[Item]) -> Result<Vec<(&Item, String)>, StoreError> {
             .map(|_| get_n(item, "chunks"))
             .transpose()?;
         missing = chunks.unwrap_or(1).saturating_sub(1) as usize;
+        write = item.get("v");
         out.push((item, first_chunk(item)?.to_owned()));
     }
     if missing > 0 {
@@ -530,7 +548,7 @@ impl DynamoStore {
             if rec.push {
                 item.insert("push".into(), AttributeValue::Bool(true));
             }
-            for item in chunked(item, &to_json(e)?) {
+            for item in chunked(item, &to_json(e)?, rec.version) {
                 puts.push(put(&self.table, item, "attribute_not_exists(pk)", None)?);
             }
         }
@@ -541,16 +559,12 @@ impl DynamoStore {
     /// (conditional on absence), artifacts and the status message replace their own.
     fn part_puts(
         &self,
-        task_id: &str,
+        rec: &TaskRecord,
         parts: &[layout::Part],
     ) -> Result<Vec<TransactWriteItem>, StoreError> {
         let mut puts = Vec::new();
         for p in parts {
-            let item = HashMap::from([
-                ("pk".into(), s(task_pk(task_id))),
-                ("sk".into(), s(part_sk(p.kind, p.index))),
-            ]);
-            for item in chunked(item, &p.json) {
+            for item in part_items(rec, p) {
                 puts.push(if p.once {
                     put(&self.table, item, "attribute_not_exists(pk)", None)?
                 } else {
@@ -611,32 +625,105 @@ impl DynamoStore {
     }
 
     /// The record of a head item with the parts `want` asks for (one Query per kind, run
-    /// together).
-    async fn with_parts(&self, item: &Item, want: Want) -> Result<TaskRecord, StoreError> {
+    /// together); None, with nothing more read, unless `admit` passes the head.
+    async fn with_parts(
+        &self,
+        item: &Item,
+        want: Want,
+        admit: &Admit<'_>,
+    ) -> Result<Option<TaskRecord>, StoreError> {
         let (mut rec, counts) = decode_head(item)?;
+        if !admit(&rec) {
+            return Ok(None);
+        }
         let reads = PartKind::ALL
             .into_iter()
             .filter(|k| want.reads(*k, &counts))
             .map(|k| self.read_parts(&rec.task.id, k, want.range(k, &counts)));
         let parts = futures::future::try_join_all(reads).await?;
         layout::attach(&mut rec, &counts, want, parts.concat())?;
-        Ok(rec)
+        if counts == Counts::default() && want == Want::WHOLE {
+            self.write_out_inline_parts(&mut rec).await?;
+        }
+        Ok(Some(rec))
     }
 
-    async fn load(&self, task_id: &str, want: Want) -> Result<Option<TaskRecord>, StoreError> {
-        let out = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .key("pk", s(task_pk(task_id)))
-            .key("sk", s("TASK"))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(unavailable)?;
-        match out.item() {
-            Some(item) => Ok(Some(self.with_parts(item, want).await?)),
-            None => Ok(None),
+    /// A head written before the layout holds its lists inline: they are written out as
+    /// parts now (batches, outside any commit: more than one transaction could hold), so
+    /// the record's next commit writes only its head and what is new.
+    async fn write_out_inline_parts(&self, rec: &mut TaskRecord) -> Result<(), StoreError> {
+        let split = layout::split(rec)?;
+        if split.parts.is_empty() {
+            return Ok(());
+        }
+        let items: Vec<Item> = split
+            .parts
+            .iter()
+            .flat_map(|p| part_items(rec, p))
+            .collect();
+        for chunk in items.chunks(25) {
+            let mut pending: Vec<WriteRequest> = chunk
+                .iter()
+                .map(|item| {
+                    PutRequest::builder()
+                        .set_item(Some(item.clone()))
+                        .build()
+                        .map(|p| WriteRequest::builder().put_request(p).build())
+                        .map_err(corrupt)
+                })
+                .collect::<Result<_, _>>()?;
+            for _ in 0..5 {
+                if pending.is_empty() {
+                    break;
+                }
+                let out = self
+                    .client
+                    .batch_write_item()
+                    .request_items(&self.table, pending)
+                    .send()
+                    .await
+                    .map_err(unavailable)?;
+                pending = (out.unprocessed_items().and_then(|u| u.get(&self.table)))
+                    .cloned()
+                    .unwrap_or_default();
+            }
+            if !pending.is_empty() {
+                return Err(StoreError::Unavailable(
+                    "could not write out a task's parts (throttled)".into(),
+                ));
+            }
+        }
+        rec.stored = split.stored;
+        Ok(())
+    }
+
+    /// The task's head and the parts `want` asks for. A read that meets a part torn by a
+    /// concurrent rewrite (an artifact being extended) is made again.
+    async fn load(
+        &self,
+        task_id: &str,
+        want: Want,
+        admit: &Admit<'_>,
+    ) -> Result<Option<TaskRecord>, StoreError> {
+        let mut attempt = 0;
+        loop {
+            let out = self
+                .client
+                .get_item()
+                .table_name(&self.table)
+                .key("pk", s(task_pk(task_id)))
+                .key("sk", s("TASK"))
+                .consistent_read(true)
+                .send()
+                .await
+                .map_err(unavailable)?;
+            let Some(item) = out.item() else {
+                return Ok(None);
+            };
+            match self.with_parts(item, want, admit).await {
+                Err(StoreError::Corrupt(_)) if attempt < 2 => attempt += 1,
+                other => return other,
+            }
         }
     }
 
@@ -653,7 +740,7 @@ impl DynamoStore {
     ) -> Result<Vec<TransactWriteItem>, StoreError> {
         let head = task_item(rec, &split.head)?;
         let mut items = vec![put(&self.table, head, condition, values)?];
-        items.extend(self.part_puts(&rec.task.id, &split.parts)?);
+        items.extend(self.part_puts(rec, &split.parts)?);
         items.extend(self.event_puts(rec, first_seq, events)?);
         if let Some(m) = message {
             items.push(self.message_put(m, &rec.task.id)?);
@@ -890,7 +977,7 @@ impl Store for DynamoStore {
     }
 
     async fn load_task(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
-        self.load(task_id, Want::WHOLE).await
+        self.load(task_id, Want::WHOLE, &|_| true).await
     }
 
     async fn load_view(
@@ -898,8 +985,10 @@ impl Store for DynamoStore {
         task_id: &str,
         history: Option<usize>,
         artifacts: bool,
+        admit: &Admit<'_>,
     ) -> Result<Option<TaskRecord>, StoreError> {
-        self.load(task_id, Want::view(history, artifacts)).await
+        self.load(task_id, Want::view(history, artifacts), admit)
+            .await
     }
 
     async fn read_events(
@@ -1016,8 +1105,13 @@ impl Store for DynamoStore {
                 .await
                 .map_err(unavailable)?;
             let want = Want::view(q.history, q.artifacts);
-            let page = out.items().iter().map(|item| self.with_parts(item, want));
-            tasks.extend(futures::future::try_join_all(page).await?);
+            let page = (out.items().iter()).map(|item| self.with_parts(item, want, &|_| true));
+            tasks.extend(
+                futures::future::try_join_all(page)
+                    .await?
+                    .into_iter()
+                    .flatten(),
+            );
             start = out.last_evaluated_key().cloned();
             if start.is_none() {
                 break;

@@ -22,7 +22,7 @@ use tokio::sync::{broadcast, oneshot};
 
 use super::layout::{self, PartKind, Split, Want};
 use super::{
-    AuditRecord, Cursor, InboundMessage, LoggedEvent, PushConfigRecord, Store, StoreError,
+    Admit, AuditRecord, Cursor, InboundMessage, LoggedEvent, PushConfigRecord, Store, StoreError,
     TaskPage, TaskQuery, TaskRecord,
 };
 use crate::a2a::{StreamResponse, Timestamp};
@@ -504,15 +504,20 @@ fn row_record(row: &rusqlite::Row<'_>) -> rusqlite::Result<(String, i64, i64)> {
     Ok((row.get(0)?, row.get(1)?, row.get(2)?))
 }
 
-/// A record from its head row, with the parts `want` asks for read from `task_parts`.
+/// A record from its head row, with the parts `want` asks for read from `task_parts`;
+/// None (and nothing more read) unless `admit` passes the head.
 fn decode_record(
     conn: &Connection,
     (json, version, last_seq): (String, i64, i64),
     want: Want,
-) -> Result<TaskRecord, StoreError> {
+    admit: &Admit<'_>,
+) -> Result<Option<TaskRecord>, StoreError> {
     let (mut rec, counts) = layout::decode_head(&json)?;
     rec.version = version as u64;
     rec.last_seq = last_seq as u64;
+    if !admit(&rec) {
+        return Ok(None);
+    }
     let mut stmt = conn
         .prepare_cached(
             "SELECT idx, json FROM task_parts WHERE task_id = ?1 AND kind = ?2
@@ -536,11 +541,17 @@ fn decode_record(
         }
     }
     layout::attach(&mut rec, &counts, want, parts)?;
-    Ok(rec)
+    Ok(Some(rec))
 }
 
-/// The task `id` with what `want` asks for, read in one transaction (one snapshot).
-fn load(conn: &Connection, id: &str, want: Want) -> Result<Option<TaskRecord>, StoreError> {
+/// The task `id` with what `want` asks for, read in one transaction (one snapshot); no
+/// parts unless `admit` passes its head.
+fn load(
+    conn: &Connection,
+    id: &str,
+    want: Want,
+    admit: &Admit<'_>,
+) -> Result<Option<TaskRecord>, StoreError> {
     let tx = conn.unchecked_transaction().map_err(backend)?;
     let head = tx
         .prepare_cached("SELECT record, version, last_seq FROM tasks WHERE id = ?1")
@@ -548,7 +559,10 @@ fn load(conn: &Connection, id: &str, want: Want) -> Result<Option<TaskRecord>, S
         .query_row(params![id], row_record)
         .optional()
         .map_err(backend)?;
-    head.map(|h| decode_record(&tx, h, want)).transpose()
+    match head {
+        Some(head) => decode_record(&tx, head, want, admit),
+        None => Ok(None),
+    }
 }
 
 /// A task's row in `tasks`: its head and the columns queries filter on.
@@ -761,7 +775,7 @@ impl Store for EmbeddedStore {
     }
 
     async fn load_task(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
-        self.read_now(|conn| load(conn, task_id, Want::WHOLE))
+        self.read_now(|conn| load(conn, task_id, Want::WHOLE, &|_| true))
     }
 
     async fn load_view(
@@ -769,8 +783,9 @@ impl Store for EmbeddedStore {
         task_id: &str,
         history: Option<usize>,
         artifacts: bool,
+        admit: &Admit<'_>,
     ) -> Result<Option<TaskRecord>, StoreError> {
-        self.read_now(|conn| load(conn, task_id, Want::view(history, artifacts)))
+        self.read_now(|conn| load(conn, task_id, Want::view(history, artifacts), admit))
     }
 
     async fn read_events(
@@ -848,7 +863,12 @@ impl Store for EmbeddedStore {
             let mut tasks = stmt
                 .query_map(rusqlite::params_from_iter(args.iter()), row_record)
                 .map_err(backend)?
-                .map(|r| r.map_err(backend).and_then(|h| decode_record(&tx, h, want)))
+                .filter_map(|r| {
+                    let decoded = r.map_err(backend);
+                    decoded
+                        .and_then(|h| decode_record(&tx, h, want, &|_| true))
+                        .transpose()
+                })
                 .collect::<Result<Vec<_>, _>>()?;
             let next = if tasks.len() > q.page_size {
                 tasks.truncate(q.page_size);

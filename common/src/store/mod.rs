@@ -263,6 +263,9 @@ pub enum StoreError {
     Corrupt(String),
 }
 
+/// A check of a task's head (without its parts) before anything more is read.
+pub type Admit<'a> = dyn Fn(&TaskRecord) -> bool + Send + Sync + 'a;
+
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
     /// Creates a task with its first events, and stores the message that started it.
@@ -301,12 +304,15 @@ pub trait Store: Send + Sync + 'static {
 
     /// What a reader asks of the task: its last `history` messages (all when None), its
     /// artifacts if `artifacts`, never the agent's conversation. Reads only those parts (a
-    /// bounded read for a bounded `history`). A view cannot be committed.
+    /// bounded read for a bounded `history`), and none unless `admit` passes the head (the
+    /// caller's visibility check, so a stranger's request costs one read). A view cannot
+    /// be committed.
     async fn load_view(
         &self,
         task_id: &str,
         history: Option<usize>,
         artifacts: bool,
+        admit: &Admit<'_>,
     ) -> Result<Option<TaskRecord>, StoreError>;
 
     /// Events with `seq > after`, in order, at most `limit`.
