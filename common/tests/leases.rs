@@ -151,7 +151,7 @@ async fn a_drive_near_its_deadline_hands_the_task_over_from_its_checkpoint() {
         "one step (every drive makes progress), then no step that could not finish"
     );
     assert_eq!(handed.agent.model_calls, 1, "the step was checkpointed");
-    assert_eq!(handed.agent.inputs, ["m-1"]);
+    assert_eq!(handed.agent.inputs_upto, 1, "m-1 was taken in");
 
     h.engine.drive_now(&id, None).await.expect("drive");
     let done = load(store.as_ref(), &id).await;
