@@ -331,14 +331,27 @@ async fn concurrent_replies_resume_once(backend: Backend) {
         .await
         .expect("load")
         .expect("the task is stored");
-    assert_eq!(rec.agent.replies.len(), 1, "{:?}", rec.agent.replies);
-    let taken = &rec.agent.replies[0];
-    assert_eq!(taken.participant_id, "alice");
-    assert_eq!(taken.question, QUESTION);
+    let taken: Vec<&str> = (rec.agent.conversation.iter())
+        .filter_map(|m| match m {
+            common::models::ChatMessage::User { text } if text.starts_with(FRAMED_REPLY) => {
+                Some(text.as_str())
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(taken.len(), 1, "{taken:?}");
+    let n: usize = (taken[0].rsplit('#').next())
+        .and_then(|n| n.trim().parse().ok())
+        .expect("a reply says its number");
     assert!(
-        accepted.contains(&taken.message_id),
+        accepted.contains(&message_ids[n]),
         "the reply taken ({}) was accepted",
-        taken.message_id
+        message_ids[n]
+    );
+    assert!(
+        rec.agent.replies.is_empty(),
+        "a taken reply's question is not kept: {:?}",
+        rec.agent.replies
     );
     assert!(rec.agent.pending_help.is_none());
     assert!(
