@@ -201,22 +201,10 @@ pub async fn harness_from_env() -> Result<Arc<Harness>, Error> {
     Ok(Harness::new(store_from_env().await?, agent, config)?)
 }
 
-/// JSON logs without timestamps (CloudWatch adds them).
-fn init_tracing() {
-    tracing_subscriber::fmt()
-        .json()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .without_time()
-        .with_current_span(true)
-        .init();
-}
-
 /// Serves `endpoint` under the Lambda runtime: JSON logs without timestamps (CloudWatch
 /// adds them), then buffered responses or, for streams, response streaming.
 pub async fn run(endpoint: Endpoint, streaming: bool) -> Result<(), Error> {
-    init_tracing();
+    crate::logs::init_lambda();
     let app = server::router(harness_from_env().await?, endpoint);
     if streaming {
         lambda_http::run_with_streaming_response(app).await
@@ -229,7 +217,7 @@ pub async fn run(endpoint: Endpoint, streaming: bool) -> Result<(), Error> {
 pub async fn run_resume() -> Result<(), Error> {
     use aws_lambda_events::event::dynamodb::Event;
     use lambda_http::lambda_runtime::{self, service_fn, LambdaEvent};
-    init_tracing();
+    crate::logs::init_lambda();
     let harness = harness_from_env().await?;
     lambda_runtime::run(service_fn(|event: LambdaEvent<Event>| {
         let engine = harness.engine.clone();
@@ -246,7 +234,7 @@ pub async fn run_resume() -> Result<(), Error> {
 pub async fn run_notifier() -> Result<(), Error> {
     use aws_lambda_events::event::dynamodb::Event;
     use lambda_http::lambda_runtime::{self, service_fn, LambdaEvent};
-    init_tracing();
+    crate::logs::init_lambda();
     let harness = harness_from_env().await?;
     let notifier = harness
         .notifier
@@ -266,7 +254,7 @@ pub async fn run_notifier() -> Result<(), Error> {
 /// resume function (the write that makes them runnable is their wake-up).
 pub async fn run_sweeper() -> Result<(), Error> {
     use lambda_http::lambda_runtime::{self, service_fn, LambdaEvent};
-    init_tracing();
+    crate::logs::init_lambda();
     let harness = harness_from_env().await?;
     lambda_runtime::run(service_fn(|_: LambdaEvent<serde_json::Value>| {
         let engine = harness.engine.clone();

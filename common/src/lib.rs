@@ -14,6 +14,7 @@ pub mod fuzz;
 pub mod https;
 pub mod keyed_lock;
 pub mod lambda;
+pub mod logs;
 pub mod models;
 pub mod ops;
 pub mod push;

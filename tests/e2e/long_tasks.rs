@@ -27,7 +27,6 @@ async fn llm_on_dynamodb(script: &Script, extra: &[&str]) -> Option<Server> {
 /// The write units of each commit of `task_id`, in order, from the server's log.
 fn commit_units(s: &Server, task_id: &str) -> Vec<f64> {
     let log = s.log_text().expect("the server log is kept");
-    let log = strip_ansi(&log);
     // `… harness::cost: commit task_id=<id> items=<n> write_units=<units>` (a span before
     // it may name the task too, quoted).
     let field = |line: &str, name: &str| -> Option<String> {
@@ -39,24 +38,6 @@ fn commit_units(s: &Server, task_id: &str) -> Vec<f64> {
         .filter(|l| l.contains("harness::cost") && field(l, "task_id").as_deref() == Some(task_id))
         .filter_map(|l| field(l, "write_units")?.parse().ok())
         .collect()
-}
-
-/// `text` without terminal colour codes.
-fn strip_ansi(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            for c in chars.by_ref() {
-                if c.is_ascii_alphabetic() {
-                    break;
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
 
 /// The size of an item as DynamoDB counts it, near enough: names and values in bytes.

@@ -19,6 +19,14 @@ use common::store::{Durability, EmbeddedStore, Store};
 struct Args {
     #[command(subcommand)]
     command: Option<Cmd>,
+    /// Log lines as `text` (coloured only on a terminal) or `json` (one object a line).
+    #[arg(
+        long,
+        env = "HARNESS_LOG_FORMAT",
+        default_value = "text",
+        global = true
+    )]
+    log_format: common::logs::LogFormat,
     /// Address to listen on.
     #[arg(long, env = "HARNESS_LISTEN", default_value = "127.0.0.1:8080")]
     listen: SocketAddr,
@@ -156,15 +164,10 @@ async fn main() -> std::process::ExitCode {
 }
 
 async fn run() -> Result<(), common::lambda::Error> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    let args = Args::parse();
+    common::logs::init(args.log_format);
     // A workstation's AWS setup (profiles, SSO) for --table and Bedrock models.
     common::https::use_standard_chain();
-    let args = Args::parse();
     if let Some(Cmd::Token {
         participant,
         ttl_seconds,
