@@ -32,8 +32,19 @@ fn harness(
     owner: &str,
     agent: Arc<dyn common::agent::Agent>,
 ) -> Arc<Harness> {
+    harness_with_lease(store, owner, agent, common::engine::lease::DEFAULT_TTL)
+}
+
+/// [`harness`] whose drives take leases of `ttl`.
+fn harness_with_lease(
+    store: Arc<dyn Store>,
+    owner: &str,
+    agent: Arc<dyn common::agent::Agent>,
+    ttl: Duration,
+) -> Arc<Harness> {
     let config = Config {
         lease_owner: Some(owner.into()),
+        lease_ttl: ttl,
         detached_runs: false,
         push_key: Some(common::push::seal::PushKey::generate()),
         ..Default::default()
@@ -157,4 +168,53 @@ async fn a_drive_near_its_deadline_hands_the_task_over_from_its_checkpoint() {
     let done = load(store.as_ref(), &id).await;
     assert_eq!(done.state(), TaskState::Completed);
     assert_eq!(model.calls(), 2, "the committed call was not repeated");
+}
+
+/// Issue 19, item 3: a model call slower than the lease (2.5 s against 1 s) keeps the
+/// lease while it waits (renewed every third of it: the expiry moves on during the call),
+/// so another process's sweep, looking all along, finds nothing to take; the call is made
+/// once and the task completes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_call_slower_than_the_lease_keeps_it_and_is_made_once() {
+    let d = dir();
+    let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(&d.0).expect("store"));
+    let script = r#"{"turns": [{"text": "slow but once", "delay_ms": 2500}]}"#;
+    let model =
+        Arc::new(common::models::scripted::Scripted::parse("test", script).expect("script"));
+    let agent = || {
+        Arc::new(common::agent::llm::LlmAgent::new(
+            model.clone(),
+            "scripted",
+            common::agent::tools::ToolRegistry::builtin(),
+            Default::default(),
+        ))
+    };
+    let ttl = Duration::from_secs(1);
+    let a = harness_with_lease(store.clone(), "a", agent(), ttl);
+    let b = harness_with_lease(store.clone(), "b", agent(), ttl);
+    let id = working_task(store.as_ref(), "m-slow", None).await.task.id;
+
+    let drive = tokio::spawn({
+        let (a, id) = (a.clone(), id.clone());
+        async move { a.engine.drive_now(&id, None).await }
+    });
+    let mut expiries = Vec::new();
+    let mut swept = Vec::new();
+    while !drive.is_finished() {
+        swept.extend(b.engine.sweep(10).await.expect("sweep"));
+        if let Some(l) = load(store.as_ref(), &id).await.lease {
+            assert_eq!(l.owner, "a", "only a drives");
+            if expiries.last() != Some(&l.until_ms) {
+                expiries.push(l.until_ms);
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    drive.await.expect("join").expect("drive");
+
+    let done = load(store.as_ref(), &id).await;
+    assert_eq!(done.state(), TaskState::Completed, "{done:?}");
+    assert_eq!(model.calls(), 1, "the slow call was made once");
+    assert!(swept.is_empty(), "the sweep took the task: {swept:?}");
+    assert!(expiries.len() >= 4, "renewed while waiting: {expiries:?}");
 }

@@ -416,10 +416,11 @@ impl LlmAgent {
             state.model_calls,
             budget,
         );
-        let answer = match choice.model.chat(&request).await {
-            Ok(a) => masked(&state.nonce, a),
+        let (task_id, nonce) = (rec.id().to_owned(), state.nonce.clone());
+        let answer = match run.keeping_lease(choice.model.chat(&request)).await? {
+            Ok(a) => masked(&nonce, a),
             Err(e) => {
-                tracing::warn!(task_id = %rec.id(), error = %e, "the summary call failed; older turns are left out instead");
+                tracing::warn!(%task_id, error = %e, "the summary call failed; older turns are left out instead");
                 return Ok(());
             }
         };
@@ -600,10 +601,9 @@ impl Agent for LlmAgent {
                     compaction::truncate(&mut request, fixed, budget);
                 }
             }
-            let state = &run.record().agent;
-            let model = &choice.model;
-            let answer = match model.chat(&request).await {
-                Ok(a) => masked(&state.nonce, a),
+            let nonce = run.record().agent.nonce.clone();
+            let answer = match run.keeping_lease(choice.model.chat(&request)).await? {
+                Ok(a) => masked(&nonce, a),
                 Err(e) => {
                     let why = crate::engine::failure_notice("The model call failed", &e);
                     return Self::fail(run, &why).await;

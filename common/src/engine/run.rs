@@ -95,6 +95,28 @@ impl TaskRun {
         }
     }
 
+    /// Waits for `work` (a model call) while keeping the run's lease: renewed every third
+    /// of its length, so a step slower than the lease is not handed to another drive
+    /// mid-call. A renewal that finds the lease taken ends the wait (`LeaseLost`; the work
+    /// is dropped, so its answer is never committed).
+    pub async fn keeping_lease<T>(
+        &mut self,
+        work: impl std::future::Future<Output = T>,
+    ) -> Result<T, RunError> {
+        let Some(ttl) = self.lease.as_ref().map(|(_, ttl)| *ttl) else {
+            return Ok(work.await);
+        };
+        let period = (ttl / 3).max(Duration::from_millis(50));
+        tokio::pin!(work);
+        let mut renew = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+        loop {
+            tokio::select! {
+                out = &mut work => return Ok(out),
+                _ = renew.tick() => self.apply(|_| Vec::new()).await?,
+            }
+        }
+    }
+
     pub fn record(&self) -> &TaskRecord {
         &self.record
     }
