@@ -218,3 +218,48 @@ async fn a_model_call_slower_than_the_lease_keeps_it_and_is_made_once() {
     assert!(swept.is_empty(), "the sweep took the task: {swept:?}");
     assert!(expiries.len() >= 4, "renewed while waiting: {expiries:?}");
 }
+
+/// Issue 19, item 3: a model call the invocation's deadline cuts off is dropped, and the
+/// task handed over at once (runnable, unleased: its wake-up), not after its lease
+/// lapses; the next drive makes the call again (it was never committed) and completes.
+#[tokio::test]
+async fn a_model_call_cut_off_by_the_deadline_is_handed_over_at_once() {
+    let d = dir();
+    let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(&d.0).expect("store"));
+    let script = r#"{"turns": [{"text": "after the hand-over", "delay_ms": 3000}]}"#;
+    let model =
+        Arc::new(common::models::scripted::Scripted::parse("test", script).expect("script"));
+    let agent = common::agent::llm::LlmAgent::new(
+        model.clone(),
+        "scripted",
+        common::agent::tools::ToolRegistry::builtin(),
+        Default::default(),
+    );
+    let h = harness(store.clone(), "a", Arc::new(agent));
+    let id = working_task(store.as_ref(), "m-cut", None).await.task.id;
+
+    let started = Instant::now();
+    let deadline = started + Duration::from_millis(2000);
+    h.engine
+        .drive_now(&id, Some(deadline))
+        .await
+        .expect("drive");
+    assert!(
+        started.elapsed() < Duration::from_millis(2500),
+        "handed over before the deadline: {:?}",
+        started.elapsed()
+    );
+    let handed = load(store.as_ref(), &id).await;
+    assert_eq!(handed.state(), TaskState::Working);
+    assert!(handed.wake && handed.lease.is_none(), "{handed:?}");
+    assert_eq!(
+        handed.agent.model_calls, 0,
+        "the cut call was not committed"
+    );
+    assert_eq!(model.calls(), 1);
+
+    h.engine.drive_now(&id, None).await.expect("drive");
+    let done = load(store.as_ref(), &id).await;
+    assert_eq!(done.state(), TaskState::Completed);
+    assert_eq!(model.calls(), 2);
+}

@@ -246,7 +246,8 @@ impl Engine {
         let mut run =
             TaskRun::new(self.store.clone(), record).leased(&self.owner, self.lease_ttl, deadline);
         match self.agent.run(&mut run, &input).await {
-            Ok(()) | Err(RunError::Ended(_)) => {}
+            // Cut off: handed over, which the release below makes the wake-up.
+            Ok(()) | Err(RunError::Ended(_)) | Err(RunError::CutOff) => {}
             Err(RunError::LeaseLost) => return Ok(None),
             Err(RunError::Store(StoreError::TooLarge(_))) => {
                 // Permanent: the step's write will never fit, so the task fails (a small

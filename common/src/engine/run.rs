@@ -22,6 +22,10 @@ pub enum RunError {
     /// Another drive took the task (this one's lease ran out).
     #[error("the task's lease was taken over by another drive")]
     LeaseLost,
+    /// The invocation's deadline came during a step: the step was dropped, uncommitted,
+    /// and the task handed over to another drive at once.
+    #[error("the invocation's deadline cut a step off; the task was handed over")]
+    CutOff,
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -35,6 +39,10 @@ pub struct TaskRun {
     deadline: Option<Instant>,
     handed_over: bool,
 }
+
+/// How long before its deadline a step in progress is dropped, so the run can still
+/// hand the task over (one small commit) before the invocation ends.
+const RELEASE_MARGIN: Duration = Duration::from_secs(1);
 
 /// How long before its deadline a run stops taking new steps: enough to checkpoint and
 /// release. A step started later than that may be cut off by the deadline; it was not
@@ -98,7 +106,8 @@ impl TaskRun {
     /// Waits for `work` (a model call) while keeping the run's lease: renewed every third
     /// of its length, so a step slower than the lease is not handed to another drive
     /// mid-call. A renewal that finds the lease taken ends the wait (`LeaseLost`; the work
-    /// is dropped, so its answer is never committed).
+    /// is dropped, so its answer is never committed). So does the invocation's deadline
+    /// (`CutOff`): the task is marked for hand-over at once, not after its lease lapses.
     pub async fn keeping_lease<T>(
         &mut self,
         work: impl std::future::Future<Output = T>,
@@ -107,12 +116,20 @@ impl TaskRun {
             return Ok(work.await);
         };
         let period = (ttl / 3).max(Duration::from_millis(50));
+        let far = tokio::time::Instant::now() + Duration::from_secs(365 * 24 * 3600);
+        let cut_off = (self.deadline)
+            .map(|d| tokio::time::Instant::from_std(d.checked_sub(RELEASE_MARGIN).unwrap_or(d)))
+            .unwrap_or(far);
         tokio::pin!(work);
         let mut renew = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
         loop {
             tokio::select! {
                 out = &mut work => return Ok(out),
                 _ = renew.tick() => self.apply(|_| Vec::new()).await?,
+                _ = tokio::time::sleep_until(cut_off) => {
+                    self.hand_over();
+                    return Err(RunError::CutOff);
+                }
             }
         }
     }
