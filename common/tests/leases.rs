@@ -82,6 +82,20 @@ async fn working_task(store: &dyn Store, message_id: &str, lease: Option<Lease>)
         .expect("create")
 }
 
+fn scripted(script: &str) -> Arc<common::models::scripted::Scripted> {
+    Arc::new(common::models::scripted::Scripted::parse("test", script).expect("script"))
+}
+
+/// The LLM agent on `model`, with the built-in tools.
+fn llm_agent(model: &Arc<common::models::scripted::Scripted>) -> Arc<dyn common::agent::Agent> {
+    Arc::new(common::agent::llm::LlmAgent::new(
+        model.clone(),
+        "scripted",
+        common::agent::tools::ToolRegistry::builtin(),
+        Default::default(),
+    ))
+}
+
 async fn load(store: &dyn Store, id: &str) -> TaskRecord {
     store.load_task(id).await.expect("load").expect("task")
 }
@@ -137,15 +151,8 @@ async fn a_drive_near_its_deadline_hands_the_task_over_from_its_checkpoint() {
         {"tool_calls": [{"name": "current_time", "arguments": {}}]},
         {"text": "done"}
     ]}"#;
-    let model =
-        Arc::new(common::models::scripted::Scripted::parse("test", script).expect("script"));
-    let agent = common::agent::llm::LlmAgent::new(
-        model.clone(),
-        "scripted",
-        common::agent::tools::ToolRegistry::builtin(),
-        Default::default(),
-    );
-    let h = harness(store.clone(), "a", Arc::new(agent));
+    let model = scripted(script);
+    let h = harness(store.clone(), "a", llm_agent(&model));
     let id = working_task(store.as_ref(), "m-1", None).await.task.id;
 
     let near = Instant::now() + Duration::from_secs(2);
@@ -179,19 +186,10 @@ async fn a_model_call_slower_than_the_lease_keeps_it_and_is_made_once() {
     let d = dir();
     let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(&d.0).expect("store"));
     let script = r#"{"turns": [{"text": "slow but once", "delay_ms": 2500}]}"#;
-    let model =
-        Arc::new(common::models::scripted::Scripted::parse("test", script).expect("script"));
-    let agent = || {
-        Arc::new(common::agent::llm::LlmAgent::new(
-            model.clone(),
-            "scripted",
-            common::agent::tools::ToolRegistry::builtin(),
-            Default::default(),
-        ))
-    };
+    let model = scripted(script);
     let ttl = Duration::from_secs(1);
-    let a = harness_with_lease(store.clone(), "a", agent(), ttl);
-    let b = harness_with_lease(store.clone(), "b", agent(), ttl);
+    let a = harness_with_lease(store.clone(), "a", llm_agent(&model), ttl);
+    let b = harness_with_lease(store.clone(), "b", llm_agent(&model), ttl);
     let id = working_task(store.as_ref(), "m-slow", None).await.task.id;
 
     let drive = tokio::spawn({
@@ -227,15 +225,8 @@ async fn a_model_call_cut_off_by_the_deadline_is_handed_over_at_once() {
     let d = dir();
     let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(&d.0).expect("store"));
     let script = r#"{"turns": [{"text": "after the hand-over", "delay_ms": 3000}]}"#;
-    let model =
-        Arc::new(common::models::scripted::Scripted::parse("test", script).expect("script"));
-    let agent = common::agent::llm::LlmAgent::new(
-        model.clone(),
-        "scripted",
-        common::agent::tools::ToolRegistry::builtin(),
-        Default::default(),
-    );
-    let h = harness(store.clone(), "a", Arc::new(agent));
+    let model = scripted(script);
+    let h = harness(store.clone(), "a", llm_agent(&model));
     let id = working_task(store.as_ref(), "m-cut", None).await.task.id;
 
     let started = Instant::now();

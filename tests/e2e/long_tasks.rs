@@ -165,6 +165,20 @@ async fn a_900_kb_message_is_kept_whole_and_one_over_the_body_limit_is_refused()
     }
 }
 
+/// Sends `message` as alice: refused with -32602 saying `why`, and its id not stored.
+async fn refused_and_not_stored(s: &Server, via: Via, message: serde_json::Value, why: &str) {
+    let mid = message["messageId"].as_str().expect("id").to_owned();
+    let refused = send(s, &Who::header("alice"), via, message).await;
+    refused.invalid_params();
+    assert!(refused.message().contains(why), "{}", refused.message());
+    let stored = s
+        .store()
+        .message_task("", "alice", &mid)
+        .await
+        .expect("read");
+    assert_eq!(stored, None, "{via:?}: nothing stored");
+}
+
 /// A task's own data (metadata, its envelope) is bounded: an envelope over 48 KB is
 /// refused with -32602 naming the limit, and nothing is stored.
 #[tokio::test]
@@ -174,26 +188,13 @@ async fn a_task_envelope_over_the_head_bound_is_refused_clearly() {
         let Some(s) = Server::start_on(backend, &[FAIL_CLOSED]).await else {
             continue;
         };
-        let alice = Who::header("alice");
         for via in Via::BOTH {
             let mid = unique("m");
             let people = json!([participant("alice", "human", "reporter")]);
             let goal = "g".repeat(60 * 1024);
             let m = json!({"messageId": mid, "role": "ROLE_USER",
                 "parts": [{"text": "x"}, task_envelope_part("big", &goal, people)]});
-            let refused = send(&s, &alice, via, m).await;
-            refused.invalid_params();
-            assert!(
-                refused.message().contains("at most 48 KB"),
-                "{}",
-                refused.message()
-            );
-            let stored = s
-                .store()
-                .message_task("", "alice", &mid)
-                .await
-                .expect("read");
-            assert_eq!(stored, None, "{backend:?} {via:?}: nothing stored");
+            refused_and_not_stored(&s, via, m, "at most 48 KB").await;
         }
     }
 }
@@ -206,19 +207,7 @@ async fn a_message_id_over_256_characters_is_refused() {
     let alice = Who::header("alice");
     for via in Via::BOTH {
         let mid = "m".repeat(257);
-        let refused = send(&s, &alice, via, user_message(&mid, "hi")).await;
-        refused.invalid_params();
-        assert!(
-            refused.message().contains("longer than 256"),
-            "{}",
-            refused.message()
-        );
-        let stored = s
-            .store()
-            .message_task("", "alice", &mid)
-            .await
-            .expect("read");
-        assert_eq!(stored, None, "{via:?}");
+        refused_and_not_stored(&s, via, user_message(&mid, "hi"), "longer than 256").await;
         let name = format!("{via:?}");
         let longest = name.clone() + &"m".repeat(256 - name.len());
         send(&s, &alice, via, user_message(&longest, "hi"))

@@ -475,6 +475,44 @@ impl DynamoStore {
         Ok(())
     }
 
+    /// Puts `items` outside any transaction, 25 a BatchWriteItem; what throttling leaves
+    /// unprocessed is sent again a bounded number of times, then is an error.
+    async fn put_batches(&self, items: &[Item]) -> Result<(), StoreError> {
+        for chunk in items.chunks(25) {
+            let mut pending: Vec<WriteRequest> = chunk
+                .iter()
+                .map(|item| {
+                    PutRequest::builder()
+                        .set_item(Some(item.clone()))
+                        .build()
+                        .map(|p| WriteRequest::builder().put_request(p).build())
+                        .map_err(corrupt)
+                })
+                .collect::<Result<_, _>>()?;
+            for _ in 0..5 {
+                if pending.is_empty() {
+                    break;
+                }
+                let out = self
+                    .client
+                    .batch_write_item()
+                    .request_items(&self.table, pending)
+                    .send()
+                    .await
+                    .map_err(unavailable)?;
+                pending = (out.unprocessed_items().and_then(|u| u.get(&self.table)))
+                    .cloned()
+                    .unwrap_or_default();
+            }
+            if !pending.is_empty() {
+                return Err(StoreError::Unavailable(
+                    "a batch write stayed throttled".into(),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Gives every event of a finished task the `expires_at` TTL: the log is kept for the
     /// retention period after the task ends. One Query and a BatchWriteItem per 25 events.
     async fn expire_events(&self, task_id: &str) -> Result<(), StoreError> {
@@ -492,38 +530,14 @@ impl DynamoStore {
                 .send()
                 .await
                 .map_err(unavailable)?;
-            for chunk in out.items().chunks(25) {
-                let mut pending: Vec<WriteRequest> = chunk
-                    .iter()
-                    .map(|item| {
-                        let mut item = item.clone();
-                        item.insert(TTL_ATTRIBUTE.into(), expires.clone());
-                        PutRequest::builder()
-                            .set_item(Some(item))
-                            .build()
-                            .map(|p| WriteRequest::builder().put_request(p).build())
-                            .map_err(corrupt)
-                    })
-                    .collect::<Result<_, _>>()?;
-                // Unprocessed items (throttling) are sent again, a bounded number of times.
-                for _ in 0..5 {
-                    if pending.is_empty() {
-                        break;
-                    }
-                    let out = self
-                        .client
-                        .batch_write_item()
-                        .request_items(&self.table, pending)
-                        .send()
-                        .await
-                        .map_err(unavailable)?;
-                    pending = out
-                        .unprocessed_items()
-                        .and_then(|u| u.get(&self.table))
-                        .cloned()
-                        .unwrap_or_default();
-                }
-            }
+            let expiring: Vec<Item> = (out.items().iter())
+                .map(|item| {
+                    let mut item = item.clone();
+                    item.insert(TTL_ATTRIBUTE.into(), expires.clone());
+                    item
+                })
+                .collect();
+            self.put_batches(&expiring).await?;
             start = out.last_evaluated_key().cloned();
             if start.is_none() {
                 return Ok(());
@@ -656,43 +670,10 @@ impl DynamoStore {
         if split.parts.is_empty() {
             return Ok(());
         }
-        let items: Vec<Item> = split
-            .parts
-            .iter()
+        let items: Vec<Item> = (split.parts.iter())
             .flat_map(|p| part_items(rec, p))
             .collect();
-        for chunk in items.chunks(25) {
-            let mut pending: Vec<WriteRequest> = chunk
-                .iter()
-                .map(|item| {
-                    PutRequest::builder()
-                        .set_item(Some(item.clone()))
-                        .build()
-                        .map(|p| WriteRequest::builder().put_request(p).build())
-                        .map_err(corrupt)
-                })
-                .collect::<Result<_, _>>()?;
-            for _ in 0..5 {
-                if pending.is_empty() {
-                    break;
-                }
-                let out = self
-                    .client
-                    .batch_write_item()
-                    .request_items(&self.table, pending)
-                    .send()
-                    .await
-                    .map_err(unavailable)?;
-                pending = (out.unprocessed_items().and_then(|u| u.get(&self.table)))
-                    .cloned()
-                    .unwrap_or_default();
-            }
-            if !pending.is_empty() {
-                return Err(StoreError::Unavailable(
-                    "could not write out a task's parts (throttled)".into(),
-                ));
-            }
-        }
+        self.put_batches(&items).await?;
         rec.stored = split.stored;
         Ok(())
     }
