@@ -80,10 +80,14 @@ pub struct Config {
     /// How long a drive's lease on a task lasts; each commit renews it, and a lease that
     /// runs out (a crashed drive) lets the sweeper hand the task to another.
     pub lease_ttl: Duration,
-    /// Who this process is when it holds a lease. None: a fresh id per start (Lambda
-    /// environments). `harness-local` names itself after its state, so after a crash it
-    /// takes its own leases back at once instead of waiting for them to run out.
+    /// Who this process is when it holds a lease. None: a fresh id per start (what a
+    /// Lambda environment is), or the owner `owner_locks` names. Unique per process: two
+    /// processes never take each other's leases for their own.
     pub lease_owner: Option<String>,
+    /// `harness-local`'s lock files: its owner id, and which other owners on the same
+    /// state have ended, whose leases the sweep takes at once (see
+    /// [`crate::engine::owners`]).
+    pub owner_locks: Option<std::sync::Arc<crate::engine::owners::LockFiles>>,
     /// Whether a run may go on after its request is answered (a long-lived server). In
     /// Lambda it may not (the environment freezes): a `returnImmediately` message leaves
     /// the task runnable for the resume function instead.
@@ -111,6 +115,7 @@ impl Default for Config {
             default_participant: None,
             lease_ttl: crate::engine::lease::DEFAULT_TTL,
             lease_owner: None,
+            owner_locks: None,
             detached_runs: true,
         }
     }

@@ -1,6 +1,6 @@
 //! The resume function: what wakes a task in AWS. The table's stream feeds it, through an
-//! event source mapping whose filter passes only task items a write left runnable and
-//! unleased (`wake` set; see `template.yaml`); the handler checks each record again, skips
+//! event source mapping whose filter passes only task items whose write was a wake-up
+//! (`wake` set; see `template.yaml`); the handler checks each record again, skips
 //! anything else, and drives the task under its own lease. A record whose drive fails is
 //! reported as a batch item failure, so only it is retried.
 
@@ -12,14 +12,15 @@ use aws_lambda_events::event::dynamodb::{Event, EventRecord};
 use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
 
 /// The task a stream record asks to resume: an inserted or modified task item that is
-/// runnable (`wake`) and unleased (no sweeper-index key). None for anything else.
+/// a wake-up (`wake`: runnable and unleased, or ended owing its parents theirs). None for
+/// anything else.
 pub fn task_to_resume(record: &EventRecord) -> Option<String> {
     if !matches!(record.event_name.as_str(), "INSERT" | "MODIFY") {
         return None;
     }
     let image = serde_json::to_value(&record.change.new_image).ok()?;
     let string = |key: &str| image.get(key)?.get("S")?.as_str();
-    if string("sk")? != "TASK" || image.get("gsi2pk").is_some() {
+    if string("sk")? != "TASK" {
         return None;
     }
     image.get("wake")?.get("N")?;

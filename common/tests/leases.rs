@@ -1,5 +1,10 @@
-//! Leases, in process over the embedded store: one drive at a time, the sweep for a drive
-//! that was cut off, and the hand-over of a drive that reaches its invocation's deadline.
+//! Leases and the sweep, in process: one drive at a time, the sweep for a drive that was
+//! cut off, the hand-over of a drive that reaches its invocation's deadline, and (issue
+//! 19, item 1) the sweep for what no drive would otherwise ever pick up: a wake-up no one
+//! answered, and a parent whose wake-up write failed (on DynamoDB Local, the fault
+//! injected by an SDK interceptor).
+
+mod support;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -253,4 +258,181 @@ async fn a_model_call_cut_off_by_the_deadline_is_handed_over_at_once() {
     let done = load(store.as_ref(), &id).await;
     assert_eq!(done.state(), TaskState::Completed);
     assert_eq!(model.calls(), 2);
+}
+
+/// A harness whose wake-ups (the stand-in for the table's stream) are not watched: what a
+/// lost stream record, or a process that died between its write and its drive, leaves.
+async fn a_wake_up_no_drive_answered_is_rung_again_by_the_sweep(store: Arc<dyn Store>) {
+    let model = scripted(r#"{"turns": [{"text": "done"}]}"#);
+    let ttl = Duration::from_secs(1);
+    let h = harness_with_lease(store.clone(), "a", llm_agent(&model), ttl);
+    let rec = working_task(store.as_ref(), &common::engine::transition::new_id(), None).await;
+    let mut woken = rec.clone();
+    woken.wake = true;
+    let rung = (store.commit(&woken, rec.version, &[], None).await).expect("wake");
+    let id = rung.task.id.clone();
+
+    assert!(
+        !h.engine.sweep(10).await.expect("sweep").contains(&id),
+        "not before its grace"
+    );
+    tokio::time::sleep(h.engine.wake_grace() + Duration::from_millis(100)).await;
+    let mut wakeups = store.wakeups();
+    let swept = h.engine.sweep(1000).await.expect("sweep");
+    assert!(swept.contains(&id), "rung again: {swept:?}");
+    let mut signalled = false;
+    while let Ok(woken) = wakeups.try_recv() {
+        signalled |= woken == id;
+    }
+    assert!(signalled, "the sweep's write is a wake-up");
+    let again = load(store.as_ref(), &id).await;
+    assert!(again.wake && again.lease.is_none(), "{again:?}");
+
+    h.engine.drive_now(&id, None).await.expect("drive");
+    let done = load(store.as_ref(), &id).await;
+    assert_eq!(done.state(), TaskState::Completed);
+    assert_eq!(model.calls(), 1);
+    tokio::time::sleep(h.engine.wake_grace() + Duration::from_millis(100)).await;
+    assert!(
+        !h.engine.sweep(1000).await.expect("sweep").contains(&id),
+        "a finished task is not swept"
+    );
+}
+
+#[tokio::test]
+async fn a_wake_up_no_drive_answered_is_rung_again_by_the_sweep_embedded() {
+    let d = dir();
+    let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(&d.0).expect("store"));
+    a_wake_up_no_drive_answered_is_rung_again_by_the_sweep(store).await;
+}
+
+#[tokio::test]
+async fn a_wake_up_no_drive_answered_is_rung_again_by_the_sweep_dynamodb() {
+    let Some(client) = support::dynamo_client() else {
+        return;
+    };
+    let table = support::fresh_table(&client).await;
+    let store: Arc<dyn Store> = Arc::new(common::store::DynamoStore::new(client, table));
+    a_wake_up_no_drive_answered_is_rung_again_by_the_sweep(store).await;
+}
+
+/// Fails every write of one task's head while armed, as a throttled or failed request
+/// would: injected into the SDK's request pipeline, before anything is sent.
+#[derive(Debug, Clone, Default)]
+struct FailWritesOf(Arc<std::sync::Mutex<Option<String>>>);
+
+impl FailWritesOf {
+    fn arm(&self, task_id: Option<&str>) {
+        *self.0.lock().expect("armed") = task_id.map(|id| format!("TASK#{id}"));
+    }
+
+    fn hits(&self, input: &aws_smithy_runtime_api::client::interceptors::context::Input) -> bool {
+        use aws_sdk_dynamodb::operation::put_item::PutItemInput;
+        use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsInput;
+        let Some(pk) = self.0.lock().expect("armed").clone() else {
+            return false;
+        };
+        let head = |item: Option<
+            &std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>,
+        >| {
+            item.is_some_and(|i| {
+                i.get("pk").and_then(|v| v.as_s().ok()) == Some(&pk)
+                    && i.get("sk").and_then(|v| v.as_s().ok()).map(String::as_str) == Some("TASK")
+            })
+        };
+        if let Some(put) = input.downcast_ref::<PutItemInput>() {
+            return head(put.item());
+        }
+        input
+            .downcast_ref::<TransactWriteItemsInput>()
+            .is_some_and(|t| {
+                t.transact_items()
+                    .iter()
+                    .any(|w| head(w.put().map(|p| p.item())))
+            })
+    }
+}
+
+impl aws_smithy_runtime_api::client::interceptors::Intercept for FailWritesOf {
+    fn name(&self) -> &'static str {
+        "fail-writes-of"
+    }
+
+    fn read_before_execution(
+        &self,
+        context: &aws_smithy_runtime_api::client::interceptors::context::BeforeSerializationInterceptorContextRef<'_>,
+        _cfg: &mut aws_smithy_types::config_bag::ConfigBag,
+    ) -> Result<(), aws_smithy_runtime_api::box_error::BoxError> {
+        if self.hits(context.input()) {
+            return Err("injected: the write of the parent failed".into());
+        }
+        Ok(())
+    }
+}
+
+/// Issue 19, must-show 2: the parent's wake-up write fails when its sub-task is completed;
+/// the child's ending write still says its parents are owed one, so the next sweep wakes
+/// the parent, which takes the outcome in and completes.
+#[tokio::test]
+async fn a_parent_whose_wake_up_write_failed_is_woken_by_the_next_sweep() {
+    let Some(config) = support::dynamo_config() else {
+        return;
+    };
+    let faults = FailWritesOf::default();
+    let client = aws_sdk_dynamodb::Client::from_conf(config.interceptor(faults.clone()).build());
+    let table = support::fresh_table(&client).await;
+    let store: Arc<dyn Store> = Arc::new(common::store::DynamoStore::new(client, table));
+    let script = r#"{"turns": [
+        {"tool_calls": [{"name": "create_task_for_participant", "arguments": {"participant_id": "alice", "name": "Measure", "goal": "Measure the shed"}}]},
+        {"text": "Painted, with the measurements."}
+    ]}"#;
+    let model = scripted(script);
+    let h = harness_with_lease(
+        store.clone(),
+        "a",
+        llm_agent(&model),
+        Duration::from_secs(1),
+    );
+    let parent = working_task(store.as_ref(), "m-parent", None).await.task.id;
+    h.engine.drive_now(&parent, None).await.expect("drive");
+    let child = format!("{parent}.1");
+    assert!(
+        store.load_task(&child).await.expect("load").is_some(),
+        "the sub-task"
+    );
+
+    faults.arm(Some(&parent));
+    let reply = Message {
+        message_id: "m-measured".into(),
+        role: Role::User,
+        task_id: child.clone(),
+        parts: vec![Part::text("3 by 4 metres")],
+        ..Default::default()
+    };
+    let call = common::ops::Call::SendMessage(common::a2a::SendMessageRequest {
+        message: Some(reply),
+        ..Default::default()
+    });
+    let caller = common::ops::Caller::named("alice");
+    assert!(common::ops::execute(&h, call, &caller).await.is_ok());
+    let ended = load(store.as_ref(), &child).await;
+    assert_eq!(ended.state(), TaskState::Completed);
+    assert!(ended.parents_owed, "the failed wake-up is still owed");
+    assert!(
+        !load(store.as_ref(), &parent).await.wake,
+        "the parent sleeps"
+    );
+
+    faults.arm(None);
+    tokio::time::sleep(h.engine.wake_grace() + Duration::from_millis(100)).await;
+    let swept = h.engine.sweep(1000).await.expect("sweep");
+    assert!(swept.contains(&child), "{swept:?}");
+    assert!(!load(store.as_ref(), &child).await.parents_owed, "paid");
+    let woken = load(store.as_ref(), &parent).await;
+    assert!(woken.wake && woken.lease.is_none(), "{woken:?}");
+
+    h.engine.drive_now(&parent, None).await.expect("drive");
+    let done = load(store.as_ref(), &parent).await;
+    assert_eq!(done.state(), TaskState::Completed, "{done:?}");
+    assert_eq!(model.calls(), 2, "no call repeated");
 }

@@ -734,7 +734,10 @@ async fn a_link_that_is_not_mutual_reads_and_wakes_nothing() {
     let mut waking = ext_with(&[("mallory", R::Reporter)]);
     waking.parent_tasks = vec![TaskRef::local(waiting.id())];
     let child = stored_task(&store, "", &waking, TaskState::Completed, "done").await;
-    h.engine.wake_parents(&child).await;
+    h.engine
+        .wake_parents(&child)
+        .await
+        .expect("nothing to wake is no failure");
     let after = store
         .load_task(waiting.id())
         .await

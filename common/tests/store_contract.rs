@@ -684,7 +684,7 @@ contract!(
     a_push_config_is_replaced_only_by_its_creator,
     list_filters_by_context_state_and_time,
     a_participant_lists_only_their_own_tasks,
-    only_running_tasks_whose_lease_ran_out_are_found_for_the_sweep,
+    only_cut_off_or_unanswered_tasks_are_found_for_the_sweep,
     refusals_are_kept_in_the_audit_trail_of_the_task_id_named,
     a_participants_audit_rows_are_capped_per_hour,
     a_task_reads_back_whole_however_long_its_parts,
@@ -692,9 +692,11 @@ contract!(
     long_events_read_back_whole_across_pages,
 );
 
-/// The sweeper's index: a task is found only while SUBMITTED or WORKING with a lease
-/// that ran out; a live lease, no lease, or a finished task are not.
-async fn only_running_tasks_whose_lease_ran_out_are_found_for_the_sweep(store: Arc<dyn Store>) {
+/// The sweeper's index: a task is found while SUBMITTED or WORKING with a lease that ran
+/// out, or once the write that stored it was a wake-up (runnable with no drive, or ended
+/// owing its parents one) made before the time asked; a live lease, no lease and no
+/// wake-up, or a finished task owing nothing, are not found.
+async fn only_cut_off_or_unanswered_tasks_are_found_for_the_sweep(store: Arc<dyn Store>) {
     use common::engine::lease::{now_ms, Lease};
     let now = now_ms();
     let lease = |until_ms| {
@@ -703,16 +705,58 @@ async fn only_running_tasks_whose_lease_ran_out_are_found_for_the_sweep(store: A
             until_ms,
         })
     };
+    #[derive(PartialEq)]
+    enum Found {
+        Lease,
+        Woken,
+        No,
+    }
+    // (state, lease, wake, parents owed, found as)
     let cases = [
-        (TaskState::Working, lease(now - 60_000), true),
-        (TaskState::Submitted, lease(now - 30_000), true),
-        (TaskState::Working, lease(now + 60_000), false),
-        (TaskState::Working, None, false),
-        (TaskState::Completed, lease(now - 60_000), false),
+        (
+            TaskState::Working,
+            lease(now - 60_000),
+            false,
+            false,
+            Found::Lease,
+        ),
+        (
+            TaskState::Submitted,
+            lease(now - 30_000),
+            false,
+            false,
+            Found::Lease,
+        ),
+        (
+            TaskState::Working,
+            lease(now + 60_000),
+            false,
+            false,
+            Found::No,
+        ),
+        (
+            TaskState::Working,
+            lease(now + 60_000),
+            true,
+            false,
+            Found::No,
+        ),
+        (TaskState::Working, None, false, false, Found::No),
+        (
+            TaskState::Completed,
+            lease(now - 60_000),
+            false,
+            false,
+            Found::No,
+        ),
+        (TaskState::Working, None, true, false, Found::Woken),
+        (TaskState::Completed, None, true, false, Found::No),
+        (TaskState::Completed, None, false, true, Found::Woken),
     ];
-    let mut expected = Vec::new();
+    let mut leased = Vec::new();
+    let mut woken = Vec::new();
     let tenant = format!("sweep-{}", uuid_like());
-    for (i, (state, lease, found)) in cases.into_iter().enumerate() {
+    for (i, (state, lease, wake, owed, found)) in cases.into_iter().enumerate() {
         let rec = create(
             store.as_ref(),
             &tenant,
@@ -722,28 +766,32 @@ async fn only_running_tasks_whose_lease_ran_out_are_found_for_the_sweep(store: A
         let mut next = rec.clone();
         let event = set_status(&mut next, state, None, None);
         next.lease = lease;
+        next.wake = wake;
+        next.parents_owed = owed;
         let stored = store
             .commit(&next, rec.version, &[event], None)
             .await
             .expect("commit");
-        if found {
-            expected.push(stored.task.id);
+        match found {
+            Found::Lease => leased.push(stored.task.id),
+            Found::Woken => woken.push(stored.task.id),
+            Found::No => {}
         }
     }
-    let found = store.expired_leases(now, 100).await.expect("sweep query");
-    let ours: Vec<String> = found
-        .into_iter()
-        .filter(|id| expected.contains(id))
-        .collect();
-    assert_eq!(ours.len(), 2, "{ours:?}");
-    assert_eq!(ours[0], expected[0], "the oldest expiry first");
-    let ids: HashSet<String> = store
-        .expired_leases(now, 100)
-        .await
-        .expect("sweep query")
-        .into_iter()
-        .collect();
-    assert!(expected.iter().all(|id| ids.contains(id)));
+    let ours = |found: Vec<String>| -> Vec<String> {
+        let ids = [&leased[..], &woken[..]].concat();
+        found.into_iter().filter(|id| ids.contains(id)).collect()
+    };
+    // Wake-ups written after the time asked are not due yet.
+    let found = ours(
+        store
+            .due_tasks(now, now - 1, 100)
+            .await
+            .expect("sweep query"),
+    );
+    assert_eq!(found, leased, "the oldest expiry first, no wake-ups");
+    let found = ours((store.due_tasks(now, now_ms() + 1, 100).await).expect("sweep query"));
+    assert_eq!(found, [&leased[..], &woken[..]].concat());
 }
 
 async fn a_participant_lists_only_their_own_tasks(store: Arc<dyn Store>) {

@@ -494,8 +494,9 @@ fn assert_finished_without_repeating(done: &Value, script: &Script) {
 }
 
 /// Issue 7, "must show" item 3 (embedded store): the server is SIGKILLed while the model
-/// works on turn 1; restarted on the same state (so under the same lease owner) it takes
-/// the task back at start-up and finishes it, without asking the model for turn 0 again.
+/// works on turn 1; restarted on the same state (a new lease owner, which finds the dead
+/// one's lock file free) it takes the task back at start-up and finishes it, without
+/// asking the model for turn 0 again.
 #[tokio::test]
 async fn a_drive_killed_mid_step_is_finished_after_restart_without_repeating_a_model_call_on_the_embedded_store(
 ) {
@@ -503,9 +504,9 @@ async fn a_drive_killed_mid_step_is_finished_after_restart_without_repeating_a_m
 }
 
 /// Issue 7, "must show" item 3 (DynamoDB store): as on the embedded store, with the
-/// default lease: the restarted server names itself after its table, the same lease owner
-/// as before the kill, so it is expected to take the task back at once rather than after
-/// the 300 s lease runs out.
+/// default lease: the restarted server, on the same state directory, finds the dead
+/// owner's lock file free, so it is expected to take the task back at once rather than
+/// after the 300 s lease runs out.
 #[tokio::test]
 async fn a_drive_killed_mid_step_is_finished_after_restart_without_repeating_a_model_call_on_dynamodb(
 ) {
@@ -531,7 +532,8 @@ const SHORT_LEASE: &str = "5";
 
 /// Issue 7, "must show" item 3, the periodic sweep (embedded store): the drive is killed
 /// in the middle of turn 1 and its state is taken up by a server over a copy of it — a
-/// different state directory, so a different lease owner. That server's start-up resume
+/// different state directory, without the dead owner's lock file, so nothing proves the
+/// owner gone. That server's start-up sweep
 /// must leave the task alone while the dead drive's lease holds (nobody calls the
 /// model); once the lease has run out, the periodic sweep hands the task to a new drive,
 /// which finishes it without asking for turn 0 again.
@@ -553,7 +555,12 @@ async fn a_drive_killed_mid_step_under_another_owners_lease_is_finished_by_the_s
     a.kill();
     // b's state becomes a copy of a's (the WAL too; the shared-memory index is rebuilt).
     for entry in std::fs::read_dir(&b.state_dir).expect("b's state dir") {
-        std::fs::remove_file(entry.expect("entry").path()).expect("clear b's state");
+        let path = entry.expect("entry").path();
+        if path.is_dir() {
+            std::fs::remove_dir_all(&path).expect("clear b's state");
+        } else {
+            std::fs::remove_file(&path).expect("clear b's state");
+        }
     }
     for name in ["harness.sqlite3", "harness.sqlite3-wal"] {
         let from = a.state_dir.join(name);
@@ -569,8 +576,11 @@ async fn a_drive_killed_mid_step_under_another_owners_lease_is_finished_by_the_s
         .expect("the task is stored");
     assert_eq!(state_of(&rec), "TASK_STATE_WORKING");
     let lease = rec.lease.clone().expect("the killed drive's lease");
-    let a_dir = std::fs::canonicalize(&a.state_dir).expect("a's state dir");
-    assert_eq!(lease.owner, format!("harness-local@{}", a_dir.display()));
+    let a_lock = a
+        .state_dir
+        .join("owners")
+        .join(format!("{}.lock", lease.owner));
+    assert!(a_lock.exists(), "the lease is a's: {lease:?}");
     b.restart().await;
     assert!(
         common::engine::lease::now_ms() < lease.until_ms,
@@ -596,7 +606,7 @@ async fn a_drive_killed_mid_step_under_another_owners_lease_is_finished_by_the_s
         "the lease is the dead drive's until it runs out"
     );
 
-    // The sweep after the one at start-up (10 s on) finds it run out; the drive takes 3 s.
+    // A sweep (every 2.5 s with this lease) finds it run out; the drive takes 3 s.
     let done = wait_for_state_as(
         &b,
         "alice",

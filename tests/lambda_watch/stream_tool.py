@@ -26,7 +26,9 @@ Modes:
   once the page of records in hand is handled; Ctrl-C (SIGINT) stops it at once, and the
   next run sends the batch in hand again (delivery is at least once, as in AWS);
 * `--dump`: print the events instead of invoking anything (with `--no-filter`, every
-  record: how the Rust fixtures `common/tests/fixtures/dynamodb-stream-*.json` were made).
+  record: how the Rust fixtures `common/tests/fixtures/dynamodb-stream-*.json` were made);
+* `--drop-task ID`: lose the records of that task's items (as a mapping that gave up on
+  them), to see the sweeper ring its wake-up again.
 
 Where to start: from the stream's beginning (TRIM_HORIZON; `--latest` skips what is there
 already, as the template's StartingPosition LATEST), or, with `--checkpoint FILE`, after
@@ -71,16 +73,10 @@ TEMPLATE = ROOT / 'template.yaml'
 # The function fed by default; `--function` names another (its binary name).
 FUNCTION = 'resume'
 # What the resume mapping's filter is (template.yaml is the authority when it has one):
-# task items a write left runnable (`wake`) and unleased (not in the sweeper's index).
+# task items whose write was a wake-up (`wake`).
 DEFAULT_PATTERN: dict[str, Any] = {
     'eventName': ['INSERT', 'MODIFY'],
-    'dynamodb': {
-        'NewImage': {
-            'sk': {'S': ['TASK']},
-            'wake': {'N': ['1']},
-            'gsi2pk': {'S': [{'exists': False}]},
-        }
-    },
+    'dynamodb': {'NewImage': {'sk': {'S': ['TASK']}, 'wake': {'N': ['1']}}},
 }
 # Lambda's default batch size for DynamoDB streams.
 DEFAULT_BATCH_SIZE = 100
@@ -460,6 +456,7 @@ class Report:
     delivered: int = 0
     skipped: int = 0
     retried: int = 0
+    dropped: int = 0
     given_up: list[str] = field(default_factory=list)
 
 
@@ -515,13 +512,18 @@ def drain(
     dump: Callable[[dict[str, Any]], None] | None = None,
     stopping: Callable[[], bool] = lambda: False,
     handled: Callable[[], None] = lambda: None,
+    drop: Callable[[dict[str, Any]], bool] = lambda _: False,
 ) -> None:
     """Everything the stream holds now: filtered (unless `mapping` is None), batched, and
     invoked (or dumped). After each GetRecords page, the checkpoint moves past it
-    (`handled` is told) and the drain ends early if `stopping`."""
+    (`handled` is told) and the drain ends early if `stopping`. Records that pass the
+    filter but `drop` picks are lost, as records a mapping gave up on."""
     for shard_id, records in stream.read():
         passing = [r for r in records if mapping is None or passes(mapping.patterns, r)]
         report.skipped += len(records) - len(passing)
+        kept = [r for r in passing if not drop(r)]
+        report.dropped += len(passing) - len(kept)
+        passing = kept
         for batch in _chunks(passing, batch_size):
             if dump is not None:
                 dump({'Records': batch})
@@ -582,6 +584,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument('--follow', action='store_true', help='keep polling until interrupted')
     p.add_argument('--interval', type=float, default=1.0, help='seconds between polls with --follow')
     p.add_argument('--dump', action='store_true', help='print the events as JSON instead of invoking')
+    p.add_argument('--drop-task', metavar='TASK_ID', action='append', default=[],
+                   help="lose the records of this task's item (a wake-up the mapping gave up on)")
     p.add_argument('--quiet', action='store_true')
     args = p.parse_args(argv)
     if not args.table:
@@ -631,10 +635,15 @@ def main(argv: list[str] | None = None) -> int:
     def save() -> None:
         _save_checkpoint(args.checkpoint, arn, stream.checkpoint)
 
+    lost = {f'TASK#{task_id}' for task_id in args.drop_task}
+
+    def dropped(record: dict[str, Any]) -> bool:
+        return record['dynamodb']['Keys']['pk'].get('S') in lost
+
     try:
         while not stop:
             drain(stream, mapping, args.invoke_url, batch_size, retries, args.timeout,
-                  report, log, dump, stopping=lambda: bool(stop), handled=save)
+                  report, log, dump, stopping=lambda: bool(stop), handled=save, drop=dropped)
             save()
             if not args.follow:
                 break
@@ -646,7 +655,7 @@ def main(argv: list[str] | None = None) -> int:
         save()
     log(
         f'{report.delivered} record(s) delivered in {report.invocations} invocation(s), '
-        f'{report.skipped} filtered out, {report.retried} retried, '
+        f'{report.skipped} filtered out, {report.dropped} dropped, {report.retried} retried, '
         f'{len(report.given_up)} given up'
     )
     return 1 if report.given_up else 0

@@ -674,8 +674,6 @@ def test_resume_drives_only_runnable_unleased_tasks(
     tid = task['id']
     ignored = [
         _record('REMOVE', _task_image(tid, wake={'N': '1'}), 1),
-        _record('MODIFY', _task_image(tid, wake={'N': '1'}, gsi2pk={'S': 'LEASED'},
-                                      gsi2sk={'S': '000000000000001'}), 2),
         _record('MODIFY', _task_image(tid), 3),
         _record('INSERT', {'pk': {'S': f'TASK#{tid}'}, 'sk': {'S': 'EV#00000000000000000001'},
                            'wake': {'N': '1'}}, 4),

@@ -44,8 +44,10 @@ from test_cargo_lambda_watch import (
     Watch,
     _free_loopback_port,
     _from_function,
+    _invoke,
     _message,
     _path_with_venv,
+    _scheduled_event,
     _stop,
     _store_env,
     wait_listening,
@@ -59,6 +61,9 @@ INPUT_REQUIRED = 'TASK_STATE_INPUT_REQUIRED'
 # Longest a followed stream may take to complete a task (a cold build of the resume
 # function included).
 FOLLOW_TIMEOUT_S = REQUEST_TIMEOUT_S
+# The functions' lease (HARNESS_LEASE_SECONDS): short, so a wake-up's grace before the
+# sweeper rings it again (the lease's length, at most a minute) is short too.
+LEASE_S = 2
 
 
 # --------------------------------------------------------------------------- the filter
@@ -247,7 +252,8 @@ def deployment() -> Iterator[Deployment]:
     store_env = _store_env('dynamodb', str(work))
     # The test's webhook receiver is on loopback.
     env = watch_env(path, base, store_env, HARNESS_AGENT='conformance',
-                    HARNESS_DEFAULT_PARTICIPANT='anonymous', HARNESS_PUSH_ALLOW_PRIVATE_URLS='true')
+                    HARNESS_DEFAULT_PARTICIPANT='anonymous', HARNESS_PUSH_ALLOW_PRIVATE_URLS='true',
+                    HARNESS_LEASE_SECONDS=str(LEASE_S))
     with open(log, 'wb') as out:
         proc = subprocess.Popen(
             ['cargo', 'lambda', 'watch', '--invoke-address', '127.0.0.1',
@@ -292,10 +298,41 @@ def _get(client: httpx.Client, task_id: str) -> dict[str, Any]:
 
 def _delivered(proc: subprocess.CompletedProcess[str]) -> int:
     """How many records the run invoked the function with (its last line says)."""
+    return _summary(proc, 'record(s) delivered')
+
+
+def _dropped(proc: subprocess.CompletedProcess[str]) -> int:
+    return _summary(proc, 'dropped')
+
+
+def _summary(proc: subprocess.CompletedProcess[str], label: str) -> int:
+    """The count before `label` in the run's last line."""
     for line in reversed(proc.stderr.splitlines()):
         if 'record(s) delivered' in line:
-            return int(line.split('stream_tool: ', 1)[1].split()[0])
+            before = line.split('stream_tool: ', 1)[1].split(label, 1)[0].split()
+            return int(before[-1])
     raise AssertionError(f'no summary in:\n{proc.stderr}')
+
+
+def test_a_dropped_wake_up_is_rung_again_by_the_sweeper(
+    client: httpx.Client, deployment: Deployment,
+) -> None:
+    """Issue 19, must-show 2: the task's wake-up record is lost for good (the tool drops
+    it, as a mapping that gave up on it). Nothing drives the task, until the sweeper finds
+    it in its index past the wake-up's grace and rings it again; the stream carries that
+    write to the resume function, which completes the task."""
+    task = _send(client, deployment, _message('tck-complete-task'), return_immediately=True)
+    lost = deployment.run_tool('--drop-task', task['id'])
+    assert _dropped(lost) >= 1, lost.stderr
+    assert _get(client, task['id'])['status']['state'] != COMPLETED
+
+    time.sleep(LEASE_S + 0.5)
+    swept = _invoke(deployment.watch, 'sweeper', _scheduled_event())
+    assert task['id'] in swept['woken'], f'{swept}\n{deployment.watch.log_tail()}'
+    run = deployment.run_tool()
+    assert _delivered(run) >= 1, run.stderr
+    done = _get(client, task['id'])
+    assert done['status']['state'] == COMPLETED, f'{done}\n{run.stderr}\n{deployment.watch.log_tail()}'
 
 
 def test_return_immediately_task_completes_through_the_stream(

@@ -82,8 +82,11 @@ PERMISSIONS = {
                 "dynamodb:ConditionCheckItem", "dynamodb:BatchWriteItem"}, set()),
     # A task's configs and log (Query), its delivery cursors (conditional PutItem).
     "notifier": ({"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem"}, set()),
-    # The expired leases (a Query on gsi2), then per task a load and a conditional commit.
-    "sweeper": ({"dynamodb:GetItem", "dynamodb:PutItem"}, set(), {"dynamodb:Query"}),
+    # The expired leases and unanswered wake-ups (Queries on gsi2), then per task a load
+    # (head and parts), a conditional commit, and a woken parent's.
+    "sweeper": ({"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem",
+                 "dynamodb:ConditionCheckItem", "dynamodb:BatchWriteItem"}, set(),
+                {"dynamodb:Query"}),
 }
 SPEC_FUNCTIONS = set(BUFFERED) | set(UNTENANTED) | STREAMING | EVENT_FUNCTIONS
 
@@ -236,8 +239,8 @@ def test_table_matches_the_store(template):
 
 
 def test_table_has_the_sweepers_sparse_index(template):
-    """gsi2 holds leased tasks only (the store writes gsi2pk/gsi2sk while a lease is held),
-    by lease expiry; the sweeper only needs the keys (pk is the task)."""
+    """gsi2 holds leased tasks (by lease expiry) and tasks waiting on a wake-up (by when it
+    was written) only; the sweeper only needs the keys (pk is the task)."""
     gsi2 = {g["IndexName"]: g for g in table(template)["Properties"]["GlobalSecondaryIndexes"]}["gsi2"]
     assert [(k["AttributeName"], k["KeyType"]) for k in gsi2["KeySchema"]] == [
         ("gsi2pk", "HASH"), ("gsi2sk", "RANGE")]
@@ -254,19 +257,18 @@ def test_store_code_creates_the_same_table():
     """The names the template uses are the ones DynamoStore::create_table uses."""
     source = (ROOT / "common" / "src" / "store" / "dynamodb.rs").read_text()
     assert re.search(r'INDEX\s*:\s*&str\s*=\s*"gsi1"', source)
-    assert re.search(r'LEASE_INDEX\s*:\s*&str\s*=\s*"gsi2"', source)
+    assert re.search(r'SWEEP_INDEX\s*:\s*&str\s*=\s*"gsi2"', source)
     assert re.search(r'TTL_ATTRIBUTE\s*:\s*&str\s*=\s*"expires_at"', source)
     for attr in ("pk", "sk", "gsi1pk", "gsi1sk", "gsi2pk", "gsi2sk"):
         assert f'"{attr}"' in source, f"{attr} not found in the DynamoDB store"
 
 
 def test_store_code_writes_what_the_resume_filter_reads():
-    """The task item carries `wake` as the number 1 (N "1" in the stream) and `gsi2pk`
-    while leased, under sk "TASK": the three things the filter tests."""
+    """The task item carries `wake` as the number 1 (N "1" in the stream) under sk "TASK":
+    the two things the filter tests."""
     source = (ROOT / "common" / "src" / "store" / "dynamodb.rs").read_text()
     assert re.search(r'\("sk"\.into\(\),\s*s\("TASK"\)\)', source)
     assert re.search(r'"wake"\.into\(\),\s*n\(1\)', source)
-    assert re.search(r'"gsi2pk"\.into\(\),', source)
 
 
 # -------------------------------------------------------- 4. routes, env, IAM
@@ -586,6 +588,7 @@ def task_image(task_id: str = "t1", **extra) -> dict:
 
 WAKE = {"wake": {"N": "1"}}
 LEASED = {"gsi2pk": {"S": "LEASED"}, "gsi2sk": {"S": "000001767225900000"}}
+WOKEN = {"gsi2pk": {"S": "WOKEN"}, "gsi2sk": {"S": "000001767225600000"}}
 
 
 def record(event_name: str, new_image: dict | None, old_image: dict | None = None) -> dict:
@@ -618,12 +621,14 @@ PASSES = {
     # A sub-task ended, a hand-over near the deadline, the sweep: a write sets wake.
     "task made runnable": record("MODIFY", task_image(**WAKE), task_image()),
     "lease given up, still runnable": record("MODIFY", task_image(**WAKE), task_image(**LEASED)),
+    # The sweep rings a wake-up again: the task stays in its index, as WOKEN.
+    "wake-up rung again": record("MODIFY", task_image(**WAKE, **WOKEN), task_image(**WAKE, **WOKEN)),
+    # A sub-task ended owing its parents their wake-up (state 3: COMPLETED).
+    "ended, parents owed": record("MODIFY", task_image(state={"N": "3"}, **WAKE, **WOKEN)),
 }
 REJECTS = {
-    # Every write of a drive holds the lease (gsi2pk); the store never writes wake with it,
-    # but the filter must not rely on that.
+    # Every write of a drive holds the lease; the store writes `wake` only for a wake-up.
     "leased task": record("MODIFY", task_image(**LEASED), task_image(**WAKE)),
-    "leased task with wake": record("MODIFY", task_image(**WAKE, **LEASED)),
     "new task taken inline": record("INSERT", task_image(**LEASED)),
     # Terminal, or waiting for input: nothing to run.
     "task without wake": record("MODIFY", task_image(), task_image(**LEASED)),
@@ -655,8 +660,8 @@ def test_resume_filter_rejects(name, template):
 
 
 def test_exists_false_must_be_on_a_leaf():
-    """Why the pattern says gsi2pk.S: on the attribute itself (an object in DynamoDB JSON)
-    `exists: false` holds whether or not the item has it."""
+    """The evaluator's `exists: false` works as Lambda's: on an attribute itself (an object
+    in DynamoDB JSON) it holds whether or not the item has it; a pattern must name the leaf."""
     naive = {"dynamodb": {"NewImage": {"gsi2pk": [{"exists": False}]}}}
     assert event_filter.matches(naive, REJECTS["leased task"])
     leaf = {"dynamodb": {"NewImage": {"gsi2pk": {"S": [{"exists": False}]}}}}

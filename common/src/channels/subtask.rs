@@ -138,6 +138,16 @@ pub enum Link {
     Parent,
 }
 
+/// The ids of the tasks of this harness `child` names as its parents (a remote agent's
+/// are not ours to wake).
+pub fn local_parents(child: &TaskRecord) -> Vec<String> {
+    (child.ext().map(|e| e.parent_tasks).unwrap_or_default())
+        .into_iter()
+        .filter(|p| p.agent.is_none())
+        .map(|p| p.task_id)
+        .collect()
+}
+
 /// The task `id` that `from` links to as `link`: None (as if it did not exist) unless it
 /// is in `from`'s tenant and links back.
 pub async fn linked(

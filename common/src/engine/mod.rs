@@ -5,7 +5,13 @@
 //! Who drives: the request whose write made the task runnable (it takes the lease in that
 //! write), or, when that write instead left the task runnable and unleased (`wake`), the
 //! drive its wake-up starts: the resume function in AWS, `watch_wakeups` locally. The
-//! sweep makes tasks whose lease ran out (a drive that was cut off) runnable again.
+//! sweep makes tasks whose lease ran out (a drive that was cut off) runnable again, and
+//! rings again any wake-up no drive answered (a stream record lost, a process that died
+//! between its write and its drive), so no runnable task is left with no one to drive it.
+//!
+//! A sub-task that ends owes its parents a wake-up: the write that ends it says so
+//! (`parents_owed`), and the debt is cleared once they are all woken, by whoever ends it
+//! or, failing that, by the sweep.
 //!
 //! Only tasks assigned to the harness's own agent are run by it. A task assigned to
 //! another participant (a sub-task the agent created for them) waits for that
@@ -14,6 +20,7 @@
 
 pub mod follow;
 pub mod lease;
+pub mod owners;
 pub mod run;
 pub mod transition;
 
@@ -75,6 +82,8 @@ pub struct Engine {
     agent_id: String,
     /// Who this engine is when it holds a lease (one per process or Lambda environment).
     owner: String,
+    /// Which other owners are provably gone (harness-local's lock files).
+    owner_locks: Option<Arc<owners::LockFiles>>,
     lease_ttl: std::time::Duration,
     /// Serialises runs of one task inside this process.
     running: KeyedLocks,
@@ -90,10 +99,10 @@ impl Engine {
             store,
             agent,
             agent_id: config.agent_id.clone(),
-            owner: config
-                .lease_owner
-                .clone()
+            owner: (config.owner_locks.as_ref().map(|l| l.owner().to_owned()))
+                .or_else(|| config.lease_owner.clone())
                 .unwrap_or_else(transition::new_id),
+            owner_locks: config.owner_locks.clone(),
             lease_ttl: config.lease_ttl,
             running: KeyedLocks::default(),
         })
@@ -131,9 +140,10 @@ impl Engine {
                         None => return,
                     },
                     Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                        // Their tasks stay in the sweep's index until a drive takes them.
                         tracing::warn!(
                             missed = n,
-                            "wake-ups were missed; the sweep will find them"
+                            "wake-ups were missed; the sweep will ring them again"
                         );
                     }
                     Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
@@ -174,20 +184,6 @@ impl Engine {
         tokio::spawn(async move { engine.drive(&task_id, deadline).await })
     }
 
-    /// Drives again a task whose run was cut off (a crash, a restart) while it was
-    /// SUBMITTED or WORKING; the agent carries on from its checkpoint. Other tasks are
-    /// left alone.
-    pub async fn resume(
-        self: &Arc<Self>,
-        task_id: &str,
-    ) -> Result<Option<JoinHandle<Option<TaskRecord>>>, RunError> {
-        let record = self.store.load_task(task_id).await?.ok_or(RunError::Gone)?;
-        if !matches!(record.state(), TaskState::Submitted | TaskState::Working) {
-            return Ok(None);
-        }
-        Ok(Some(self.start(task_id.to_owned())))
-    }
-
     #[tracing::instrument(skip(self))]
     async fn drive(
         self: &Arc<Self>,
@@ -214,7 +210,7 @@ impl Engine {
             .run(task_id, self.drive_locked(task_id, deadline))
             .await?;
         if let Some(ended) = last.as_ref().filter(|r| r.state().is_terminal()) {
-            self.wake_parents(ended).await;
+            self.wake_parents(ended).await?;
         }
         Ok(last)
     }
@@ -287,15 +283,20 @@ impl Engine {
         }
     }
 
+    /// Whether the agent has something to do on the task: it runs it, and it has neither
+    /// ended nor waits on a help request.
+    fn has_work(&self, rec: &TaskRecord) -> bool {
+        let waiting = rec.state() == TaskState::InputRequired && rec.agent.pending_help.is_some();
+        !rec.state().is_terminal() && self.runs(rec) && !waiting
+    }
+
     /// Takes the task's lease for this engine, unless there is nothing to drive or another
     /// drive holds it; a lease taken with the write that made the task runnable is kept,
     /// and given back if there turns out to be nothing to do.
     async fn claim(&self, mut rec: TaskRecord) -> Result<Option<TaskRecord>, RunError> {
         loop {
             let ours = rec.lease.as_ref().is_some_and(|l| l.owner == self.owner);
-            let waiting =
-                rec.state() == TaskState::InputRequired && rec.agent.pending_help.is_some();
-            let idle = rec.state().is_terminal() || !self.runs(&rec) || waiting;
+            let idle = !self.has_work(&rec);
             match (idle, ours) {
                 (true, false) => return Ok(None),
                 (false, true) => return Ok(Some(rec)),
@@ -321,38 +322,91 @@ impl Engine {
         }
     }
 
-    /// Makes tasks whose lease ran out (their drive was cut off) runnable again, and
-    /// returns their ids: the sweeper's job, which `harness-local` also does on a timer.
+    /// Hands on what the sweep finds (see [`Store::due_tasks`]) and returns the ids of the
+    /// tasks it woke: the sweeper's job, which `harness-local` also does on a timer.
+    /// Wake-ups are rung again once they have gone unanswered for [`Self::wake_grace`].
     pub async fn sweep(&self, limit: usize) -> Result<Vec<String>, RunError> {
+        let woken_before = lease::now_ms() - self.wake_grace().as_millis() as i64;
+        self.sweep_woken_before(limit, woken_before).await
+    }
+
+    /// The sweep a process makes as it starts: every wake-up is rung again at once (one
+    /// that an ended process wrote will not be answered by it).
+    pub async fn sweep_at_start(&self, limit: usize) -> Result<Vec<String>, RunError> {
+        self.sweep_woken_before(limit, lease::now_ms()).await
+    }
+
+    /// How long a wake-up may go unanswered before the sweep rings it again: the lease's
+    /// length, at most a minute. Ringing one twice does no harm (a drive takes the lease
+    /// with a conditional write), so this only bounds how long a lost one delays a task.
+    pub fn wake_grace(&self) -> std::time::Duration {
+        self.lease_ttl.min(std::time::Duration::from_secs(60))
+    }
+
+    async fn sweep_woken_before(
+        &self,
+        limit: usize,
+        woken_before: i64,
+    ) -> Result<Vec<String>, RunError> {
+        let gone = self
+            .owner_locks
+            .as_ref()
+            .map(|l| l.gone())
+            .unwrap_or_default();
+        // A gone owner's leases are taken whether or not they ran out.
+        let leases_before = if gone.is_empty() {
+            lease::now_ms()
+        } else {
+            i64::MAX
+        };
+        let due = self
+            .store
+            .due_tasks(leases_before, woken_before, limit)
+            .await?;
         let mut woken = Vec::new();
-        for id in self.store.expired_leases(lease::now_ms(), limit).await? {
-            // One task that cannot be woken does not keep the others from it.
-            match self.wake_expired(&id).await {
-                Ok(true) => woken.push(id),
+        for id in &due {
+            // One task that cannot be handed on does not keep the others from it.
+            match self.sweep_one(id, &gone).await {
+                Ok(true) => woken.push(id.clone()),
                 Ok(false) => {}
                 Err(e) => {
-                    tracing::warn!(task_id = %id, error = %e, "could not wake a task whose lease ran out")
+                    tracing::warn!(task_id = %id, error = %e, "the sweep could not hand a task on")
                 }
             }
+        }
+        if let (Some(locks), true) = (&self.owner_locks, due.len() < limit) {
+            // Every lease was looked at: none of the gone owners holds one any more.
+            locks.forget(&gone);
         }
         Ok(woken)
     }
 
-    /// Takes an expired lease away and leaves the task runnable; false when its lease is
-    /// held again (or it is gone).
-    async fn wake_expired(&self, id: &str) -> Result<bool, StoreError> {
+    /// Hands on one task the sweep found: an ended one's parents are woken; a lease that
+    /// ran out (or whose owner is `gone`) is taken away, leaving the task runnable; a
+    /// wake-up no drive answered is rung again (or put out, if there is nothing to do).
+    /// Each such write is the task's wake-up. False when there was nothing to do.
+    async fn sweep_one(&self, id: &str, gone: &[String]) -> Result<bool, RunError> {
         let mut found = self.store.load_task(id).await?;
         while let Some(rec) = found.take() {
-            if rec.lease.as_ref().is_none_or(lease::Lease::held) {
-                break;
+            if rec.state().is_terminal() {
+                if !rec.parents_owed {
+                    return Ok(false);
+                }
+                self.wake_parents(&rec).await?;
+                return Ok(true);
             }
             let mut next = rec.clone();
+            match &rec.lease {
+                Some(l) if l.held() && !gone.contains(&l.owner) => return Ok(false),
+                None if !rec.wake => return Ok(false),
+                _ => {}
+            }
             next.lease = None;
-            next.wake = true;
+            next.wake = self.has_work(&rec);
             match self.store.commit(&next, rec.version, &[], None).await {
-                Ok(_) => return Ok(true),
+                Ok(_) => return Ok(next.wake),
                 Err(StoreError::Conflict { .. }) => found = self.store.load_task(id).await?,
-                Err(e) => return Err(e),
+                Err(e) => return Err(e.into()),
             }
         }
         Ok(false)
@@ -360,21 +414,38 @@ impl Engine {
 
     /// A sub-task ended (here, or by CancelTask): each parent that links it back is made
     /// runnable (`wake`), and that write is its wake-up; it takes the outcome in at its
-    /// next turn.
-    pub async fn wake_parents(&self, child: &TaskRecord) {
+    /// next turn. Then the child's debt (`parents_owed`) is cleared; if any parent could
+    /// not be woken it stands, and the sweep tries again.
+    pub async fn wake_parents(&self, child: &TaskRecord) -> Result<(), RunError> {
         use crate::channels::subtask::{linked, Link};
-        for parent in child.ext().map(|e| e.parent_tasks).unwrap_or_default() {
-            if parent.agent.is_some() {
-                continue;
+        if !child.parents_owed {
+            return Ok(());
+        }
+        for parent in crate::channels::subtask::local_parents(child) {
+            let found = linked(self.store.as_ref(), child, &parent, Link::Parent).await?;
+            self.wake(found).await?;
+        }
+        let mut found = Some(child.clone());
+        while let Some(rec) = found.take() {
+            if !rec.parents_owed {
+                break;
             }
-            let woken =
-                match linked(self.store.as_ref(), child, &parent.task_id, Link::Parent).await {
-                    Ok(found) => self.wake(found).await,
-                    Err(e) => Err(e.into()),
-                };
-            if let Err(e) = woken {
-                tracing::warn!(task_id = %parent.task_id, error = %e, "could not wake the parent");
+            let mut paid = rec.clone();
+            paid.parents_owed = false;
+            match self.store.commit(&paid, rec.version, &[], None).await {
+                Ok(_) => break,
+                Err(StoreError::Conflict { .. }) => found = self.store.load_task(rec.id()).await?,
+                Err(e) => return Err(e.into()),
             }
+        }
+        Ok(())
+    }
+
+    /// [`wake_parents`](Self::wake_parents) where a failure is only logged: the debt stands
+    /// in the store and the sweep pays it.
+    pub async fn wake_parents_logged(&self, child: &TaskRecord) {
+        if let Err(e) = self.wake_parents(child).await {
+            tracing::warn!(task_id = %child.task.id, error = %e, "could not wake the parents; the sweep will");
         }
     }
 

@@ -106,6 +106,10 @@ pub fn set_status(
         timestamp: Some(Timestamp::now()),
     };
     rec.task.status = Some(status.clone());
+    // Written with the change that ends the task, so the parents' wake-up cannot be lost.
+    if state.is_terminal() && !crate::channels::subtask::local_parents(rec).is_empty() {
+        rec.parents_owed = true;
+    }
     StreamResponse::status(TaskStatusUpdateEvent {
         task_id: rec.task.id.clone(),
         context_id: rec.task.context_id.clone(),

@@ -25,7 +25,7 @@ pub async fn cancel_task(
         let event = set_status(&mut next, TaskState::Canceled, None, req.metadata.clone());
         match h.store.commit(&next, rec.version, &[event], None).await {
             Ok(stored) => {
-                h.engine.wake_parents(&stored).await;
+                h.engine.wake_parents_logged(&stored).await;
                 return Ok(view(&stored.task, None, true));
             }
             // The task moved on meanwhile: decide again on its fresh state.

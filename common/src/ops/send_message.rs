@@ -586,7 +586,7 @@ async fn continue_task(
         {
             Ok(record) => {
                 if completed_for_parent {
-                    h.engine.wake_parents(&record).await;
+                    h.engine.wake_parents_logged(&record).await;
                 }
                 return Ok(Stored::Task {
                     record: Box::new(record),

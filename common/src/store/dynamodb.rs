@@ -3,7 +3,10 @@
 //! Items (`pk`, `sk`):
 //! - task head: `TASK#<id>`, `TASK`, with `version`, `last_seq`, the head as JSON (see
 //!   [`super::layout`]: bounded, no lists), and the ListTasks index keys `gsi1pk` =
-//!   `TENANT#<tenant>`, `gsi1sk` = `<status ms, 15 digits>#<id>`;
+//!   `TENANT#<tenant>`, `gsi1sk` = `<status ms, 15 digits>#<id>`; the sweep index keys
+//!   `gsi2pk` = `LEASED` (`gsi2sk` = the lease's expiry) while a drive holds it, or
+//!   `WOKEN` (`gsi2sk` = when it was written) while it waits on a wake-up, and `wake` = 1
+//!   then too (what the resume function's event source mapping passes);
 //! - task part: `TASK#<id>`, `HIST#`/`TURN#`/`ART#<index, 10 digits>` or `STATUS#…`, one
 //!   history message, conversation turn, artifact or long status message;
 //! - event: `TASK#<id>`, `EV#<seq, 20 digits>`;
@@ -55,9 +58,12 @@ use super::{
 use crate::a2a::{StreamResponse, Timestamp};
 
 pub const INDEX: &str = "gsi1";
-/// The sparse index of leased tasks, by lease expiry (the sweeper's).
-pub const LEASE_INDEX: &str = "gsi2";
+/// The sweeper's sparse index: leased tasks by lease expiry, and tasks waiting on a
+/// wake-up by when it was rung.
+pub const SWEEP_INDEX: &str = "gsi2";
 const LEASED: &str = "LEASED";
+/// The sweep index's partition of tasks last written as a wake-up, by when.
+const WOKEN: &str = "WOKEN";
 pub const TTL_ATTRIBUTE: &str = "expires_at";
 
 type Item = HashMap<String, AttributeValue>;
@@ -330,13 +336,18 @@ fn task_item(rec: &TaskRecord, head: &str) -> Result<Item, StoreError> {
     if !members.is_empty() {
         item.insert("members".into(), AttributeValue::Ss(members));
     }
-    // The sweeper's sparse index holds a task only while a drive holds its lease.
-    if let Some(until) = rec.lease_expiry() {
-        item.insert("gsi2pk".into(), s(LEASED));
-        item.insert("gsi2sk".into(), s(format!("{:015}", until.max(0))));
+    // The sweeper's sparse index holds a task only while a drive holds its lease, or
+    // while it waits on the wake-up this write is.
+    let due = match rec.lease_expiry() {
+        Some(until) => Some((LEASED, until)),
+        None => rec.woken().then(|| (WOKEN, crate::engine::lease::now_ms())),
+    };
+    if let Some((partition, at)) = due {
+        item.insert("gsi2pk".into(), s(partition));
+        item.insert("gsi2sk".into(), s(format!("{:015}", at.max(0))));
     }
     // The resume function's event source mapping passes only records that carry it.
-    if rec.wake && rec.lease.is_none() {
+    if rec.woken() {
         item.insert("wake".into(), n(1));
     }
     Ok(item)
@@ -1301,23 +1312,31 @@ impl Store for DynamoStore {
         Ok(true)
     }
 
-    async fn expired_leases(&self, now_ms: i64, limit: usize) -> Result<Vec<String>, StoreError> {
-        let out = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .index_name(LEASE_INDEX)
-            .key_condition_expression("gsi2pk = :l AND gsi2sk < :now")
-            .expression_attribute_values(":l", s(LEASED))
-            .expression_attribute_values(":now", s(format!("{:015}", now_ms.max(0))))
-            .limit(limit.clamp(1, 1000) as i32)
-            .send()
-            .await
-            .map_err(unavailable)?;
-        out.items()
-            .iter()
-            .map(|item| Ok(get_s(item, "pk")?.trim_start_matches("TASK#").to_owned()))
-            .collect()
+    async fn due_tasks(
+        &self,
+        leases_before: i64,
+        woken_before: i64,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        let mut ids = Vec::new();
+        for (partition, before) in [(LEASED, leases_before), (WOKEN, woken_before)] {
+            let out = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .index_name(SWEEP_INDEX)
+                .key_condition_expression("gsi2pk = :p AND gsi2sk < :before")
+                .expression_attribute_values(":p", s(partition))
+                .expression_attribute_values(":before", s(format!("{:015}", before.max(0))))
+                .limit(limit.clamp(1, 1000) as i32)
+                .send()
+                .await
+                .map_err(unavailable)?;
+            for item in out.items() {
+                ids.push(get_s(item, "pk")?.trim_start_matches("TASK#").to_owned());
+            }
+        }
+        Ok(ids)
     }
 
     async fn audit_trail(&self, task_id: &str) -> Result<Vec<AuditRecord>, StoreError> {

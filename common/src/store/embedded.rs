@@ -46,7 +46,8 @@ CREATE TABLE IF NOT EXISTS tasks (
     last_seq INTEGER NOT NULL,
     record TEXT NOT NULL,
     members TEXT NOT NULL DEFAULT '',
-    lease_until INTEGER
+    lease_until INTEGER,
+    woken_ms INTEGER
 );
 CREATE INDEX IF NOT EXISTS tasks_by_status ON tasks (tenant, status_ms DESC, id DESC);
 CREATE TABLE IF NOT EXISTS task_parts (
@@ -99,6 +100,7 @@ const ADDED_COLUMNS: &[(&str, &str, &str)] = &[
     ("audit", "task_id", "TEXT NOT NULL DEFAULT ''"),
     ("tasks", "lease_until", "INTEGER"),
     ("push_configs", "delivered", "INTEGER NOT NULL DEFAULT 0"),
+    ("tasks", "woken_ms", "INTEGER"),
 ];
 
 fn migrate(conn: &Connection) -> Result<(), StoreError> {
@@ -115,6 +117,18 @@ fn migrate(conn: &Connection) -> Result<(), StoreError> {
                 "ALTER TABLE {table} ADD COLUMN {column} {definition}"
             ))
             .map_err(backend)?;
+            if *column == "woken_ms" {
+                // Rows left waiting on a wake-up before the sweep could find them: due now.
+                conn.execute(
+                    "UPDATE tasks SET woken_ms = 0 WHERE lease_until IS NULL
+                     AND state IN (?1, ?2) AND json_extract(record, '$.wake')",
+                    params![
+                        crate::a2a::TaskState::Submitted.number(),
+                        crate::a2a::TaskState::Working.number()
+                    ],
+                )
+                .map_err(backend)?;
+            }
         }
     }
     // Messages were keyed by (tenant, messageId) before they were the sender's own: the
@@ -140,7 +154,9 @@ fn migrate(conn: &Connection) -> Result<(), StoreError> {
         "CREATE INDEX IF NOT EXISTS audit_by_task ON audit (task_id, seq);
          CREATE INDEX IF NOT EXISTS audit_by_time ON audit (at_ms);
          CREATE INDEX IF NOT EXISTS tasks_by_lease ON tasks (lease_until)
-             WHERE lease_until IS NOT NULL;",
+             WHERE lease_until IS NOT NULL;
+         CREATE INDEX IF NOT EXISTS tasks_by_wake ON tasks (woken_ms)
+             WHERE woken_ms IS NOT NULL;",
     )
     .map_err(backend)
 }
@@ -576,6 +592,8 @@ struct HeadRow {
     last_seq: i64,
     members: String,
     lease_until: Option<i64>,
+    /// When the row was written as a wake-up ([`TaskRecord::woken`]).
+    woken_ms: Option<i64>,
     split: Split,
 }
 
@@ -591,6 +609,7 @@ impl HeadRow {
             last_seq: rec.last_seq as i64,
             members: members_column(rec),
             lease_until: rec.lease_expiry(),
+            woken_ms: rec.woken().then(crate::engine::lease::now_ms),
             split: layout::split(rec)?,
         })
     }
@@ -599,11 +618,12 @@ impl HeadRow {
     /// changed parts; whether the row was written.
     fn write(&self, conn: &Connection, insert: bool) -> Result<bool, StoreError> {
         let sql = if insert {
-            "INSERT OR IGNORE INTO tasks (id, tenant, context_id, state, status_ms, version, last_seq, record, members, lease_until)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
+            "INSERT OR IGNORE INTO tasks (id, tenant, context_id, state, status_ms, version, last_seq, record, members, lease_until, woken_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
         } else {
             "UPDATE tasks SET tenant = ?2, context_id = ?3, state = ?4, status_ms = ?5, version = ?6,
-             last_seq = ?7, record = ?8, members = ?9, lease_until = ?10 WHERE id = ?1 AND version = ?11"
+             last_seq = ?7, record = ?8, members = ?9, lease_until = ?10, woken_ms = ?11
+             WHERE id = ?1 AND version = ?12"
         };
         let mut stmt = conn.prepare_cached(sql).map_err(backend)?;
         let expected = self.version - 1;
@@ -618,6 +638,7 @@ impl HeadRow {
             &self.split.head,
             &self.members,
             &self.lease_until,
+            &self.woken_ms,
         ];
         if !insert {
             values.push(&expected);
@@ -639,25 +660,6 @@ impl HeadRow {
 }
 
 impl EmbeddedStore {
-    /// Tasks left SUBMITTED or WORKING, whose runs a restart must resume (the local
-    /// server's start-up sweep).
-    pub async fn unfinished_tasks(&self) -> Result<Vec<String>, StoreError> {
-        let states = [
-            crate::a2a::TaskState::Submitted.number(),
-            crate::a2a::TaskState::Working.number(),
-        ];
-        self.read(move |conn| {
-            let mut stmt = conn
-                .prepare("SELECT id FROM tasks WHERE state IN (?1, ?2) ORDER BY status_ms")
-                .map_err(backend)?;
-            let rows = stmt
-                .query_map(params![states[0], states[1]], |r| r.get::<_, String>(0))
-                .map_err(backend)?;
-            rows.map(|r| r.map_err(backend)).collect()
-        })
-        .await
-    }
-
     /// Tasks with a webhook whose delivery is behind the task's log: what a stop cut off,
     /// for the next start to catch up.
     pub async fn push_backlog(&self) -> Result<Vec<String>, StoreError> {
@@ -1059,18 +1061,35 @@ impl Store for EmbeddedStore {
         .await
     }
 
-    async fn expired_leases(&self, now_ms: i64, limit: usize) -> Result<Vec<String>, StoreError> {
+    async fn due_tasks(
+        &self,
+        leases_before: i64,
+        woken_before: i64,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
         self.read(move |conn| {
-            let mut stmt = conn
-                .prepare_cached(
+            let mut ids = Vec::new();
+            for (sql, before) in [
+                (
                     "SELECT id FROM tasks WHERE lease_until IS NOT NULL AND lease_until < ?1
                      ORDER BY lease_until LIMIT ?2",
-                )
-                .map_err(backend)?;
-            let rows = stmt
-                .query_map(params![now_ms, limit as i64], |r| r.get::<_, String>(0))
-                .map_err(backend)?;
-            rows.map(|r| r.map_err(backend)).collect()
+                    leases_before,
+                ),
+                (
+                    "SELECT id FROM tasks WHERE woken_ms IS NOT NULL AND woken_ms < ?1
+                     ORDER BY woken_ms LIMIT ?2",
+                    woken_before,
+                ),
+            ] {
+                let mut stmt = conn.prepare_cached(sql).map_err(backend)?;
+                let rows = stmt
+                    .query_map(params![before, limit as i64], |r| r.get::<_, String>(0))
+                    .map_err(backend)?;
+                for id in rows {
+                    ids.push(id.map_err(backend)?);
+                }
+            }
+            Ok(ids)
         })
         .await
     }

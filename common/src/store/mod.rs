@@ -44,6 +44,9 @@ pub struct TaskRecord {
     /// The task has work to do and no one drives it: the write that sets this is the
     /// wake-up (the table's stream in AWS, the store's signal locally).
     pub wake: bool,
+    /// The task ended and has parents not yet woken for it: set in the write that ends it,
+    /// so the wake-up they are owed cannot be lost (the sweep pays it if no one else does).
+    pub parents_owed: bool,
     /// What the store holds of this record (see [`layout`]); set by the store.
     #[serde(skip)]
     pub stored: layout::Stored,
@@ -59,10 +62,22 @@ impl TaskRecord {
     }
 
     /// When the lease of a drive in progress runs out (ms); None when no drive holds the
-    /// task (or it is no longer SUBMITTED or WORKING). What the sweeper's index is keyed on.
+    /// task (or it is no longer SUBMITTED or WORKING). One of the sweep index's keys.
     pub fn lease_expiry(&self) -> Option<i64> {
         let running = matches!(self.state(), TaskState::Submitted | TaskState::Working);
         self.lease.as_ref().filter(|_| running).map(|l| l.until_ms)
+    }
+
+    /// Whether the write that stores the record is a wake-up: the task is runnable with no
+    /// drive, or ended owing its parents theirs. The sweep's index keeps such a task by
+    /// when it was written, so a wake-up that started no drive is rung again.
+    pub fn woken(&self) -> bool {
+        let ended = self.state().is_terminal();
+        if ended {
+            self.parents_owed
+        } else {
+            self.wake && self.lease.is_none()
+        }
     }
 
     /// The task extension's data (participants, links), if the task has it.
@@ -375,9 +390,16 @@ pub trait Store: Send + Sync + 'static {
     /// them locally (the table's stream feeds the notifier function in AWS).
     fn pushes(&self) -> tokio::sync::broadcast::Receiver<String>;
 
-    /// Tasks whose lease ran out before `now_ms` (their drive was cut off), at most
-    /// `limit`, oldest expiry first; found through an index of leased tasks only.
-    async fn expired_leases(&self, now_ms: i64, limit: usize) -> Result<Vec<String>, StoreError>;
+    /// What the sweep looks at, through an index of only such tasks: tasks whose lease ran
+    /// out before `leases_before` (their drive was cut off), oldest expiry first, and
+    /// tasks last written as a wake-up ([`TaskRecord::woken`]) before `woken_before`,
+    /// oldest first; at most `limit` of each.
+    async fn due_tasks(
+        &self,
+        leases_before: i64,
+        woken_before: i64,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError>;
 }
 
 /// The in-process signals a store gives after each commit.
@@ -402,7 +424,7 @@ impl Signals {
     /// Announces a committed record.
     pub fn committed(&self, rec: &TaskRecord) {
         let _ = self.changes.send(rec.task.id.clone());
-        if rec.wake && rec.lease.is_none() {
+        if rec.woken() {
             let _ = self.wakes.send(rec.task.id.clone());
         }
         if rec.push {

@@ -9,6 +9,7 @@ use common::agent::AgentKind;
 use common::auth::local_key::{self, LocalKey};
 use common::auth::AuthMode;
 use common::config::{Config, RestContentType};
+use common::engine::owners::LockFiles;
 use common::models::config::ModelCatalog;
 use common::ops::Harness;
 use common::store::{Durability, EmbeddedStore, Store};
@@ -151,6 +152,8 @@ enum Cmd {
 
 /// The embedded store's push key, beside (not inside) its data.
 const PUSH_KEY_FILE: &str = "push.key";
+/// Most tasks the start-up sweep hands on; the timer's sweeps take the rest.
+const SWEEP_AT_START: usize = 1000;
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
@@ -210,14 +213,9 @@ async fn run() -> Result<(), common::lambda::Error> {
         auth,
         agent_id: args.agent_id,
         default_participant: args.default_participant,
-        lease_owner: Some(match &args.table {
-            Some(table) => format!("harness-local@dynamodb:{table}"),
-            None => {
-                std::fs::create_dir_all(&args.state_dir)?;
-                let dir = std::fs::canonicalize(&args.state_dir)?;
-                format!("harness-local@{}", dir.display())
-            }
-        }),
+        // Unique to this process; its lock file tells the others sharing the state when it
+        // has ended, so they take its leases at once.
+        owner_locks: Some(Arc::new(LockFiles::claim(&args.state_dir.join("owners"))?)),
         lease_ttl: std::time::Duration::from_secs(args.lease_seconds),
         ..Config::default()
     };
@@ -234,28 +232,24 @@ async fn run() -> Result<(), common::lambda::Error> {
         context_tokens: args.context_tokens,
     };
     let agent = common::agent::build(args.agent, &settings).await?;
-    let (store, unfinished, undelivered): (Arc<dyn Store>, Vec<String>, Vec<String>) =
-        match &args.table {
-            // A DynamoDB table (AWS, or DynamoDB Local through AWS_ENDPOINT_URL_DYNAMODB).
-            Some(table) => {
-                let store = common::lambda::dynamo_store(table.clone(), 30).await;
-                // The drives a crash cut off hold leases (ours are taken back at once).
-                let leased = store.expired_leases(i64::MAX, 1000).await?;
-                // Webhook deliveries a stop cut off resume with their task's next commit.
-                (Arc::new(store), leased, Vec::new())
-            }
-            None => {
-                let durability = if args.fsync_commits {
-                    Durability::PowerLoss
-                } else {
-                    Durability::Process
-                };
-                let store = EmbeddedStore::open_with(&args.state_dir, durability)?;
-                let unfinished = store.unfinished_tasks().await?;
-                let undelivered = store.push_backlog().await?;
-                (Arc::new(store), unfinished, undelivered)
-            }
-        };
+    let (store, undelivered): (Arc<dyn Store>, Vec<String>) = match &args.table {
+        // A DynamoDB table (AWS, or DynamoDB Local through AWS_ENDPOINT_URL_DYNAMODB).
+        // Webhook deliveries a stop cut off resume with their task's next commit.
+        Some(table) => (
+            Arc::new(common::lambda::dynamo_store(table.clone(), 30).await),
+            Vec::new(),
+        ),
+        None => {
+            let durability = if args.fsync_commits {
+                Durability::PowerLoss
+            } else {
+                Durability::Process
+            };
+            let store = EmbeddedStore::open_with(&args.state_dir, durability)?;
+            let undelivered = store.push_backlog().await?;
+            (Arc::new(store), undelivered)
+        }
+    };
     let harness = Harness::new(store, agent, config)?;
     // Webhook deliveries the last stop cut off go on from their cursors.
     if let Some(notifier) = harness.notifier.clone() {
@@ -265,17 +259,18 @@ async fn run() -> Result<(), common::lambda::Error> {
             }
         });
     }
-    // Runs cut off by the last stop carry on from their checkpoints; then, on a timer,
-    // the sweep hands on tasks whose drive's lease ran out.
-    for id in unfinished {
-        if let Err(e) = harness.engine.resume(&id).await {
-            tracing::warn!(task_id = %id, error = %e, "could not resume a task");
-        }
+    // Runs cut off by the last stop carry on from their checkpoints: its leases are taken
+    // at once (its lock file is free), its unanswered wake-ups rung again. Then, on a
+    // timer, the sweep hands on what another process left behind.
+    if let Err(e) = harness.engine.sweep_at_start(SWEEP_AT_START).await {
+        tracing::warn!(error = %e, "the start-up sweep failed");
     }
-    tokio::spawn(common::engine::sweep_every(
-        harness.engine.clone(),
+    // Often enough that a lapsed lease or a lost wake-up costs little more than its grace.
+    let period = (harness.engine.wake_grace() / 2).clamp(
+        std::time::Duration::from_secs(1),
         std::time::Duration::from_secs(10),
-    ));
+    );
+    tokio::spawn(common::engine::sweep_every(harness.engine.clone(), period));
     println!(
         "harness-local serving {} (agent card: {}/.well-known/agent-card.json, state: {}, auth: {})",
         harness.config.public_url,
