@@ -40,6 +40,7 @@ fn request(messages: Vec<ChatMessage>, tools: Vec<ToolSpec>) -> ChatRequest {
         max_tokens: 1024,
         turn: 0,
         purpose: Default::default(),
+        task_id: String::new(),
     }
 }
 

@@ -81,6 +81,7 @@ fn first_question() -> ChatRequest {
         max_tokens: 512,
         turn: 0,
         purpose: Default::default(),
+        task_id: String::new(),
     }
 }
 

@@ -249,7 +249,7 @@ async fn a_step_too_large_for_one_commit_fails_the_task_cleanly_and_once() {
     s.restart().await;
     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     assert_eq!(
-        script.call_log_text().lines().count(),
+        script.call_lines().len(),
         1,
         "the model is not called again"
     );
@@ -365,12 +365,10 @@ async fn a_forty_turn_task_on_a_small_context_budget_is_compacted_once_per_summa
     assert!(summarized, "the last turn carries the summary");
 }
 
-/// The call log's summary calls, in order (`summary <turn>`).
+/// The call log's summary calls, in order, as `summary <turn>`.
 fn summary_lines(script: &Script) -> Vec<String> {
-    script
-        .call_log_text()
-        .lines()
+    (script.call_lines().iter())
         .filter(|l| l.starts_with("summary "))
-        .map(str::to_owned)
+        .map(|l| l.split_whitespace().take(2).collect::<Vec<_>>().join(" "))
         .collect()
 }

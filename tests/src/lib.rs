@@ -304,6 +304,27 @@ impl Server {
         self._stdout = Some(reader);
     }
 
+    /// A second process on this server's state (its directory, and its table if it has
+    /// one), with the same arguments: two harness-local processes sharing one store. Its
+    /// log is this server's too.
+    pub async fn twin(&self) -> Server {
+        let mut twin = Server {
+            child: None,
+            _stdout: None,
+            url: String::new(),
+            state_dir: self.state_dir.clone(),
+            args: self.args.clone(),
+            http: common::https::client_builder()
+                .pool_max_idle_per_host(0)
+                .build()
+                .expect("reqwest client"),
+            table: self.table.clone(),
+            env: self.env.clone(),
+        };
+        twin.spawn().await;
+        twin
+    }
+
     /// Where the server's log (its stderr) is kept, across restarts, unless
     /// `HARNESS_E2E_LOG` passes it through to the test's own stderr.
     pub fn log_path(&self) -> PathBuf {

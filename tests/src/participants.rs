@@ -62,11 +62,22 @@ impl Script {
 
     /// How many calls the call log shows for turn `n` (of any task).
     pub fn calls_of_turn(&self, n: u64) -> usize {
-        let line = format!("turn {n}");
+        let n = n.to_string();
         self.call_log_text()
             .lines()
-            .filter(|l| l.trim() == line)
+            .filter(|l| {
+                let mut words = l.split_whitespace();
+                words.next() == Some("turn") && words.next() == Some(n.as_str())
+            })
             .count()
+    }
+
+    /// The calls the call log shows (turns and summaries), without their ends.
+    pub fn call_lines(&self) -> Vec<String> {
+        (self.call_log_text().lines())
+            .filter(|l| l.starts_with("turn ") || l.starts_with("summary "))
+            .map(str::to_owned)
+            .collect()
     }
 
     /// `--model` for this script.

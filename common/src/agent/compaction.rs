@@ -118,6 +118,7 @@ pub fn summary_request(
         max_tokens: SUMMARY_TOKENS,
         turn,
         purpose: Purpose::Summary,
+        task_id: String::new(),
     };
     // JSON escaping may grow the transcript: a margin of a quarter.
     let room = budget.saturating_sub(estimate_tokens(&request)) * 4 * 3 / 4;
@@ -276,6 +277,7 @@ mod tests {
             max_tokens: 100,
             turn: 0,
             purpose: Purpose::Turn,
+            task_id: String::new(),
         }
     }
 

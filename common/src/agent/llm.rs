@@ -381,6 +381,7 @@ impl LlmAgent {
             max_tokens: MAX_TOKENS,
             turn: state.model_calls,
             purpose: Purpose::Turn,
+            task_id: rec.id().to_owned(),
         }
     }
 
@@ -408,7 +409,7 @@ impl LlmAgent {
         };
         let earlier = state.compaction.as_ref().map(|c| c.summary.as_str());
         let turns = &state.conversation[from..upto];
-        let request = compaction::summary_request(
+        let mut request = compaction::summary_request(
             &choice.id,
             &state.nonce,
             earlier,
@@ -416,6 +417,7 @@ impl LlmAgent {
             state.model_calls,
             budget,
         );
+        request.task_id = rec.id().to_owned();
         let (task_id, nonce) = (rec.id().to_owned(), state.nonce.clone());
         let answer = match run.keeping_lease(choice.model.chat(&request)).await? {
             Ok(a) => masked(&nonce, a),

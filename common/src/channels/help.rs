@@ -210,6 +210,7 @@ impl HelpDecider for ModelDecider {
             max_tokens: 1024,
             turn: input.turn,
             purpose: Default::default(),
+            task_id: String::new(),
         };
         let answer = input.model.chat(&request).await.map_err(|e| {
             crate::engine::failure_notice("the help decision model call failed", &e)

@@ -74,6 +74,8 @@ pub async fn backoff(attempt: u32) {
 
 /// Most tasks one sweep hands on.
 pub const SWEEP_BATCH: usize = 100;
+/// How many tasks a sweep hands on at once.
+const SWEEP_CONCURRENCY: usize = 8;
 
 pub struct Engine {
     store: Arc<dyn Store>,
@@ -283,6 +285,13 @@ impl Engine {
         }
     }
 
+    /// Notes in the lease trail that a drive of this engine starts on `rec`, whose lease
+    /// it holds (taken by its own write, or by the request that made the task runnable).
+    fn taken(&self, rec: TaskRecord) -> TaskRecord {
+        tracing::info!(target: "harness::lease", task_id = %rec.task.id, version = rec.version, owner = %self.owner, "lease taken");
+        rec
+    }
+
     /// Whether the agent has something to do on the task: it runs it, and it has neither
     /// ended nor waits on a help request.
     fn has_work(&self, rec: &TaskRecord) -> bool {
@@ -299,7 +308,7 @@ impl Engine {
             let idle = !self.has_work(&rec);
             match (idle, ours) {
                 (true, false) => return Ok(None),
-                (false, true) => return Ok(Some(rec)),
+                (false, true) => return Ok(Some(self.taken(rec))),
                 (false, false) if rec.lease.as_ref().is_some_and(lease::Lease::held) => {
                     return Ok(None)
                 }
@@ -309,7 +318,7 @@ impl Engine {
             next.lease = (!idle).then(|| self.new_lease());
             next.wake = false;
             match self.store.commit(&next, rec.version, &[], None).await {
-                Ok(stored) => return Ok((!idle).then_some(stored)),
+                Ok(stored) => return Ok((!idle).then(|| self.taken(stored))),
                 Err(StoreError::Conflict { .. }) => {
                     rec = self
                         .store
@@ -363,14 +372,17 @@ impl Engine {
             .store
             .due_tasks(leases_before, woken_before, limit)
             .await?;
+        // A few at a time; one task that cannot be handed on keeps no other from it.
         let mut woken = Vec::new();
-        for id in &due {
-            // One task that cannot be handed on does not keep the others from it.
-            match self.sweep_one(id, &gone).await {
-                Ok(true) => woken.push(id.clone()),
-                Ok(false) => {}
-                Err(e) => {
-                    tracing::warn!(task_id = %id, error = %e, "the sweep could not hand a task on")
+        for chunk in due.chunks(SWEEP_CONCURRENCY) {
+            let outcomes = futures::future::join_all(chunk.iter().map(|id| self.sweep_one(id, &gone)));
+            for (id, outcome) in chunk.iter().zip(outcomes.await) {
+                match outcome {
+                    Ok(true) => woken.push(id.clone()),
+                    Ok(false) => {}
+                    Err(e) => {
+                        tracing::warn!(task_id = %id, error = %e, "the sweep could not hand a task on")
+                    }
                 }
             }
         }

@@ -43,6 +43,10 @@ pub struct ChatRequest {
     /// What the call is for.
     #[serde(default)]
     pub purpose: Purpose,
+    /// The task the call is made for (logs, and the scripted provider's call log); never
+    /// sent to a provider.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub task_id: String,
 }
 
 /// What a model call is for: a turn of the task, or the summary of older turns when the

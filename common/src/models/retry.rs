@@ -96,6 +96,7 @@ mod tests {
             max_tokens: 16,
             turn: 0,
             purpose: Default::default(),
+            task_id: String::new(),
         }
     }
 

@@ -3,7 +3,10 @@
 //! task has already committed: `ChatRequest::turn`) returns `turns[n]`. A turn is
 //! `{"text": "..."}`, `{"tool_calls": [{"name": "...", "arguments": {...}}]}`, or both.
 //! Past the last turn the call fails permanently, with a message saying so. Optional
-//! `call_log` and `request_log` files record each call's turn and whole request. A
+//! `call_log` and `request_log` files record each call and its whole request: the call
+//! log gets `turn|summary <n> <task id> <pid> <ms>` as a call starts and `done <n> <task
+//! id> <pid> <ms>` once it has its answer (ms since the epoch), so a test can tell which
+//! process made each call and when, across restarts. A
 //! summary call (`Purpose::Summary`, the context budget's) takes no turn: it is answered
 //! with the script's `summary` text, or a fixed one.
 
@@ -43,7 +46,8 @@ struct Turn {
 #[serde(deny_unknown_fields)]
 struct Script {
     turns: Vec<Turn>,
-    /// A file each call appends `turn <n>` to, so calls can be counted across restarts.
+    /// A file each call appends its start and end to (see the module doc), so calls can
+    /// be counted and placed in time across restarts and processes.
     #[serde(default)]
     call_log: Option<std::path::PathBuf>,
     /// A file each call appends its whole request to, as one JSON line, so tests can see
@@ -121,11 +125,22 @@ impl Model for Scripted {
             append(log, &line)?;
         }
         let summary = request.purpose == Purpose::Summary;
-        if let Some(log) = &self.call_log {
-            let what = if summary { "summary" } else { "turn" };
-            append(log, &format!("{what} {}\n", request.turn))?;
-        }
+        let logged = |what: &str| match &self.call_log {
+            Some(log) => append(
+                log,
+                &format!(
+                    "{what} {} {} {} {}\n",
+                    request.turn,
+                    request.task_id,
+                    std::process::id(),
+                    crate::a2a::Timestamp::now().millis()
+                ),
+            ),
+            None => Ok(()),
+        };
+        logged(if summary { "summary" } else { "turn" })?;
         if summary {
+            logged("done")?;
             return Ok(ChatResponse {
                 text: Some(self.summary.clone()),
                 ..Default::default()
@@ -142,6 +157,7 @@ impl Model for Scripted {
         if turn.delay_ms > 0 {
             tokio::time::sleep(std::time::Duration::from_millis(turn.delay_ms)).await;
         }
+        logged("done")?;
         Ok(ChatResponse {
             text: turn.text.clone(),
             tool_calls: turn
@@ -172,6 +188,7 @@ mod tests {
             max_tokens: 64,
             turn,
             purpose: Default::default(),
+            task_id: String::new(),
         }
     }
 

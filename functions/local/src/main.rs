@@ -260,17 +260,21 @@ async fn run() -> Result<(), common::lambda::Error> {
         });
     }
     // Runs cut off by the last stop carry on from their checkpoints: its leases are taken
-    // at once (its lock file is free), its unanswered wake-ups rung again. Then, on a
-    // timer, the sweep hands on what another process left behind.
-    if let Err(e) = harness.engine.sweep_at_start(SWEEP_AT_START).await {
-        tracing::warn!(error = %e, "the start-up sweep failed");
-    }
-    // Often enough that a lapsed lease or a lost wake-up costs little more than its grace.
+    // at once (its lock file is free), its unanswered wake-ups rung again; in the
+    // background, so the server answers meanwhile. Then, on a timer, the sweep hands on
+    // what another process left behind, often enough that a lapsed lease or a lost
+    // wake-up costs little more than its grace.
     let period = (harness.engine.wake_grace() / 2).clamp(
         std::time::Duration::from_secs(1),
         std::time::Duration::from_secs(10),
     );
-    tokio::spawn(common::engine::sweep_every(harness.engine.clone(), period));
+    let engine = harness.engine.clone();
+    tokio::spawn(async move {
+        if let Err(e) = engine.sweep_at_start(SWEEP_AT_START).await {
+            tracing::warn!(error = %e, "the start-up sweep failed");
+        }
+        common::engine::sweep_every(engine, period).await
+    });
     println!(
         "harness-local serving {} (agent card: {}/.well-known/agent-card.json, state: {}, auth: {})",
         harness.config.public_url,
