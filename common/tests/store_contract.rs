@@ -778,9 +778,11 @@ async fn only_cut_off_or_unanswered_tasks_are_found_for_the_sweep(store: Arc<dyn
             Found::No => {}
         }
     }
-    let ours = |found: Vec<String>| -> Vec<String> {
+    let ours = |found: common::store::Due| -> Vec<String> {
         let ids = [&leased[..], &woken[..]].concat();
-        found.into_iter().filter(|id| ids.contains(id)).collect()
+        (found.leased.into_iter().chain(found.woken))
+            .filter(|id| ids.contains(id))
+            .collect()
     };
     // Wake-ups written after the time asked are not due yet.
     let found = ours(

@@ -14,7 +14,7 @@ use super::Agent;
 use crate::a2a::{Artifact, Message, Part, Role, TaskState};
 use crate::channels::help::{HelpDecider, ModelDecider};
 use crate::channels::subtask::{self, Link};
-use crate::engine::transition::new_id;
+use crate::engine::transition::{add_artifact, agent_message, new_id, set_status};
 use crate::engine::{RunError, TaskRun};
 use crate::ext::task::ParticipantKind;
 use std::collections::HashMap;
@@ -615,25 +615,34 @@ impl Agent for LlmAgent {
                 text: answer.text.clone(),
                 tool_calls: answer.tool_calls.clone(),
             };
-            run.update_agent(|a| {
+            let taken = |a: &mut crate::store::conversation::AgentState| {
                 a.conversation.push(said.clone());
                 a.model_calls += 1;
                 a.usage.input_tokens += answer.usage.input_tokens;
                 a.usage.output_tokens += answer.usage.output_tokens;
-            })
-            .await?;
+            };
             if answer.tool_calls.is_empty() {
-                let text = answer.text.unwrap_or_default();
+                // The answer, its artifact and the task's end in one commit: no crash can
+                // leave an answer taken that the task does not end with.
+                let text = answer.text.clone().unwrap_or_default();
                 let artifact = Artifact {
                     artifact_id: new_id(),
                     name: "answer".into(),
                     parts: vec![Part::text(text.clone())],
                     ..Default::default()
                 };
-                run.add_artifact(artifact, false, true).await?;
-                let msg = run.agent_message(&text);
-                return run.set_status(TaskState::Completed, Some(msg)).await;
+                return run
+                    .apply(|rec| {
+                        taken(&mut rec.agent);
+                        let msg = agent_message(&rec.task, vec![Part::text(text.clone())]);
+                        vec![
+                            add_artifact(rec, artifact.clone(), false, true),
+                            set_status(rec, TaskState::Completed, Some(msg), None),
+                        ]
+                    })
+                    .await;
             }
+            run.update_agent(taken).await?;
         }
     }
 }

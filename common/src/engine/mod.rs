@@ -270,6 +270,13 @@ impl Engine {
                     .await;
                 return failed.map(|()| Some(run.record().clone()));
             }
+            Err(e @ RunError::Store(StoreError::Unavailable(_))) => {
+                // Not the task's fault: it is handed over (or, if the store cannot take
+                // that either, its lease runs out), and a later drive carries on.
+                run.hand_over();
+                let _ = run.release().await;
+                return Err(e);
+            }
             Err(e) => {
                 let msg = run.agent_message(&failure_notice("The agent failed", &e));
                 let _ = run.set_status(TaskState::Failed, Some(msg)).await;
@@ -368,14 +375,17 @@ impl Engine {
         } else {
             i64::MAX
         };
-        let due = self
-            .store
+        let due = (self.store)
             .due_tasks(leases_before, woken_before, limit)
             .await?;
+        // Every lease was looked at: none of the gone owners will hold one any more.
+        let all_leases = due.leased.len() < limit;
+        let due: Vec<String> = due.leased.into_iter().chain(due.woken).collect();
         // A few at a time; one task that cannot be handed on keeps no other from it.
         let mut woken = Vec::new();
         for chunk in due.chunks(SWEEP_CONCURRENCY) {
-            let outcomes = futures::future::join_all(chunk.iter().map(|id| self.sweep_one(id, &gone)));
+            let outcomes =
+                futures::future::join_all(chunk.iter().map(|id| self.sweep_one(id, &gone)));
             for (id, outcome) in chunk.iter().zip(outcomes.await) {
                 match outcome {
                     Ok(true) => woken.push(id.clone()),
@@ -386,8 +396,7 @@ impl Engine {
                 }
             }
         }
-        if let (Some(locks), true) = (&self.owner_locks, due.len() < limit) {
-            // Every lease was looked at: none of the gone owners holds one any more.
+        if let (Some(locks), true) = (&self.owner_locks, all_leases) {
             locks.forget(&gone);
         }
         Ok(woken)

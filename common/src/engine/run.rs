@@ -205,7 +205,11 @@ impl TaskRun {
                 Ok(stored) => {
                     if let Some((owner, _)) = &self.lease {
                         // The lease trail: which drive wrote which version of the task.
-                        let held = if stored.lease.is_some() { "renewed" } else { "given up" };
+                        let held = if stored.lease.is_some() {
+                            "renewed"
+                        } else {
+                            "given up"
+                        };
                         tracing::debug!(target: "harness::lease", task_id = %stored.task.id, version = stored.version, %owner, "lease {held}");
                     }
                     self.record = stored;

@@ -52,8 +52,9 @@ use tokio::sync::broadcast;
 
 use super::layout::{self, Counts, PartKind, Want};
 use super::{
-    Admit, AuditRecord, Cursor, InboundMessage, LoggedEvent, PushConfigRecord, Store, StoreError,
-    TaskPage, TaskQuery, TaskRecord, AUDIT_ROWS_PER_PARTICIPANT_HOUR, DEFAULT_RETENTION,
+    Admit, AuditRecord, Cursor, Due, InboundMessage, LoggedEvent, PushConfigRecord, Store,
+    StoreError, TaskPage, TaskQuery, TaskRecord, AUDIT_ROWS_PER_PARTICIPANT_HOUR,
+    DEFAULT_RETENTION,
 };
 use crate::a2a::{StreamResponse, Timestamp};
 
@@ -791,6 +792,10 @@ impl DynamoStore {
             .client
             .transact_write_items()
             .set_transact_items(Some(items))
+            // The SDK retries a transaction whose answer was lost (a timeout, a 5xx) with
+            // the same token, so one that was in fact written is answered as written
+            // rather than failing its own conditions (a commit is applied once).
+            .client_request_token(uuid::Uuid::new_v4().to_string())
             .return_consumed_capacity(ReturnConsumedCapacity::Total)
             .send()
             .await;
@@ -1149,6 +1154,7 @@ impl Store for DynamoStore {
             .transact_write_items()
             .transact_items(TransactWriteItem::builder().condition_check(task).build())
             .transact_items(TransactWriteItem::builder().put(config).build())
+            .client_request_token(uuid::Uuid::new_v4().to_string())
             .send()
             .await;
         let err = match result {
@@ -1317,9 +1323,8 @@ impl Store for DynamoStore {
         leases_before: i64,
         woken_before: i64,
         limit: usize,
-    ) -> Result<Vec<String>, StoreError> {
-        let mut ids = Vec::new();
-        for (partition, before) in [(LEASED, leases_before), (WOKEN, woken_before)] {
+    ) -> Result<Due, StoreError> {
+        let ids = |partition: &'static str, before: i64| async move {
             let out = self
                 .client
                 .query()
@@ -1332,11 +1337,13 @@ impl Store for DynamoStore {
                 .send()
                 .await
                 .map_err(unavailable)?;
-            for item in out.items() {
-                ids.push(get_s(item, "pk")?.trim_start_matches("TASK#").to_owned());
-            }
-        }
-        Ok(ids)
+            (out.items().iter())
+                .map(|item| Ok(get_s(item, "pk")?.trim_start_matches("TASK#").to_owned()))
+                .collect::<Result<Vec<String>, StoreError>>()
+        };
+        let (leased, woken) =
+            futures::try_join!(ids(LEASED, leases_before), ids(WOKEN, woken_before))?;
+        Ok(Due { leased, woken })
     }
 
     async fn audit_trail(&self, task_id: &str) -> Result<Vec<AuditRecord>, StoreError> {

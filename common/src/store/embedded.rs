@@ -22,8 +22,8 @@ use tokio::sync::{broadcast, oneshot};
 
 use super::layout::{self, PartKind, Split, Want};
 use super::{
-    Admit, AuditRecord, Cursor, InboundMessage, LoggedEvent, PushConfigRecord, Store, StoreError,
-    TaskPage, TaskQuery, TaskRecord,
+    Admit, AuditRecord, Cursor, Due, InboundMessage, LoggedEvent, PushConfigRecord, Store,
+    StoreError, TaskPage, TaskQuery, TaskRecord,
 };
 use crate::a2a::{StreamResponse, Timestamp};
 
@@ -1066,30 +1066,27 @@ impl Store for EmbeddedStore {
         leases_before: i64,
         woken_before: i64,
         limit: usize,
-    ) -> Result<Vec<String>, StoreError> {
+    ) -> Result<Due, StoreError> {
         self.read(move |conn| {
-            let mut ids = Vec::new();
-            for (sql, before) in [
-                (
-                    "SELECT id FROM tasks WHERE lease_until IS NOT NULL AND lease_until < ?1
-                     ORDER BY lease_until LIMIT ?2",
-                    leases_before,
-                ),
-                (
-                    "SELECT id FROM tasks WHERE woken_ms IS NOT NULL AND woken_ms < ?1
-                     ORDER BY woken_ms LIMIT ?2",
-                    woken_before,
-                ),
-            ] {
+            let ids = |sql: &str, before: i64| -> Result<Vec<String>, StoreError> {
                 let mut stmt = conn.prepare_cached(sql).map_err(backend)?;
                 let rows = stmt
                     .query_map(params![before, limit as i64], |r| r.get::<_, String>(0))
                     .map_err(backend)?;
-                for id in rows {
-                    ids.push(id.map_err(backend)?);
-                }
-            }
-            Ok(ids)
+                rows.map(|r| r.map_err(backend)).collect()
+            };
+            Ok(Due {
+                leased: ids(
+                    "SELECT id FROM tasks WHERE lease_until IS NOT NULL AND lease_until < ?1
+                     ORDER BY lease_until LIMIT ?2",
+                    leases_before,
+                )?,
+                woken: ids(
+                    "SELECT id FROM tasks WHERE woken_ms IS NOT NULL AND woken_ms < ?1
+                     ORDER BY woken_ms LIMIT ?2",
+                    woken_before,
+                )?,
+            })
         })
         .await
     }

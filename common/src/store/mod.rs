@@ -122,6 +122,15 @@ impl TaskRecord {
     }
 }
 
+/// What the sweep's index gives: task ids, by why they are due.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Due {
+    /// Leased tasks whose lease ran out.
+    pub leased: Vec<String>,
+    /// Tasks waiting on a wake-up rung long enough ago.
+    pub woken: Vec<String>,
+}
+
 /// One entry of a task's event log.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LoggedEvent {
@@ -399,7 +408,7 @@ pub trait Store: Send + Sync + 'static {
         leases_before: i64,
         woken_before: i64,
         limit: usize,
-    ) -> Result<Vec<String>, StoreError>;
+    ) -> Result<Due, StoreError>;
 }
 
 /// The in-process signals a store gives after each commit.
