@@ -240,7 +240,7 @@ async fn a_step_too_large_for_one_commit_fails_the_task_cleanly_and_once() {
         ),
         "{reason}"
     );
-    assert_eq!(script.call_log_text().lines().count(), 1);
+    assert_eq!(script.call_lines().len(), 1);
 
     let rec = s.store().load_task(&id).await.expect("load").expect("task");
     assert_eq!(rec.lease, None, "no drive holds it");
