@@ -271,10 +271,9 @@ impl Engine {
                 return failed.map(|()| Some(run.record().clone()));
             }
             Err(e @ RunError::Store(StoreError::Unavailable(_))) => {
-                // Not the task's fault: it is handed over (or, if the store cannot take
-                // that either, its lease runs out), and a later drive carries on.
-                run.hand_over();
-                let _ = run.release().await;
+                // Not the task's fault, so it does not fail; nor is it woken at once (a
+                // store that keeps refusing would have the model called again and again):
+                // its lease runs out and the sweep hands it on, once per lease at most.
                 return Err(e);
             }
             Err(e) => {
@@ -380,7 +379,11 @@ impl Engine {
             .await?;
         // Every lease was looked at: none of the gone owners will hold one any more.
         let all_leases = due.leased.len() < limit;
-        let due: Vec<String> = due.leased.into_iter().chain(due.woken).collect();
+        // A task that moved from one list to the other between the two reads is in both.
+        let mut seen = std::collections::HashSet::new();
+        let due: Vec<String> = (due.leased.into_iter().chain(due.woken))
+            .filter(|id| seen.insert(id.clone()))
+            .collect();
         // A few at a time; one task that cannot be handed on keeps no other from it.
         let mut woken = Vec::new();
         for chunk in due.chunks(SWEEP_CONCURRENCY) {

@@ -792,10 +792,6 @@ impl DynamoStore {
             .client
             .transact_write_items()
             .set_transact_items(Some(items))
-            // The SDK retries a transaction whose answer was lost (a timeout, a 5xx) with
-            // the same token, so one that was in fact written is answered as written
-            // rather than failing its own conditions (a commit is applied once).
-            .client_request_token(uuid::Uuid::new_v4().to_string())
             .return_consumed_capacity(ReturnConsumedCapacity::Total)
             .send()
             .await;
@@ -1154,7 +1150,6 @@ impl Store for DynamoStore {
             .transact_write_items()
             .transact_items(TransactWriteItem::builder().condition_check(task).build())
             .transact_items(TransactWriteItem::builder().put(config).build())
-            .client_request_token(uuid::Uuid::new_v4().to_string())
             .send()
             .await;
         let err = match result {
