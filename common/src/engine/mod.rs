@@ -449,19 +449,13 @@ impl Engine {
             let found = linked(self.store.as_ref(), child, &parent, Link::Parent).await?;
             self.wake(found).await?;
         }
-        let mut found = Some(child.clone());
-        while let Some(rec) = found.take() {
-            if !rec.parents_owed {
-                break;
-            }
-            let mut paid = rec.clone();
-            paid.parents_owed = false;
-            match self.store.commit(&paid, rec.version, &[], None).await {
-                Ok(_) => break,
-                Err(StoreError::Conflict { .. }) => found = self.store.load_task(rec.id()).await?,
-                Err(e) => return Err(e.into()),
-            }
-        }
+        let paid = |rec: &TaskRecord| {
+            rec.parents_owed.then(|| TaskRecord {
+                parents_owed: false,
+                ..rec.clone()
+            })
+        };
+        self.commit_fresh(Some(child.clone()), paid).await?;
         Ok(())
     }
 
@@ -474,18 +468,32 @@ impl Engine {
     }
 
     /// Marks a task runnable, unless it has ended.
-    async fn wake(&self, mut found: Option<TaskRecord>) -> Result<(), RunError> {
+    async fn wake(&self, found: Option<TaskRecord>) -> Result<(), RunError> {
+        let woken = |rec: &TaskRecord| {
+            (!rec.state().is_terminal() && !rec.wake).then(|| TaskRecord {
+                wake: true,
+                ..rec.clone()
+            })
+        };
+        self.commit_fresh(found, woken).await?;
+        Ok(())
+    }
+
+    /// Commits what `change` makes of the task at the version read (no events), reading
+    /// it again after a conflict; `change` gives None when there is nothing to write.
+    async fn commit_fresh(
+        &self,
+        mut found: Option<TaskRecord>,
+        change: impl Fn(&TaskRecord) -> Option<TaskRecord>,
+    ) -> Result<(), StoreError> {
         while let Some(rec) = found.take() {
-            let task_id = rec.task.id.clone();
-            if rec.state().is_terminal() || rec.wake {
+            let Some(next) = change(&rec) else {
                 return Ok(());
-            }
-            let mut next = rec.clone();
-            next.wake = true;
+            };
             match self.store.commit(&next, rec.version, &[], None).await {
                 Ok(_) => return Ok(()),
-                Err(StoreError::Conflict { .. }) => found = self.store.load_task(&task_id).await?,
-                Err(e) => return Err(e.into()),
+                Err(StoreError::Conflict { .. }) => found = self.store.load_task(rec.id()).await?,
+                Err(e) => return Err(e),
             }
         }
         Ok(())
