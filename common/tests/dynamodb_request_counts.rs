@@ -1,7 +1,9 @@
 //! How many DynamoDB requests each operation makes, against DynamoDB Local, and the write
 //! units they consume (`ReturnConsumedCapacity`; a transaction costs twice its items'
 //! units): printed as a table (run with `--nocapture` to see it) and held to the targets:
-//! at most 3 item writes for an accepted message, at most 2 for a state transition.
+//! at most 4 items for an accepted message and 3 for a state transition, besides the
+//! task's listing items (one a member); and ListTasks costs what the caller's own tasks
+//! cost, whatever the size of their tenant.
 
 mod support;
 
@@ -328,17 +330,20 @@ async fn each_operation_stays_within_its_dynamodb_request_budget() {
 
     // An accepted message is one write of at most 4 items (the task's head, the message
     // as a history part, its event, its dedupe item); each state transition after it at
-    // most 3 (head, event, and the status message it replaces, now a history part).
+    // most 3 (head, event, and the status message it replaces, now a history part). Each
+    // adds the task's items in the listing index, one a member (alice and the agent),
+    // which move with the status.
+    const MEMBERS: usize = 2;
     for row in [&rows[0], &rows[3]] {
         let writes = row.writes();
         assert!(
-            writes[0] <= 4,
+            writes[0] <= 4 + MEMBERS,
             "{}: accepting the message wrote {:?}",
             row.scenario,
             writes
         );
         assert!(
-            writes[1..].iter().all(|n| *n <= 3),
+            writes[1..].iter().all(|n| *n <= 3 + MEMBERS),
             "{}: transitions wrote {:?}",
             row.scenario,
             writes
@@ -416,6 +421,102 @@ async fn long_task_turns(store: Arc<DynamoStore>, recorder: &Recorder) -> Vec<Ve
     }
     assert_eq!(out.len(), 50, "one turn per model call");
     out
+}
+
+/// Issue 19, must-show 4: ListTasks for a participant with 3 tasks makes the same
+/// DynamoDB requests in a tenant of 5,000 tasks as in a tenant of 5: it reads the
+/// participant's partition of the listing index, never the tenant's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_tasks_costs_the_same_in_a_tenant_of_5000_as_in_a_tenant_of_5() {
+    use futures::StreamExt;
+    let Some(config) = support::dynamo_config() else {
+        return;
+    };
+    let recorder = Recorder::default();
+    let client = aws_sdk_dynamodb::Client::from_conf(config.interceptor(recorder.clone()).build());
+    let table = support::fresh_table(&client).await;
+    let store = Arc::new(DynamoStore::new(client, table));
+    let h = Harness::new(store.clone(), common::agent::conformance(), with_push_key())
+        .expect("harness");
+    for (tenant, size) in [("small", 5), ("big", 5000)] {
+        let creates = (0..size).map(|i| {
+            let store = store.clone();
+            async move {
+                let owner = if i < 3 { "carol" } else { "someone-else" };
+                let rec = listed_task(tenant, owner, i);
+                store.create_task(&rec, &[], None).await.map(|_| ())
+            }
+        });
+        let created: Vec<_> = futures::stream::iter(creates)
+            .buffer_unordered(32)
+            .collect()
+            .await;
+        assert!(created.iter().all(Result::is_ok), "tasks created");
+    }
+    recorder.take();
+
+    let mut costs = Vec::new();
+    for tenant in ["small", "big"] {
+        let request = ListTasksRequest {
+            tenant: tenant.into(),
+            page_size: Some(2),
+            ..Default::default()
+        };
+        let page = match execute(&h, Call::ListTasks(request), &Caller::named("carol")).await {
+            Ok(Answer::Json(v)) => serde_json::from_str::<Value>(v.get()).expect("JSON"),
+            other => panic!("{:?}", other.err()),
+        };
+        assert_eq!(page["totalSize"], 3, "{tenant}: {page}");
+        assert_eq!(page["tasks"].as_array().map(Vec::len), Some(2), "{tenant}");
+        assert!(
+            page["tasks"].as_array().into_iter().flatten().all(|t| {
+                t["id"]
+                    .as_str()
+                    .is_some_and(|id| id.starts_with(&format!("{tenant}-")))
+            }),
+            "{tenant}: only the tenant's tasks"
+        );
+        let sent = recorder.take();
+        for query in sent.iter().filter_map(|s| s.query.as_deref()) {
+            assert!(
+                query.contains(&format!("MEMBER#{tenant}#carol")),
+                "{tenant}: a Query outside carol's own partition: {query}"
+            );
+        }
+        costs.push(sent.iter().map(|s| s.operation.clone()).collect::<Vec<_>>());
+    }
+    println!("ListTasks in a tenant of 5: {:?}", costs[0]);
+    println!("ListTasks in a tenant of 5,000: {:?}", costs[1]);
+    assert_eq!(
+        costs[0], costs[1],
+        "the same requests whatever the tenant's size"
+    );
+    assert!(costs[1].len() <= 3 + 2, "{:?}", costs[1]);
+}
+
+/// Task `<tenant>-<i>` of `owner` (its reporter) in `tenant`.
+fn listed_task(tenant: &str, owner: &str, i: usize) -> common::store::TaskRecord {
+    use common::ext::task::{Participant, ParticipantKind, Role as ParticipantRole, TaskExtension};
+    let mut rec = common::store::TaskRecord {
+        tenant: tenant.into(),
+        ..Default::default()
+    };
+    rec.task.id = format!("{tenant}-{i:05}");
+    rec.task.context_id = format!("ctx-{i}");
+    rec.task.status = Some(common::a2a::TaskStatus {
+        state: TaskState::Completed,
+        message: None,
+        timestamp: chrono::DateTime::from_timestamp_millis(1_700_000_000_000 + i as i64)
+            .map(common::a2a::Timestamp),
+    });
+    let mut ext = TaskExtension::from_text("listed");
+    ext.add(Participant::new(
+        owner,
+        ParticipantKind::Human,
+        ParticipantRole::Reporter,
+    ));
+    ext.store(&mut rec.task);
+    rec
 }
 
 /// The default configuration, with the key push notifications need.

@@ -684,6 +684,7 @@ contract!(
     a_push_config_is_replaced_only_by_its_creator,
     list_filters_by_context_state_and_time,
     a_participant_lists_only_their_own_tasks,
+    a_participant_removed_no_longer_lists_the_task,
     only_cut_off_or_unanswered_tasks_are_found_for_the_sweep,
     refusals_are_kept_in_the_audit_trail_of_the_task_id_named,
     a_participants_audit_rows_are_capped_per_hour,
@@ -843,6 +844,41 @@ async fn a_participant_lists_only_their_own_tasks(store: Arc<dyn Store>) {
         let page = store.list_tasks(&query(stranger)).await.unwrap();
         assert_eq!((page.total, page.tasks.len()), (0, 0), "{stranger:?}");
     }
+}
+
+/// Membership is read from the task as committed: a participant removed lists it no more
+/// (nor counts it), one added lists it, in the same commit.
+async fn a_participant_removed_no_longer_lists_the_task(store: Arc<dyn Store>) {
+    let tenant = format!("roster-{}", uuid_like());
+    let rec = create_for(store.as_ref(), &tenant, &uuid_like(), "alice").await;
+    let mut next = rec.clone();
+    let mut ext = TaskExtension::of(&next.task).expect("extension");
+    ext.participants.retain(|p| p.id != "alice");
+    ext.add(Participant::new(
+        "bob",
+        ParticipantKind::Human,
+        ParticipantRole::Reporter,
+    ));
+    ext.store(&mut next.task);
+    store
+        .commit(&next, rec.version, &[], None)
+        .await
+        .expect("commit");
+    let query = |participant: &str| TaskQuery {
+        tenant: tenant.clone(),
+        participant: participant.into(),
+        page_size: 10,
+        ..Default::default()
+    };
+    let alice = store.list_tasks(&query("alice")).await.expect("list");
+    assert_eq!(
+        (alice.total, alice.tasks.len()),
+        (0, 0),
+        "alice was removed"
+    );
+    let bob = store.list_tasks(&query("bob")).await.expect("list");
+    assert_eq!(bob.total, 1);
+    assert_eq!(bob.tasks[0].task.id, rec.task.id);
 }
 
 async fn refusals_are_kept_in_the_audit_trail_of_the_task_id_named(store: Arc<dyn Store>) {
@@ -1214,4 +1250,60 @@ async fn dynamodb_a_task_stored_whole_by_an_older_build_is_written_out_and_commi
         .expect("load")
         .expect("task");
     assert_eq!(whole, stored);
+}
+
+/// A head written before the listing index (the tenant's `gsi1` partition, no listing
+/// items) is not listed until its next commit, or until the backfill, which lists it once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dynamodb_a_task_written_before_the_listing_index_is_listed_after_the_backfill() {
+    use aws_sdk_dynamodb::types::AttributeValue as V;
+    let Some(client) = support::dynamo_client() else {
+        return;
+    };
+    let table = support::fresh_table(&client).await;
+    let store = DynamoStore::new(client.clone(), table.clone());
+    let tenant = format!("old-{}", uuid_like());
+    let rec = create(&store, &tenant, &uuid_like()).await;
+    // As an older build left it: the head in the tenant's partition, no listing items.
+    for member in ["alice", "tiny-harness"] {
+        client
+            .delete_item()
+            .table_name(&table)
+            .key("pk", V::S(format!("TASK#{}", rec.id())))
+            .key("sk", V::S(format!("MEMBER#{member}")))
+            .send()
+            .await
+            .expect("delete a listing item");
+    }
+    client
+        .update_item()
+        .table_name(&table)
+        .key("pk", V::S(format!("TASK#{}", rec.id())))
+        .key("sk", V::S("TASK".into()))
+        .update_expression("REMOVE listed SET gsi1pk = :t, gsi1sk = :s")
+        .expression_attribute_values(":t", V::S(format!("TENANT#{tenant}")))
+        .expression_attribute_values(
+            ":s",
+            V::S(format!("{:015}#{}", rec.status_millis(), rec.id())),
+        )
+        .send()
+        .await
+        .expect("an old head");
+    let query = TaskQuery {
+        tenant: tenant.clone(),
+        participant: "alice".into(),
+        page_size: 10,
+        ..Default::default()
+    };
+    assert_eq!(store.list_tasks(&query).await.expect("list").total, 0);
+
+    assert_eq!(store.backfill_listing().await.expect("backfill"), 1);
+    let page = store.list_tasks(&query).await.expect("list");
+    assert_eq!(page.total, 1);
+    assert_eq!(page.tasks[0].task, rec.task);
+    assert_eq!(
+        store.backfill_listing().await.expect("again"),
+        0,
+        "listed once"
+    );
 }

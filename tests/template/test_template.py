@@ -61,11 +61,12 @@ EVENT_FUNCTIONS = {"resume", "sweeper", "notifier"}
 TABLE_RW = {"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem",
             "dynamodb:DeleteItem", "dynamodb:ConditionCheckItem", "dynamodb:BatchWriteItem"}
 PERMISSIONS = {
-    "send-message": (TABLE_RW, {"dynamodb:Query"}),
-    "send-streaming-message": (TABLE_RW, {"dynamodb:Query"}),
-    "jsonrpc": (TABLE_RW, {"dynamodb:Query"}),
+    "send-message": (TABLE_RW, set()),
+    "send-streaming-message": (TABLE_RW, set()),
+    # ListTasks: the caller's partition of gsi1, then the page's heads and history.
+    "jsonrpc": (TABLE_RW | {"dynamodb:BatchGetItem"}, {"dynamodb:Query"}),
     "get-task": ({"dynamodb:GetItem"}, set()),
-    "list-tasks": (set(), {"dynamodb:Query"}),
+    "list-tasks": ({"dynamodb:BatchGetItem", "dynamodb:Query"}, {"dynamodb:Query"}),
     "cancel-task": ({"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:ConditionCheckItem",
                      "dynamodb:Query", "dynamodb:BatchWriteItem"}, set()),
     "subscribe-to-task": ({"dynamodb:GetItem", "dynamodb:Query"}, set()),

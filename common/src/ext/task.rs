@@ -140,6 +140,10 @@ fn validator() -> &'static jsonschema::Validator {
 const NAME_CHARS: usize = 60;
 /// Most characters of a goal taken from a message's text.
 const GOAL_CHARS: usize = 4096;
+/// Most participants a task envelope may name (a new task's sender and the harness's
+/// agent may join them): each is an item of the store's listing index, rewritten with the
+/// task's status, so the roster bounds what a commit writes.
+pub const MAX_PARTICIPANTS: usize = 32;
 
 impl TaskExtension {
     /// Data from outside (a task envelope): checked against the schema first, so every
@@ -208,10 +212,16 @@ impl TaskExtension {
         self.participants.iter().find(|p| p.role == Role::Assignee)
     }
 
-    /// Whether the participants can stand as given: each id once, and the harness's own id
-    /// (`harness`) only as an agent, so no one is listed twice and no person can pose as
-    /// the harness.
+    /// Whether the participants can stand as given: at most [`MAX_PARTICIPANTS`], each id
+    /// once, and the harness's own id (`harness`) only as an agent, so no one is listed
+    /// twice and no person can pose as the harness.
     pub fn check_roster(&self, harness: &str) -> Result<(), String> {
+        if self.participants.len() > MAX_PARTICIPANTS {
+            return Err(format!(
+                "a task has at most {MAX_PARTICIPANTS} participants, not {}",
+                self.participants.len()
+            ));
+        }
         for (i, p) in self.participants.iter().enumerate() {
             if self.participants[..i].iter().any(|q| q.id == p.id) {
                 return Err(format!("participant {} is listed twice", p.id));
@@ -456,6 +466,14 @@ mod tests {
             {"id": "tiny-harness", "kind": "agent", "role": "assignee"}
         ]))
         .is_ok());
+        let crowd = |n: usize| {
+            (0..n)
+                .map(|i| json!({"id": format!("p{i}"), "kind": "human", "role": "watcher"}))
+                .collect::<Vec<_>>()
+        };
+        assert!(starting(json!(crowd(MAX_PARTICIPANTS))).is_ok());
+        let e = starting(json!(crowd(MAX_PARTICIPANTS + 1))).unwrap_err();
+        assert!(e.contains("at most 32 participants, not 33"), "{e}");
     }
 
     #[test]

@@ -2,13 +2,18 @@
 //!
 //! Items (`pk`, `sk`):
 //! - task head: `TASK#<id>`, `TASK`, with `version`, `last_seq`, the head as JSON (see
-//!   [`super::layout`]: bounded, no lists), and the ListTasks index keys `gsi1pk` =
-//!   `TENANT#<tenant>`, `gsi1sk` = `<status ms, 15 digits>#<id>`; the sweep index keys
+//!   [`super::layout`]: bounded, no lists), `listed` = 1 (its listing items are written;
+//!   a head without it predates them and is listed by its next commit or
+//!   [`DynamoStore::backfill_listing`]), and the sweep index keys
 //!   `gsi2pk` = `LEASED` (`gsi2sk` = the lease's expiry) while a drive holds it, or
 //!   `WOKEN` (`gsi2sk` = when it was written) while it waits on a wake-up, and `wake` = 1
 //!   then too (what the resume function's event source mapping passes);
 //! - task part: `TASK#<id>`, `HIST#`/`TURN#`/`ART#<index, 10 digits>` or `STATUS#…`, one
 //!   history message, conversation turn, artifact or long status message;
+//! - listing item: `TASK#<id>`, `MEMBER#<participant>`, one per participant, with the
+//!   listing index (`gsi1`) keys `gsi1pk` = `MEMBER#<tenant>#<participant>`, `gsi1sk` =
+//!   `<status ms, 15 digits>#<id>`, and `context_id` and `state` for ListTasks' filters;
+//!   written with the head whenever the status or the roster changes;
 //! - event: `TASK#<id>`, `EV#<seq, 20 digits>`;
 //! - push config: `TASK#<id>`, `PUSH#<config id>`;
 //! - message: `IN#<tenant>#<sender>#<messageId>`, `MSG`, naming its task (each part
@@ -29,8 +34,10 @@
 //! A commit is one transaction: the head put conditional on the version and last seq it
 //! read, the parts that changed (new history messages and turns conditional on absence),
 //! each event put conditional on absence, and the message put conditional on absence:
-//! its write units follow what changed, not the size of the task. ListTasks is a Query on `gsi1`, never a Scan. The SDK retries throttling and
-//! 5xx with backoff before an error reaches the caller.
+//! its write units follow what changed, not the size of the task. ListTasks is a Query on
+//! the caller's own partition of `gsi1`, never a Scan, so its cost follows the caller's
+//! tasks, not the tenant's. The SDK retries throttling and 5xx with backoff before an
+//! error reaches the caller.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -42,15 +49,15 @@ use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::error::TransactionCanceledException;
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, AttributeValue, BillingMode, ConditionCheck, GlobalSecondaryIndex,
-    KeySchemaElement, KeyType, Projection, ProjectionType, Put, PutRequest, ReturnConsumedCapacity,
-    ReturnValuesOnConditionCheckFailure, ScalarAttributeType, Select, StreamSpecification,
-    StreamViewType, TimeToLiveSpecification, TransactWriteItem, WriteRequest,
+    AttributeDefinition, AttributeValue, BillingMode, ConditionCheck, Delete, GlobalSecondaryIndex,
+    KeySchemaElement, KeyType, KeysAndAttributes, Projection, ProjectionType, Put, PutRequest,
+    ReturnConsumedCapacity, ReturnValuesOnConditionCheckFailure, ScalarAttributeType, Select,
+    StreamSpecification, StreamViewType, TimeToLiveSpecification, TransactWriteItem, WriteRequest,
 };
 use aws_sdk_dynamodb::Client;
 use tokio::sync::broadcast;
 
-use super::layout::{self, Counts, PartKind, Want};
+use super::layout::{self, Counts, Listing, PartKind, Want};
 use super::{
     Admit, AuditRecord, Cursor, Due, InboundMessage, LoggedEvent, PushConfigRecord, Store,
     StoreError, TaskPage, TaskQuery, TaskRecord, AUDIT_ROWS_PER_PARTICIPANT_HOUR,
@@ -58,6 +65,7 @@ use super::{
 };
 use crate::a2a::{StreamResponse, Timestamp};
 
+/// The listing index: each participant's tasks, newest status first.
 pub const INDEX: &str = "gsi1";
 /// The sweeper's sparse index: leased tasks by lease expiry, and tasks waiting on a
 /// wake-up by when it was rung.
@@ -66,6 +74,8 @@ const LEASED: &str = "LEASED";
 /// The sweep index's partition of tasks last written as a wake-up, by when.
 const WOKEN: &str = "WOKEN";
 pub const TTL_ATTRIBUTE: &str = "expires_at";
+/// A head's mark that the listing index holds its members.
+const LISTED: &str = "listed";
 
 type Item = HashMap<String, AttributeValue>;
 
@@ -220,12 +230,31 @@ fn message_pk(tenant: &str, sender: &str, message_id: &str) -> String {
     )
 }
 
-fn gsi1pk(tenant: &str) -> String {
-    format!("TENANT#{tenant}")
+/// The listing index's partition of one participant's tasks in one tenant.
+fn listing_pk(tenant: &str, participant: &str) -> String {
+    format!("MEMBER#{}#{}", key_part(tenant), key_part(participant))
 }
 
-fn gsi1sk(status_ms: i64, id: &str) -> String {
+/// Where a task sorts in a listing partition: newest status first, ties by id.
+fn listing_sk(status_ms: i64, id: &str) -> String {
     format!("{:015}#{id}", status_ms.max(0))
+}
+
+fn member_sk(participant: &str) -> String {
+    format!("MEMBER#{}", key_part(participant))
+}
+
+/// A task's item in the listing index for one of its members.
+fn member_item(rec: &TaskRecord, participant: &str) -> Item {
+    let id = &rec.task.id;
+    HashMap::from([
+        ("pk".into(), s(task_pk(id))),
+        ("sk".into(), s(member_sk(participant))),
+        ("gsi1pk".into(), s(listing_pk(&rec.tenant, participant))),
+        ("gsi1sk".into(), s(listing_sk(rec.status_millis(), id))),
+        ("context_id".into(), s(&rec.task.context_id)),
+        ("state".into(), n(rec.state().number())),
+    ])
 }
 
 fn unavailable<E: std::error::Error + 'static, R: std::fmt::Debug>(
@@ -320,23 +349,16 @@ fn decode_head(item: &Item) -> Result<(TaskRecord, Counts), StoreError> {
 }
 
 fn task_item(rec: &TaskRecord, head: &str) -> Result<Item, StoreError> {
-    let id = &rec.task.id;
-    let members = rec.members();
     let mut item = HashMap::from([
-        ("pk".into(), s(task_pk(id))),
+        ("pk".into(), s(task_pk(&rec.task.id))),
         ("sk".into(), s("TASK")),
-        ("gsi1pk".into(), s(gsi1pk(&rec.tenant))),
-        ("gsi1sk".into(), s(gsi1sk(rec.status_millis(), id))),
-        ("context_id".into(), s(&rec.task.context_id)),
-        ("state".into(), n(rec.state().number())),
         ("version".into(), n(rec.version)),
         ("last_seq".into(), n(rec.last_seq)),
         ("record".into(), s(head)),
+        // The listing index holds this head's members (a head without it was written
+        // before that index: its next commit writes them all).
+        (LISTED.into(), n(1)),
     ]);
-    // ListTasks filters on it; DynamoDB has no empty sets.
-    if !members.is_empty() {
-        item.insert("members".into(), AttributeValue::Ss(members));
-    }
     // The sweeper's sparse index holds a task only while a drive holds its lease, or
     // while it waits on the wake-up this write is.
     let due = match rec.lease_expiry() {
@@ -668,8 +690,11 @@ impl DynamoStore {
             .map(|k| self.read_parts(&rec.task.id, k, want.range(k, &counts)));
         let parts = futures::future::try_join_all(reads).await?;
         layout::attach(&mut rec, &counts, want, parts.concat())?;
-        if counts == Counts::default() && want == Want::WHOLE {
-            self.write_out_inline_parts(&mut rec).await?;
+        if want == Want::WHOLE {
+            if counts == Counts::default() {
+                self.write_out_inline_parts(&mut rec).await?;
+            }
+            rec.stored.listing = item.contains_key(LISTED).then(|| Listing::of(&rec));
         }
         Ok(Some(rec))
     }
@@ -734,6 +759,7 @@ impl DynamoStore {
         let head = task_item(rec, &split.head)?;
         let mut items = vec![put(&self.table, head, condition, values)?];
         items.extend(self.part_puts(rec, &split.parts)?);
+        items.extend(self.listing_writes(rec)?);
         items.extend(self.event_puts(rec, first_seq, events)?);
         if let Some(m) = message {
             items.push(self.message_put(m, &rec.task.id)?);
@@ -745,6 +771,139 @@ impl DynamoStore {
             return Err(StoreError::TooLarge(rec.task.id.clone()));
         }
         Ok(items)
+    }
+
+    /// The listing index's writes in a commit of `rec`: every member's item again when
+    /// the task sorts or filters differently (its status or state changed), a new
+    /// member's, and a delete of a gone member's; nothing when the index has it as it is.
+    fn listing_writes(&self, rec: &TaskRecord) -> Result<Vec<TransactWriteItem>, StoreError> {
+        let now = Listing::of(rec);
+        let was = rec.stored.listing.as_ref();
+        let moved = was.is_none_or(|w| w.status_ms != now.status_ms || w.state != now.state);
+        let had = |p: &String| was.is_some_and(|w| w.members.contains(p));
+        let mut writes = Vec::new();
+        for p in now.members.iter().filter(|p| moved || !had(p)) {
+            let put = Put::builder()
+                .table_name(&self.table)
+                .set_item(Some(member_item(rec, p)))
+                .build()
+                .map_err(corrupt)?;
+            writes.push(TransactWriteItem::builder().put(put).build());
+        }
+        for p in was.iter().flat_map(|w| &w.members) {
+            if !now.members.contains(p) {
+                let delete = Delete::builder()
+                    .table_name(&self.table)
+                    .key("pk", s(task_pk(&rec.task.id)))
+                    .key("sk", s(member_sk(p)))
+                    .build()
+                    .map_err(corrupt)?;
+                writes.push(TransactWriteItem::builder().delete(delete).build());
+            }
+        }
+        Ok(writes)
+    }
+
+    /// Writes the listing items of every task whose head was written before the listing
+    /// index (a head without `listed`; ListTasks shows it only once this has run or it is
+    /// committed again): a Scan of the table, then per such task a commit of it as it is.
+    /// Safe beside running drives (each commit is conditional; a conflict is read again).
+    /// Returns how many tasks it listed.
+    pub async fn backfill_listing(&self) -> Result<u64, StoreError> {
+        let mut listed = 0;
+        let mut start: Option<Item> = None;
+        loop {
+            let out = self
+                .client
+                .scan()
+                .table_name(&self.table)
+                .filter_expression("sk = :task AND attribute_not_exists(#listed)")
+                .expression_attribute_names("#listed", LISTED)
+                .expression_attribute_values(":task", s("TASK"))
+                .projection_expression("pk")
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(unavailable)?;
+            for item in out.items() {
+                let id = get_s(item, "pk")?.trim_start_matches("TASK#");
+                loop {
+                    let Some(rec) = self.load_task(id).await? else {
+                        break;
+                    };
+                    if rec.stored.listing.is_some() {
+                        break;
+                    }
+                    match self.commit(&rec, rec.version, &[], None).await {
+                        Ok(_) => {
+                            listed += 1;
+                            break;
+                        }
+                        Err(StoreError::Conflict { .. }) => continue,
+                        Err(e) => return Err(e),
+                    }
+                }
+            }
+            start = out.last_evaluated_key().cloned();
+            if start.is_none() {
+                return Ok(listed);
+            }
+        }
+    }
+
+    /// The heads of the tasks `ids`, read consistently, in the order of `ids` (one
+    /// BatchGetItem per 100; a task gone since is left out). Keys throttling leaves
+    /// unprocessed are asked for again a bounded number of times, then are an error.
+    async fn heads(&self, ids: &[String]) -> Result<Vec<Item>, StoreError> {
+        let mut found: HashMap<String, Item> = HashMap::new();
+        for chunk in ids.chunks(100) {
+            let keys = chunk
+                .iter()
+                .map(|id| HashMap::from([("pk".into(), s(task_pk(id))), ("sk".into(), s("TASK"))]))
+                .collect::<Vec<_>>();
+            let mut pending = Some(
+                KeysAndAttributes::builder()
+                    .set_keys(Some(keys))
+                    .consistent_read(true)
+                    .build()
+                    .map_err(corrupt)?,
+            );
+            let mut attempt = 0;
+            while let Some(request) = pending.take() {
+                let out = self
+                    .client
+                    .batch_get_item()
+                    .request_items(&self.table, request)
+                    .send()
+                    .await
+                    .map_err(unavailable)?;
+                for item in out
+                    .responses()
+                    .and_then(|r| r.get(&self.table))
+                    .into_iter()
+                    .flatten()
+                {
+                    found.insert(get_s(item, "pk")?.to_owned(), item.clone());
+                }
+                pending = (out.unprocessed_keys())
+                    .and_then(|u| u.get(&self.table))
+                    .filter(|k| !k.keys().is_empty())
+                    .cloned();
+                if pending.is_some() {
+                    attempt += 1;
+                    if attempt > 5 {
+                        return Err(StoreError::Unavailable(
+                            "task heads left unread after 5 attempts".into(),
+                        ));
+                    }
+                    tokio::time::sleep(Duration::from_millis(50 << attempt)).await;
+                }
+            }
+        }
+        Ok(ids
+            .iter()
+            .filter_map(|id| found.remove(&task_pk(id)))
+            .collect())
     }
 
     fn message_put(
@@ -1031,11 +1190,9 @@ impl Store for DynamoStore {
     }
 
     async fn list_tasks(&self, q: &TaskQuery) -> Result<TaskPage, StoreError> {
-        let mut filters = vec!["contains(members, :p)"];
-        let mut values: Item = HashMap::from([
-            (":t".to_owned(), s(gsi1pk(&q.tenant))),
-            (":p".to_owned(), s(&q.participant)),
-        ]);
+        let partition = listing_pk(&q.tenant, &q.participant);
+        let mut filters = Vec::new();
+        let mut values: Item = HashMap::from([(":m".to_owned(), s(&partition))]);
         let mut names = HashMap::new();
         if let Some(ctx) = &q.context_id {
             filters.push("context_id = :c");
@@ -1046,12 +1203,12 @@ impl Store for DynamoStore {
             names.insert("#state".to_owned(), "state".to_owned());
             values.insert(":st".into(), n(state.number()));
         }
-        let mut key = "gsi1pk = :t".to_owned();
+        let mut key = "gsi1pk = :m".to_owned();
         if let Some(after) = q.status_after {
             key.push_str(" AND gsi1sk >= :after");
             values.insert(":after".into(), s(format!("{:015}", after.millis().max(0))));
         }
-        let filter = Some(filters.join(" AND "));
+        let filter = (!filters.is_empty()).then(|| filters.join(" AND "));
         let names = (!names.is_empty()).then_some(names);
         let query = || {
             self.client
@@ -1064,6 +1221,7 @@ impl Store for DynamoStore {
                 .set_expression_attribute_values(Some(values.clone()))
         };
 
+        // The participant's own partition: its size, not the tenant's, is what it costs.
         let mut total = 0u64;
         let mut start: Option<Item> = None;
         loop {
@@ -1080,13 +1238,28 @@ impl Store for DynamoStore {
             }
         }
 
+        // The index is eventually consistent: each head, read consistently, has the last
+        // word on whether the task is listed (a member just removed is not shown it).
+        let admit = |rec: &TaskRecord| {
+            rec.members().contains(&q.participant)
+                && q.context_id
+                    .as_ref()
+                    .is_none_or(|c| *c == rec.task.context_id)
+                && q.state.is_none_or(|st| st == rec.state())
+                && q.status_after
+                    .is_none_or(|a| rec.status_millis() >= a.millis())
+        };
+        let want = Want::view(q.history, q.artifacts);
         let mut tasks = Vec::new();
         let mut start = q.cursor.as_ref().map(|c| {
             HashMap::from([
                 ("pk".to_owned(), s(task_pk(&c.task_id))),
-                ("sk".to_owned(), s("TASK")),
-                ("gsi1pk".to_owned(), s(gsi1pk(&q.tenant))),
-                ("gsi1sk".to_owned(), s(gsi1sk(c.status_millis, &c.task_id))),
+                ("sk".to_owned(), s(member_sk(&q.participant))),
+                ("gsi1pk".to_owned(), s(&partition)),
+                (
+                    "gsi1sk".to_owned(),
+                    s(listing_sk(c.status_millis, &c.task_id)),
+                ),
             ])
         });
         while tasks.len() <= q.page_size {
@@ -1097,8 +1270,11 @@ impl Store for DynamoStore {
                 .send()
                 .await
                 .map_err(unavailable)?;
-            let want = Want::view(q.history, q.artifacts);
-            let page = (out.items().iter()).map(|item| self.with_parts(item, want, &|_| true));
+            let ids = (out.items().iter())
+                .map(|item| Ok(get_s(item, "pk")?.trim_start_matches("TASK#").to_owned()))
+                .collect::<Result<Vec<_>, StoreError>>()?;
+            let heads = self.heads(&ids).await?;
+            let page = (heads.iter()).map(|item| self.with_parts(item, want, &admit));
             tasks.extend(
                 futures::future::try_join_all(page)
                     .await?

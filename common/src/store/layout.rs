@@ -103,6 +103,27 @@ pub struct Stored {
     status: Option<u64>,
     /// Only some of the task was read (a view for a reader): it cannot be committed.
     partial: bool,
+    /// What the store's listing index holds of the task; None when unknown (a store
+    /// without such an index, or a task written before it): the next commit writes it all.
+    pub listing: Option<Listing>,
+}
+
+/// What a listing index keeps of a task: who may list it, and where it sorts and filters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listing {
+    pub members: Vec<String>,
+    pub status_ms: i64,
+    pub state: i32,
+}
+
+impl Listing {
+    pub fn of(rec: &TaskRecord) -> Self {
+        Listing {
+            members: rec.members(),
+            status_ms: rec.status_millis(),
+            state: rec.state().number(),
+        }
+    }
 }
 
 impl PartialEq for Stored {
@@ -264,6 +285,7 @@ pub fn split(rec: &TaskRecord) -> Result<Split, StoreError> {
             artifacts,
             status,
             partial: false,
+            listing: Some(Listing::of(rec)),
         },
     })
 }
@@ -408,6 +430,7 @@ pub fn attach(
             artifacts: if inline { Vec::new() } else { artifacts },
             status,
             partial: false,
+            listing: None,
         }
     } else {
         Stored {

@@ -148,6 +148,10 @@ enum Cmd {
         #[arg(long, default_value_t = local_key::DEFAULT_LIFETIME.as_secs())]
         ttl_seconds: u64,
     },
+    /// Once, after upgrading a DynamoDB table written by a build before the listing index:
+    /// lists its older tasks (writes their listing items) so ListTasks finds them. Needs
+    /// --table; safe beside a running deployment.
+    BackfillListing,
 }
 
 /// The embedded store's push key, beside (not inside) its data.
@@ -177,6 +181,16 @@ async fn run() -> Result<(), common::lambda::Error> {
     }) = &args.command
     {
         return token(&args, participant, *ttl_seconds);
+    }
+    if let Some(Cmd::BackfillListing) = &args.command {
+        let Some(table) = args.table.clone() else {
+            return Err("backfill-listing needs --table (the embedded store needs none)".into());
+        };
+        let listed = (common::lambda::dynamo_store(table, 30).await)
+            .backfill_listing()
+            .await?;
+        println!("listed {listed} task(s) written before the listing index");
+        return Ok(());
     }
     let auth = common::auth::Options {
         mode: args.auth,
