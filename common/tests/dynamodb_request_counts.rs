@@ -494,6 +494,53 @@ async fn list_tasks_costs_the_same_in_a_tenant_of_5000_as_in_a_tenant_of_5() {
     assert!(costs[1].len() <= 3 + 2, "{:?}", costs[1]);
 }
 
+/// Issue 19: a subscription to a task where nothing happens reads its log less and less
+/// often (250 ms, doubling to 2 s), not every 250 ms: in a Lambda function, where no
+/// writer signals it, each read is a Query.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quiet_subscription_reads_the_log_less_and_less_often() {
+    use futures::StreamExt;
+    let Some(config) = support::dynamo_config() else {
+        return;
+    };
+    let recorder = Recorder::default();
+    let client = aws_sdk_dynamodb::Client::from_conf(config.interceptor(recorder.clone()).build());
+    let table = support::fresh_table(&client).await;
+    let store = Arc::new(DynamoStore::new(client, table));
+    let h = Harness::new(store.clone(), common::agent::conformance(), with_push_key())
+        .expect("harness");
+    let waiting = run(&h, send("tck-input-required", "")).await;
+    let id = waiting["task"]["id"].as_str().expect("task id").to_owned();
+    // A WORKING task no one writes to: the subscription waits on it.
+    let mut rec = store.load_task(&id).await.expect("load").expect("task");
+    rec.task.status = Some(common::a2a::TaskStatus {
+        state: TaskState::Working,
+        message: None,
+        timestamp: Some(common::a2a::Timestamp::now()),
+    });
+    store
+        .commit(&rec, rec.version, &[], None)
+        .await
+        .expect("commit");
+    recorder.take();
+
+    let call = Call::SubscribeToTask(common::a2a::SubscribeToTaskRequest {
+        id: id.clone(),
+        ..Default::default()
+    });
+    let Ok(Answer::Stream(mut stream)) = execute(&h, call, &Caller::named("alice")).await else {
+        panic!("a stream");
+    };
+    assert!(stream.next().await.is_some(), "the task first");
+    tokio::time::sleep(std::time::Duration::from_secs(6)).await;
+    drop(stream);
+    let reads = (recorder.take().iter())
+        .filter(|s| s.query.as_deref().is_some_and(|q| q.contains("EV#")))
+        .count();
+    // 0, 0.25, 0.75, 1.75, 3.75 and 5.75 s: 6 reads (24 at a fixed 250 ms).
+    assert!((4..=8).contains(&reads), "{reads} reads of the log in 6 s");
+}
+
 /// Task `<tenant>-<i>` of `owner` (its reporter) in `tenant`.
 fn listed_task(tenant: &str, owner: &str, i: usize) -> common::store::TaskRecord {
     use common::ext::task::{Participant, ParticipantKind, Role as ParticipantRole, TaskExtension};

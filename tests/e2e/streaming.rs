@@ -453,6 +453,47 @@ async fn a_subscriber_going_away_does_not_affect_another() {
     assert_task_lifecycle(&events, "TASK_STATE_COMPLETED");
 }
 
+/// A task takes at most 16 subscriptions at once; the 17th is refused saying so, and
+/// one ending frees its place.
+#[tokio::test]
+async fn a_task_takes_sixteen_subscriptions_at_once() {
+    let s = Server::start().await;
+    let id = working_task(&s).await;
+    let mut open = Vec::new();
+    for _ in 0..16 {
+        let (_, mut reader) = s
+            .rpc_stream_open("SubscribeToTask", json!({"id": id}))
+            .await;
+        let first = reader
+            .next_before(Instant::now() + Duration::from_secs(5))
+            .await
+            .expect("first event");
+        assert_eq!(first.kind(), "task");
+        open.push(reader);
+    }
+    let refused = s.rpc("SubscribeToTask", json!({"id": id})).await;
+    assert_eq!(refused["error"]["code"], -32004, "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("16 subscriptions already"), "{refused}");
+
+    drop(open.pop());
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask",
+                      "params": {"id": id}});
+    loop {
+        let answer = s.rpc_raw(&default_headers(), body.to_string()).await;
+        let kind = answer.headers()["content-type"]
+            .to_str()
+            .unwrap_or_default();
+        if kind.starts_with("text/event-stream") {
+            break;
+        }
+        let text = answer.text().await.unwrap_or_default();
+        assert!(Instant::now() < deadline, "no place freed: {text}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 #[tokio::test]
 async fn a_subscriber_sees_a_cancel_and_the_stream_ends() {
     let s = Server::start().await;

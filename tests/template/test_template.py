@@ -695,6 +695,26 @@ def test_lease_seconds_bounds(template):
     assert 60 <= int(p["MinValue"]) <= int(p["Default"]) <= int(p["MaxValue"]) <= 900
 
 
+def test_the_api_is_throttled_and_concurrency_can_be_reserved(template):
+    """Issue 19: every request has a bounded cost, so the front doors are bounded too:
+    the HTTP API's stage throttles every route, and a parameter reserves (caps) each
+    function's concurrency, the only bound on the Function URLs and their streams."""
+    stage = next(r for r in template["Resources"].values()
+                 if r["Type"] == "AWS::ApiGatewayV2::Stage")
+    settings = stage["Properties"]["DefaultRouteSettings"]
+    assert settings["ThrottlingRateLimit"] == {"Ref": "ApiRateLimit"}
+    assert settings["ThrottlingBurstLimit"] == {"Ref": "ApiBurstLimit"}
+    params = template["Parameters"]
+    for name in ("ApiRateLimit", "ApiBurstLimit"):
+        assert params[name]["Type"] == "Number" and int(params[name]["Default"]) >= 1
+    reserved = params["ReservedConcurrency"]
+    assert (reserved["Type"], int(reserved["Default"])) == ("Number", 0)
+    assert template["Conditions"]["Reserved"] == {
+        "Fn::Not": [{"Fn::Equals": [{"Ref": "ReservedConcurrency"}, 0]}]}
+    assert template["Globals"]["Function"]["ReservedConcurrentExecutions"] == {
+        "Fn::If": ["Reserved", {"Ref": "ReservedConcurrency"}, {"Ref": "AWS::NoValue"}]}
+
+
 # ------------------------------------------------- 6. the notifier (push notifications)
 
 CAPTURE = ROOT / "common" / "tests" / "fixtures" / "dynamodb-stream-push-capture.json"

@@ -1,8 +1,16 @@
 //! Following a task's event log as a stream: what SendStreamingMessage and SubscribeToTask
 //! deliver. Every follower reads the same log in sequence order, so concurrent followers
 //! see the same events in the same order.
+//!
+//! What a stream costs is bounded: it lasts at most [`MAX_STREAM`] (then ends; the client
+//! subscribes again), re-reads the log without a signal no more often than every
+//! [`POLL_MIN`], backing off to [`POLL_MAX`] while nothing happens (a reader in another
+//! process than the writer, such as a Lambda function, pays a Query per read), and a task
+//! has at most [`MAX_SUBSCRIBERS`] subscriptions in one process (in Lambda, where each
+//! stream is a function of its own, the function's reserved concurrency bounds them).
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::Stream;
@@ -12,9 +20,61 @@ use tokio::sync::mpsc;
 use crate::a2a::{A2aError, StreamResponse};
 use crate::store::Store;
 
-/// Re-reads the log this often even without a signal, for writers in other processes.
-const POLL: Duration = Duration::from_millis(250);
+/// Re-reads the log this soon after an event even without a signal, for writers in other
+/// processes...
+pub const POLL_MIN: Duration = Duration::from_millis(250);
+/// ...and, doubling while the log stays quiet, at least this often.
+pub const POLL_MAX: Duration = Duration::from_secs(2);
+/// Longest a stream lasts; a task still running then is followed by subscribing again.
+pub const MAX_STREAM: Duration = Duration::from_secs(10 * 60);
+/// Most SubscribeToTask streams of one task at once in one process.
+pub const MAX_SUBSCRIBERS: usize = 16;
 const BATCH: usize = 128;
+
+/// The SubscribeToTask streams each task has in this process.
+#[derive(Debug, Clone, Default)]
+pub struct Subscribers(Arc<Mutex<HashMap<String, usize>>>);
+
+/// One task's subscription, counted until dropped (when its stream ends).
+#[derive(Debug)]
+pub struct Subscription {
+    of: Subscribers,
+    task_id: String,
+}
+
+impl Subscribers {
+    /// A subscription to `task_id`; None when it has [`MAX_SUBSCRIBERS`] already.
+    pub fn take(&self, task_id: &str) -> Option<Subscription> {
+        let mut counts = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let count = counts.entry(task_id.to_owned()).or_default();
+        if *count >= MAX_SUBSCRIBERS {
+            return None;
+        }
+        *count += 1;
+        Some(Subscription {
+            of: self.clone(),
+            task_id: task_id.to_owned(),
+        })
+    }
+
+    #[cfg(test)]
+    fn count(&self, task_id: &str) -> usize {
+        let counts = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        counts.get(task_id).copied().unwrap_or(0)
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        let mut counts = self.of.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(count) = counts.get_mut(&self.task_id) {
+            *count -= 1;
+            if *count == 0 {
+                counts.remove(&self.task_id);
+            }
+        }
+    }
+}
 
 /// Where a follower starts and when it stops.
 pub struct Follow {
@@ -27,16 +87,24 @@ pub struct Follow {
     pub replay_until: u64,
     /// ...but if the task was already terminal or interrupted then, the stream ends there.
     pub settled: bool,
+    /// Held for as long as the stream lasts (SubscribeToTask's).
+    pub subscription: Option<Subscription>,
 }
 
 pub type EventStream =
     std::pin::Pin<Box<dyn Stream<Item = Result<StreamResponse, A2aError>> + Send>>;
 
-/// Streams the events; ends after an event that leaves the task terminal or interrupted.
+/// Streams the events; ends after an event that leaves the task terminal or interrupted,
+/// or after [`MAX_STREAM`].
 pub fn follow(store: Arc<dyn Store>, f: Follow) -> EventStream {
+    follow_for(store, f, MAX_STREAM)
+}
+
+/// [`follow`] for at most `longest`.
+fn follow_for(store: Arc<dyn Store>, f: Follow, longest: Duration) -> EventStream {
     let (tx, mut rx) = mpsc::channel(64);
     tokio::spawn(async move {
-        let _ = produce(store, f, &tx).await;
+        let _ = tokio::time::timeout(longest, produce(store, f, &tx)).await;
     });
     Box::pin(futures::stream::poll_fn(move |cx| rx.poll_recv(cx)))
 }
@@ -52,6 +120,7 @@ async fn produce(store: Arc<dyn Store>, f: Follow, tx: &Tx) -> Result<(), ()> {
         return Ok(());
     }
     let mut cursor = f.after;
+    let mut poll = POLL_MIN;
     loop {
         let events = match store.read_events(&f.task_id, Some(cursor), BATCH).await {
             Ok(events) => events,
@@ -64,9 +133,11 @@ async fn produce(store: Arc<dyn Store>, f: Follow, tx: &Tx) -> Result<(), ()> {
             if tx.is_closed() {
                 return Err(());
             }
-            wait_for(&mut changes, &f.task_id).await;
+            wait_for(&mut changes, &f.task_id, poll).await;
+            poll = (poll * 2).min(POLL_MAX);
             continue;
         }
+        poll = POLL_MIN;
         for e in events {
             cursor = e.seq;
             let ends = e.event.state().is_some_and(|s| s.ends_stream());
@@ -83,8 +154,12 @@ async fn produce(store: Arc<dyn Store>, f: Follow, tx: &Tx) -> Result<(), ()> {
     }
 }
 
-async fn wait_for(changes: &mut tokio::sync::broadcast::Receiver<String>, task_id: &str) {
-    let deadline = tokio::time::sleep(POLL);
+async fn wait_for(
+    changes: &mut tokio::sync::broadcast::Receiver<String>,
+    task_id: &str,
+    poll: Duration,
+) {
+    let deadline = tokio::time::sleep(poll);
     tokio::pin!(deadline);
     loop {
         tokio::select! {
@@ -96,5 +171,66 @@ async fn wait_for(changes: &mut tokio::sync::broadcast::Receiver<String>, task_i
                 Err(RecvError::Closed) => { (&mut deadline).await; return }
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::a2a::{Task, TaskState, TaskStatus};
+    use crate::store::{EmbeddedStore, TaskRecord};
+    use futures::StreamExt;
+
+    #[test]
+    fn a_task_takes_at_most_its_subscribers_and_a_dropped_one_frees_its_place() {
+        let subscribers = Subscribers::default();
+        let held: Vec<_> = (0..MAX_SUBSCRIBERS)
+            .map(|_| subscribers.take("t").expect("a place"))
+            .collect();
+        assert!(subscribers.take("t").is_none());
+        assert!(subscribers.take("other").is_some(), "per task");
+        drop(held);
+        assert_eq!(subscribers.count("t"), 0);
+        assert!(subscribers.take("t").is_some());
+    }
+
+    /// A stream on a task that never settles ends at its longest, without an error.
+    #[tokio::test]
+    async fn a_stream_ends_at_its_longest() {
+        let dir = std::env::temp_dir().join(format!(
+            "harness-follow-{}",
+            crate::engine::transition::new_id()
+        ));
+        let store = Arc::new(EmbeddedStore::open(&dir).expect("store"));
+        let mut rec = TaskRecord::default();
+        rec.task = Task {
+            id: "t".into(),
+            context_id: "c".into(),
+            status: Some(TaskStatus {
+                state: TaskState::Working,
+                message: None,
+                timestamp: None,
+            }),
+            ..Default::default()
+        };
+        let first = StreamResponse::task(rec.task.clone());
+        store
+            .create_task(&rec, std::slice::from_ref(&first), None)
+            .await
+            .expect("task");
+        let f = Follow {
+            task_id: "t".into(),
+            first,
+            after: 0,
+            replay_until: 0,
+            settled: false,
+            subscription: None,
+        };
+        let stream = follow_for(store, f, Duration::from_millis(300));
+        let events = tokio::time::timeout(Duration::from_secs(5), stream.collect::<Vec<_>>())
+            .await
+            .expect("the stream ended");
+        assert_eq!(events.len(), 1, "the task, then nothing");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -39,6 +39,8 @@ pub struct Harness {
     pub notifier: Option<Arc<Notifier>>,
     /// Verifies bearer tokens in `jwt` mode; None in `none` mode.
     pub verifier: Option<Arc<Verifier>>,
+    /// The SubscribeToTask streams open in this process, so a task's are bounded.
+    pub subscribers: crate::engine::follow::Subscribers,
 }
 
 impl Harness {
@@ -109,6 +111,7 @@ impl Harness {
             commands,
             notifier,
             verifier,
+            subscribers: Default::default(),
         }))
     }
 

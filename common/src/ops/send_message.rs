@@ -116,6 +116,7 @@ pub async fn send_streaming_message(
                 record.last_seq
             },
             settled: run.is_none() && (settled || record.state().ends_stream()),
+            subscription: None,
         },
         Intake::Duplicate(record) => Follow {
             task_id: record.task.id.clone(),
@@ -123,6 +124,7 @@ pub async fn send_streaming_message(
             after: record.last_seq,
             replay_until: record.last_seq,
             settled: record.state().ends_stream(),
+            subscription: None,
         },
     };
     Ok(follow(h.store.clone(), f))
