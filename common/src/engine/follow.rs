@@ -202,15 +202,17 @@ mod tests {
             crate::engine::transition::new_id()
         ));
         let store = Arc::new(EmbeddedStore::open(&dir).expect("store"));
-        let mut rec = TaskRecord::default();
-        rec.task = Task {
-            id: "t".into(),
-            context_id: "c".into(),
-            status: Some(TaskStatus {
-                state: TaskState::Working,
-                message: None,
-                timestamp: None,
-            }),
+        let rec = TaskRecord {
+            task: Task {
+                id: "t".into(),
+                context_id: "c".into(),
+                status: Some(TaskStatus {
+                    state: TaskState::Working,
+                    message: None,
+                    timestamp: None,
+                }),
+                ..Default::default()
+            },
             ..Default::default()
         };
         let first = StreamResponse::task(rec.task.clone());
