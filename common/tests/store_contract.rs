@@ -373,6 +373,74 @@ async fn a_push_config_is_replaced_only_by_its_creator(store: Arc<dyn Store>) {
     );
 }
 
+/// Issue 19: the limit of 100 configs a task is kept by the store's write itself: of 20
+/// creates racing for the last 5 places, 5 win; a replace takes no place, a delete frees
+/// one, and a delete of nothing frees none.
+async fn the_push_config_limit_holds_under_concurrent_creates(store: Arc<dyn Store>) {
+    use common::push::MAX_CONFIGS_PER_TASK;
+    let task = create(store.as_ref(), "", &uuid_like()).await;
+    let record = |id: String| PushConfigRecord {
+        config: common::a2a::TaskPushNotificationConfig {
+            task_id: task.task.id.clone(),
+            id,
+            url: "http://localhost/hook".into(),
+            ..Default::default()
+        },
+        creator: "alice".into(),
+        sealed: "v1.alice".into(),
+        ..Default::default()
+    };
+    for i in 0..MAX_CONFIGS_PER_TASK - 5 {
+        store
+            .put_push_config(&record(format!("c{i}")))
+            .await
+            .expect("under the limit");
+    }
+    let racing = (0..20).map(|i| {
+        let (store, r) = (store.clone(), record(format!("race{i}")));
+        async move { store.put_push_config(&r).await }
+    });
+    let results = futures::future::join_all(racing).await;
+    let won = results.iter().filter(|r| r.is_ok()).count();
+    let full = StoreError::TooManyPushConfigs(task.task.id.clone());
+    assert_eq!(won, 5, "{results:?}");
+    assert!(results.iter().all(|r| r.is_ok() || *r == Err(full.clone())));
+    let count = || async {
+        store
+            .list_push_configs(&task.task.id, None, 1000)
+            .await
+            .expect("list")
+            .len()
+    };
+    assert_eq!(count().await, MAX_CONFIGS_PER_TASK);
+
+    assert_eq!(
+        store.put_push_config(&record("one-more".into())).await,
+        Err(full.clone())
+    );
+    store
+        .put_push_config(&record("c0".into()))
+        .await
+        .expect("a replace takes no place");
+    store
+        .delete_push_config(&task.task.id, "no-such-config")
+        .await
+        .expect("deleting nothing");
+    assert_eq!(
+        store.put_push_config(&record("one-more".into())).await,
+        Err(full)
+    );
+    store
+        .delete_push_config(&task.task.id, "c1")
+        .await
+        .expect("delete");
+    store
+        .put_push_config(&record("one-more".into()))
+        .await
+        .expect("the freed place");
+    assert_eq!(count().await, MAX_CONFIGS_PER_TASK);
+}
+
 /// A delivery cursor moves only from where the mover read it, and not on a deleted config.
 async fn push_cursors_move_only_from_where_they_were(store: Arc<dyn Store>) {
     let task = create(store.as_ref(), "", &uuid_like()).await;
@@ -682,6 +750,7 @@ contract!(
     push_configs_are_kept_per_task_and_deletes_are_idempotent,
     push_cursors_move_only_from_where_they_were,
     a_push_config_is_replaced_only_by_its_creator,
+    the_push_config_limit_holds_under_concurrent_creates,
     list_filters_by_context_state_and_time,
     a_participant_lists_only_their_own_tasks,
     a_participant_removed_no_longer_lists_the_task,

@@ -58,7 +58,8 @@ EVENT_FUNCTIONS = {"resume", "sweeper", "notifier"}
 # Binary -> the DynamoDB actions it may use on the table, on the gsi1 index and on the
 # gsi2 index (the sweeper's; a third element, empty when left out).
 # BatchWriteItem: a finished task's events get their expiry (TTL) in one batch.
-TABLE_RW = {"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem",
+# UpdateItem: a task's count of push configs (a send may attach one), which keeps its limit.
+TABLE_RW = {"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem",
             "dynamodb:DeleteItem", "dynamodb:ConditionCheckItem", "dynamodb:BatchWriteItem"}
 PERMISSIONS = {
     "send-message": (TABLE_RW, set()),
@@ -71,10 +72,11 @@ PERMISSIONS = {
                      "dynamodb:Query", "dynamodb:BatchWriteItem"}, set()),
     "subscribe-to-task": ({"dynamodb:GetItem", "dynamodb:Query"}, set()),
     "create-push-config": ({"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem",
-                            "dynamodb:ConditionCheckItem"}, set()),
+                            "dynamodb:ConditionCheckItem", "dynamodb:UpdateItem"}, set()),
     "get-push-config": ({"dynamodb:GetItem"}, set()),
     "list-push-configs": ({"dynamodb:GetItem", "dynamodb:Query"}, set()),
-    "delete-push-config": ({"dynamodb:GetItem", "dynamodb:DeleteItem"}, set()),
+    "delete-push-config": ({"dynamodb:GetItem", "dynamodb:DeleteItem",
+                            "dynamodb:UpdateItem"}, set()),
     "agent-card": (set(), set()),
     "get-extended-agent-card": (set(), set()),
     # A drive: load, claim (lease), commits with events, the events' TTL at the end,
@@ -489,6 +491,9 @@ def policy_actions(res, table_id: str) -> tuple[set[str], set[str], set[str]]:
             assert st["Effect"] == "Allow"
             actions = st["Action"] if isinstance(st["Action"], list) else [st["Action"]]
             assert all("*" not in a for a in actions), actions
+            if "Condition" in st:
+                assert st == AUDIT_STATEMENT(table_id), st
+                continue
             resources = st["Resource"] if isinstance(st["Resource"], list) else [st["Resource"]]
             for r in resources:
                 if r == {"Fn::GetAtt": [table_id, "Arn"]}:
@@ -500,6 +505,26 @@ def policy_actions(res, table_id: str) -> tuple[set[str], set[str], set[str]]:
                 else:
                     pytest.fail(f"unexpected resource {r}")
     return on_table, on_index, on_gsi2
+
+
+def AUDIT_STATEMENT(table_id: str) -> dict:
+    """Every function that answers clients may audit a refusal: a row under AUDIT# and its
+    participant's hourly count under QUOTA#, and nothing else through this statement."""
+    return {"Effect": "Allow", "Action": ["dynamodb:PutItem", "dynamodb:UpdateItem"],
+            "Resource": {"Fn::GetAtt": [table_id, "Arn"]},
+            "Condition": {"ForAllValues:StringLike": {
+                "dynamodb:LeadingKeys": ["AUDIT#*", "QUOTA#*"]}}}
+
+
+@pytest.mark.parametrize("binary", sorted(PERMISSIONS))
+def test_every_function_that_answers_clients_may_audit_a_refusal(binary, template, functions):
+    """A refused request (say, one naming the harness's own id) is audited by whichever
+    function answered it; without this statement the row is refused by IAM in AWS."""
+    statements = [st for policy in functions[binary]["Properties"].get("Policies", [])
+                  for st in policy["Statement"]]
+    audits = [st for st in statements if "Condition" in st]
+    answers_clients = binary not in EVENT_FUNCTIONS and binary != "agent-card"
+    assert audits == ([AUDIT_STATEMENT(table_id(template))] if answers_clients else [])
 
 
 def test_every_function_has_its_permissions_listed(functions):

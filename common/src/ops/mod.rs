@@ -319,6 +319,10 @@ impl From<StoreError> for A2aError {
                 "push notification config {id} of task {task_id} exists: {}",
                 crate::channels::permissions::REPLACE_WEBHOOK_RULE
             )),
+            StoreError::TooManyPushConfigs(task_id) => A2aError::invalid_params(format!(
+                "task {task_id} already has {} push notification configs (the limit)",
+                crate::push::MAX_CONFIGS_PER_TASK
+            )),
             other => A2aError::Internal(other.to_string()),
         }
     }

@@ -79,7 +79,7 @@ pub(crate) async fn attach(
 }
 
 /// Whether `creator` may attach `config` to the task `task_id` now: under the task's
-/// limit, and not under an id someone else's config has (the store's conditional write
+/// limit, and not under an id someone else's config has (the store's atomic write
 /// decides a race; this answers before anything is written).
 pub(crate) async fn may_attach(
     h: &Harness,
@@ -100,9 +100,7 @@ pub(crate) async fn may_attach(
         .into());
     }
     if existing.len() >= MAX_CONFIGS_PER_TASK && same_id.is_none() {
-        return Err(A2aError::invalid_params(format!(
-            "task {task_id} already has {MAX_CONFIGS_PER_TASK} push notification configs (the limit)"
-        )));
+        return Err(StoreError::TooManyPushConfigs(task_id.to_owned()).into());
     }
     Ok(())
 }

@@ -15,7 +15,9 @@
 //!   `<status ms, 15 digits>#<id>`, and `context_id` and `state` for ListTasks' filters;
 //!   written with the head whenever the status or the roster changes;
 //! - event: `TASK#<id>`, `EV#<seq, 20 digits>`;
-//! - push config: `TASK#<id>`, `PUSH#<config id>`;
+//! - push config: `TASK#<id>`, `PUSH#<config id>`, and the task's count of them,
+//!   `TASK#<id>`, `COUNT#PUSH` (`configs`), changed in the same transaction as a config
+//!   is created or deleted, so the limit holds under concurrent creates;
 //! - message: `IN#<tenant>#<sender>#<messageId>`, `MSG`, naming its task (each part
 //!   escaped by [`key_part`], so no two triples share a key; the prefix is new with the
 //!   sender, so no key of the old `MSG#<tenant>#<messageId>` items can pass for one);
@@ -52,7 +54,8 @@ use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, ConditionCheck, Delete, GlobalSecondaryIndex,
     KeySchemaElement, KeyType, KeysAndAttributes, Projection, ProjectionType, Put, PutRequest,
     ReturnConsumedCapacity, ReturnValuesOnConditionCheckFailure, ScalarAttributeType, Select,
-    StreamSpecification, StreamViewType, TimeToLiveSpecification, TransactWriteItem, WriteRequest,
+    StreamSpecification, StreamViewType, TimeToLiveSpecification, TransactWriteItem, Update,
+    WriteRequest,
 };
 use aws_sdk_dynamodb::Client;
 use tokio::sync::broadcast;
@@ -74,6 +77,8 @@ const LEASED: &str = "LEASED";
 /// The sweep index's partition of tasks last written as a wake-up, by when.
 const WOKEN: &str = "WOKEN";
 pub const TTL_ATTRIBUTE: &str = "expires_at";
+/// The sort key of a task's count of push configs (`configs`), which keeps the limit.
+const PUSH_COUNT: &str = "COUNT#PUSH";
 /// A head's mark that the listing index holds its members.
 const LISTED: &str = "listed";
 
@@ -851,6 +856,39 @@ impl DynamoStore {
         }
     }
 
+    /// Runs a transaction of a few small items, sent again (a few times, briefly apart)
+    /// when a concurrent transaction on one of its items cancelled it: the push configs'
+    /// count is one item every create and delete of a task's configs writes.
+    async fn transact_small(
+        &self,
+        items: Vec<TransactWriteItem>,
+    ) -> Result<(), SdkError<TransactWriteItemsError, aws_sdk_dynamodb::config::http::HttpResponse>>
+    {
+        let mut attempt = 0;
+        loop {
+            let result = (self.client.transact_write_items())
+                .set_transact_items(Some(items.clone()))
+                .send()
+                .await;
+            let conflict = result
+                .as_ref()
+                .err()
+                .and_then(|e| e.as_service_error())
+                .is_some_and(|e| match e {
+                    TransactWriteItemsError::TransactionCanceledException(c) => c
+                        .cancellation_reasons()
+                        .iter()
+                        .any(|r| r.code() == Some("TransactionConflict")),
+                    _ => false,
+                });
+            if !conflict || attempt == 4 {
+                return result.map(|_| ());
+            }
+            attempt += 1;
+            tokio::time::sleep(Duration::from_millis(20 << attempt)).await;
+        }
+    }
+
     /// The heads of the tasks `ids`, read consistently, in the order of `ids` (one
     /// BatchGetItem per 100; a task gone since is left out). Keys throttling leaves
     /// unprocessed are asked for again a bounded number of times, then are an error.
@@ -1299,55 +1337,78 @@ impl Store for DynamoStore {
     }
 
     async fn put_push_config(&self, record: &PushConfigRecord) -> Result<(), StoreError> {
+        let task_id = &record.config.task_id;
         // Conditional on its task: a config never outlives or precedes the task it serves.
         let task = ConditionCheck::builder()
             .table_name(&self.table)
-            .key("pk", s(task_pk(&record.config.task_id)))
+            .key("pk", s(task_pk(task_id)))
             .key("sk", s("TASK"))
             .condition_expression("attribute_exists(pk)")
             .build()
             .map_err(corrupt)?;
-        // A new id, or the same creator's config (items written before creators were
-        // kept have none, and are no one's).
-        let config = Put::builder()
-            .table_name(&self.table)
-            .set_item(Some(push_item(record)?));
-        let config = if record.creator.is_empty() {
-            config.condition_expression("attribute_not_exists(pk)")
-        } else {
-            config
-                .condition_expression("attribute_not_exists(pk) OR creator = :creator")
-                .expression_attribute_values(":creator", s(&record.creator))
-        }
-        .build()
-        .map_err(corrupt)?;
-        let result = self
-            .client
-            .transact_write_items()
-            .transact_items(TransactWriteItem::builder().condition_check(task).build())
-            .transact_items(TransactWriteItem::builder().put(config).build())
-            .send()
-            .await;
-        let err = match result {
-            Ok(_) => return Ok(()),
-            Err(e) => e,
+        let taken = || StoreError::PushConfigTaken {
+            task_id: task_id.clone(),
+            id: record.config.id.clone(),
         };
-        let Some(TransactWriteItemsError::TransactionCanceledException(cancel)) =
-            err.as_service_error()
-        else {
+        // First as a new config, counted under the task's limit in the same transaction;
+        // one whose id exists is replaced instead, by its creator only (configs written
+        // before creators were kept have none, and are no one's), counting no more.
+        for new in [true, false] {
+            let config = Put::builder()
+                .table_name(&self.table)
+                .set_item(Some(push_item(record)?));
+            let config = if new {
+                config.condition_expression("attribute_not_exists(pk)")
+            } else if record.creator.is_empty() {
+                return Err(taken());
+            } else {
+                config
+                    .condition_expression("creator = :creator")
+                    .expression_attribute_values(":creator", s(&record.creator))
+            }
+            .build()
+            .map_err(corrupt)?;
+            let mut items = vec![
+                TransactWriteItem::builder()
+                    .condition_check(task.clone())
+                    .build(),
+                TransactWriteItem::builder().put(config).build(),
+            ];
+            if new {
+                let count = Update::builder()
+                    .table_name(&self.table)
+                    .key("pk", s(task_pk(task_id)))
+                    .key("sk", s(PUSH_COUNT))
+                    .update_expression("ADD configs :one")
+                    .condition_expression("attribute_not_exists(configs) OR configs < :most")
+                    .expression_attribute_values(":one", n(1))
+                    .expression_attribute_values(":most", n(crate::push::MAX_CONFIGS_PER_TASK))
+                    .build()
+                    .map_err(corrupt)?;
+                items.push(TransactWriteItem::builder().update(count).build());
+            }
+            let err = match self.transact_small(items).await {
+                Ok(()) => return Ok(()),
+                Err(e) => e,
+            };
+            let Some(TransactWriteItemsError::TransactionCanceledException(cancel)) =
+                err.as_service_error()
+            else {
+                return Err(unavailable(err));
+            };
+            let failed = |i: usize| condition_failed(cancel, i);
+            if failed(0) {
+                return Err(StoreError::NoTask(task_id.clone()));
+            } else if failed(1) && new {
+                continue;
+            } else if failed(1) {
+                return Err(taken());
+            } else if failed(2) {
+                return Err(StoreError::TooManyPushConfigs(task_id.clone()));
+            }
             return Err(unavailable(err));
-        };
-        let failed = |i: usize| condition_failed(cancel, i);
-        if failed(0) {
-            Err(StoreError::NoTask(record.config.task_id.clone()))
-        } else if failed(1) {
-            Err(StoreError::PushConfigTaken {
-                task_id: record.config.task_id.clone(),
-                id: record.config.id.clone(),
-            })
-        } else {
-            Err(unavailable(err))
         }
+        Err(taken())
     }
 
     async fn get_push_config(
@@ -1428,11 +1489,54 @@ impl Store for DynamoStore {
     }
 
     async fn delete_push_config(&self, task_id: &str, id: &str) -> Result<(), StoreError> {
+        let key = || {
+            HashMap::from([
+                ("pk".to_owned(), s(task_pk(task_id))),
+                ("sk".to_owned(), s(format!("PUSH#{id}"))),
+            ])
+        };
+        // The config and its place in the task's count go together.
+        let config = Delete::builder()
+            .table_name(&self.table)
+            .set_key(Some(key()))
+            .condition_expression("attribute_exists(pk)")
+            .build()
+            .map_err(corrupt)?;
+        let count = Update::builder()
+            .table_name(&self.table)
+            .key("pk", s(task_pk(task_id)))
+            .key("sk", s(PUSH_COUNT))
+            .update_expression("ADD configs :minus")
+            .condition_expression("configs > :zero")
+            .expression_attribute_values(":minus", n(-1))
+            .expression_attribute_values(":zero", n(0))
+            .build()
+            .map_err(corrupt)?;
+        let items = vec![
+            TransactWriteItem::builder().delete(config).build(),
+            TransactWriteItem::builder().update(count).build(),
+        ];
+        let err = match self.transact_small(items).await {
+            Ok(()) => return Ok(()),
+            Err(e) => e,
+        };
+        let Some(TransactWriteItemsError::TransactionCanceledException(cancel)) =
+            err.as_service_error()
+        else {
+            return Err(unavailable(err));
+        };
+        if condition_failed(cancel, 0) {
+            // Deleting one that is not there is not an error.
+            return Ok(());
+        }
+        if !condition_failed(cancel, 1) {
+            return Err(unavailable(err));
+        }
+        // A config from before the count: it never took a place in it.
         self.client
             .delete_item()
             .table_name(&self.table)
-            .key("pk", s(task_pk(task_id)))
-            .key("sk", s(format!("PUSH#{id}")))
+            .set_key(Some(key()))
             .send()
             .await
             .map_err(unavailable)?;

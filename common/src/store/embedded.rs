@@ -911,6 +911,16 @@ impl Store for EmbeddedStore {
                         id: r.config.id.clone(),
                     });
                 }
+            } else {
+                let count: i64 = conn
+                    .prepare_cached("SELECT COUNT(*) FROM push_configs WHERE task_id = ?1")
+                    .and_then(|mut stmt| {
+                        stmt.query_row(params![r.config.task_id], |row| row.get(0))
+                    })
+                    .map_err(backend)?;
+                if count as usize >= crate::push::MAX_CONFIGS_PER_TASK {
+                    return Err(StoreError::TooManyPushConfigs(r.config.task_id.clone()));
+                }
             }
             let stored = conn
                 .execute(

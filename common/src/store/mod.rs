@@ -281,6 +281,9 @@ pub enum StoreError {
     /// A push config with this id exists and another participant created it.
     #[error("push notification config {id} of task {task_id} was created by someone else")]
     PushConfigTaken { task_id: String, id: String },
+    /// A new push config past [`crate::push::MAX_CONFIGS_PER_TASK`].
+    #[error("task {0} has as many push notification configs as a task may")]
+    TooManyPushConfigs(String),
     #[error("store unavailable: {0}")]
     Unavailable(String),
     #[error("stored data is corrupt: {0}")]
@@ -351,7 +354,9 @@ pub trait Store: Send + Sync + 'static {
 
     /// Creates the config `(record.config.task_id, record.config.id)`, or replaces it if
     /// the stored one has the same non-empty `creator` (`PushConfigTaken` if not), if the
-    /// task exists (`NoTask` if not). The check and the write are one atomic step.
+    /// task exists (`NoTask` if not) and, for a new one, has fewer than
+    /// [`crate::push::MAX_CONFIGS_PER_TASK`] (`TooManyPushConfigs` if not). The checks and
+    /// the write are one atomic step.
     async fn put_push_config(&self, record: &PushConfigRecord) -> Result<(), StoreError>;
 
     async fn get_push_config(
