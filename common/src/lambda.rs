@@ -149,7 +149,11 @@ pub async fn store_from_env() -> Result<Arc<dyn Store>, Error> {
         "dynamodb" => {
             let table = var("HARNESS_TABLE")
                 .ok_or("HARNESS_TABLE is required with HARNESS_STORE=dynamodb")?;
-            Ok(Arc::new(dynamo_store(table, retention_days()?).await))
+            // 0: finished tasks are kept.
+            let days = parse("HARNESS_TASK_RETENTION_DAYS", 0)?;
+            let keep = (days > 0).then(|| Duration::from_secs(days * 24 * 3600));
+            let store = dynamo_store(table, retention_days()?).await;
+            Ok(Arc::new(store.with_task_retention(keep)))
         }
         #[cfg(feature = "embedded-store")]
         "embedded" => {

@@ -1132,6 +1132,113 @@ async fn dynamodb_events_of_a_finished_task_expire_through_the_ttl_attribute() {
     );
 }
 
+/// Issue 19: with a task retention, every item of a finished task (head, listing items,
+/// history, events, push configs and their count) expires through the TTL attribute that
+/// long after it ended, and a delivery moving a config's cursor keeps its expiry; a
+/// message's dedupe record expires after the retention period, whatever the task does.
+/// Without a task retention, a finished task's head never expires.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dynamodb_a_finished_task_expires_whole_with_a_task_retention() {
+    use aws_sdk_dynamodb::types::AttributeValue as V;
+    use common::store::dynamodb::TTL_ATTRIBUTE;
+    let Some(client) = support::dynamo_client() else {
+        return;
+    };
+    let table = support::fresh_table(&client).await;
+    const DAY: u64 = 24 * 3600;
+    let items = |id: String| {
+        let (client, table) = (client.clone(), table.clone());
+        async move {
+            let out = (client.query())
+                .table_name(&table)
+                .key_condition_expression("pk = :pk")
+                .expression_attribute_values(":pk", V::S(format!("TASK#{id}")))
+                .send()
+                .await
+                .expect("query");
+            (out.items().iter())
+                .map(|i| {
+                    let sk = i["sk"].as_s().expect("sk").clone();
+                    let ttl = i
+                        .get(TTL_ATTRIBUTE)
+                        .map(|v| v.as_n().expect("n").parse::<i64>().expect("i64"));
+                    (sk, ttl)
+                })
+                .collect::<Vec<_>>()
+        }
+    };
+    for retention in [Some(std::time::Duration::from_secs(7 * DAY)), None] {
+        let store = DynamoStore::new(client.clone(), table.clone()).with_task_retention(retention);
+        let message_id = uuid_like();
+        let rec = create(&store, "", &message_id).await;
+        let mut push = PushConfigRecord {
+            config: common::a2a::TaskPushNotificationConfig {
+                task_id: rec.task.id.clone(),
+                id: "hook".into(),
+                url: "http://localhost/hook".into(),
+                ..Default::default()
+            },
+            creator: "alice".into(),
+            sealed: "v1.alice".into(),
+            ..Default::default()
+        };
+        store.put_push_config(&push).await.expect("push config");
+        let mut next = rec.clone();
+        let done = set_status(&mut next, TaskState::Completed, None, None);
+        let done = store
+            .commit(&next, rec.version, &[done], None)
+            .await
+            .expect("completed");
+        let ended = done.status_millis() / 1000;
+
+        let found = items(rec.task.id.clone()).await;
+        let head = found.iter().find(|(sk, _)| sk == "TASK").expect("head");
+        let Some(retention) = retention else {
+            assert_eq!(head.1, None, "finished tasks are kept");
+            break;
+        };
+        let expires = ended + retention.as_secs() as i64;
+        for (sk, ttl) in &found {
+            let ttl = ttl.unwrap_or_else(|| panic!("{sk} does not expire: {found:?}"));
+            if sk.starts_with("EV#") {
+                assert!(ttl <= expires, "{sk}: events go no later than their task");
+            } else {
+                assert_eq!(ttl, expires, "{sk}");
+            }
+        }
+        for prefix in ["MEMBER#", "HIST#", "EV#", "PUSH#", "COUNT#PUSH"] {
+            assert!(
+                found.iter().any(|(sk, _)| sk.starts_with(prefix)),
+                "{prefix}: {found:?}"
+            );
+        }
+        // A delivery's cursor moves; the config still expires.
+        push.delivered = 1;
+        assert!(store.advance_push_config(&push, 0).await.expect("advance"));
+        let found = items(rec.task.id.clone()).await;
+        let hook = found
+            .iter()
+            .find(|(sk, _)| sk == "PUSH#hook")
+            .expect("config");
+        assert_eq!(hook.1, Some(expires));
+
+        let dedupe = (client.get_item())
+            .table_name(&table)
+            .key("pk", V::S(format!("IN##alice#{message_id}")))
+            .key("sk", V::S("MSG".into()))
+            .send()
+            .await
+            .expect("get");
+        let item = dedupe.item().expect("the dedupe record");
+        let at: i64 = item[TTL_ATTRIBUTE].as_n().expect("n").parse().expect("i64");
+        let window = common::store::DEFAULT_RETENTION.as_secs() as i64;
+        assert!(
+            (at - ended - window).abs() < 60,
+            "{at} vs {ended} + {window}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn dynamodb_audit_records_expire_through_the_ttl_attribute() {
     use aws_sdk_dynamodb::types::AttributeValue;

@@ -57,7 +57,9 @@ EVENT_FUNCTIONS = {"resume", "sweeper", "notifier"}
 
 # Binary -> the DynamoDB actions it may use on the table, on the gsi1 index and on the
 # gsi2 index (the sweeper's; a third element, empty when left out).
-# BatchWriteItem: a finished task's events get their expiry (TTL) in one batch.
+# BatchWriteItem: a finished task's events get their expiry (TTL) in one batch; UpdateItem:
+# its push configs' (updated, as deliveries update their cursors), and a task's count of
+# push configs.
 # UpdateItem: a task's count of push configs (a send may attach one), which keeps its limit.
 TABLE_RW = {"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem",
             "dynamodb:DeleteItem", "dynamodb:ConditionCheckItem", "dynamodb:BatchWriteItem"}
@@ -69,6 +71,7 @@ PERMISSIONS = {
     "get-task": ({"dynamodb:GetItem"}, set()),
     "list-tasks": ({"dynamodb:BatchGetItem", "dynamodb:Query"}, {"dynamodb:Query"}),
     "cancel-task": ({"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:ConditionCheckItem",
+                     "dynamodb:UpdateItem",
                      "dynamodb:Query", "dynamodb:BatchWriteItem"}, set()),
     "subscribe-to-task": ({"dynamodb:GetItem", "dynamodb:Query"}, set()),
     "create-push-config": ({"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem",
@@ -81,13 +84,14 @@ PERMISSIONS = {
     "get-extended-agent-card": (set(), set()),
     # A drive: load, claim (lease), commits with events, the events' TTL at the end,
     # sub-tasks and parents' wake-ups, push configs, audit. No ListTasks, no deletes.
-    "resume": ({"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem",
+    "resume": ({"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem",
                 "dynamodb:ConditionCheckItem", "dynamodb:BatchWriteItem"}, set()),
     # A task's configs and log (Query), its delivery cursors (conditional PutItem).
-    "notifier": ({"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem"}, set()),
+    "notifier": ({"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem",
+                  "dynamodb:UpdateItem"}, set()),
     # The expired leases and unanswered wake-ups (Queries on gsi2), then per task a load
     # (head and parts), a conditional commit, and a woken parent's.
-    "sweeper": ({"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem",
+    "sweeper": ({"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem",
                  "dynamodb:ConditionCheckItem", "dynamodb:BatchWriteItem"}, set(),
                 {"dynamodb:Query"}),
 }
@@ -100,7 +104,7 @@ ENV = {
     "HARNESS_REQUIRED_EXTENSIONS", "HARNESS_REST_CONTENT_TYPE",
     "HARNESS_PUSH_ALLOW_PRIVATE_URLS", "HARNESS_AUDIT_RETENTION_DAYS", "HARNESS_MODEL",
     "HARNESS_AGENT_ID", "HARNESS_DEFAULT_PARTICIPANT", "HARNESS_LEASE_SECONDS", "RUST_LOG",
-    "HARNESS_PUSH_NOTIFICATIONS", "HARNESS_PUSH_KEY",
+    "HARNESS_PUSH_NOTIFICATIONS", "HARNESS_PUSH_KEY", "HARNESS_TASK_RETENTION_DAYS",
 }
 
 

@@ -100,7 +100,10 @@ const MAX_TRANSACTION_ITEMS: usize = 100;
 pub struct DynamoStore {
     client: Client,
     table: String,
+    /// How long audit rows, a finished task's events and a message's dedupe record live.
     retention: Duration,
+    /// How long a finished task lives (all its items); None: kept until deleted.
+    task_retention: Option<Duration>,
     signals: super::Signals,
 }
 
@@ -250,16 +253,20 @@ fn member_sk(participant: &str) -> String {
 }
 
 /// A task's item in the listing index for one of its members.
-fn member_item(rec: &TaskRecord, participant: &str) -> Item {
+fn member_item(rec: &TaskRecord, participant: &str, expires: Option<&AttributeValue>) -> Item {
     let id = &rec.task.id;
-    HashMap::from([
+    let mut item = HashMap::from([
         ("pk".into(), s(task_pk(id))),
         ("sk".into(), s(member_sk(participant))),
         ("gsi1pk".into(), s(listing_pk(&rec.tenant, participant))),
         ("gsi1sk".into(), s(listing_sk(rec.status_millis(), id))),
         ("context_id".into(), s(&rec.task.context_id)),
         ("state".into(), n(rec.state().number())),
-    ])
+    ]);
+    if let Some(at) = expires {
+        item.insert(TTL_ATTRIBUTE.into(), at.clone());
+    }
+    item
 }
 
 fn unavailable<E: std::error::Error + 'static, R: std::fmt::Debug>(
@@ -353,7 +360,11 @@ fn decode_head(item: &Item) -> Result<(TaskRecord, Counts), StoreError> {
     Ok((rec, counts))
 }
 
-fn task_item(rec: &TaskRecord, head: &str) -> Result<Item, StoreError> {
+fn task_item(
+    rec: &TaskRecord,
+    head: &str,
+    expires: Option<&AttributeValue>,
+) -> Result<Item, StoreError> {
     let mut item = HashMap::from([
         ("pk".into(), s(task_pk(&rec.task.id))),
         ("sk".into(), s("TASK")),
@@ -364,6 +375,9 @@ fn task_item(rec: &TaskRecord, head: &str) -> Result<Item, StoreError> {
         // before that index: its next commit writes them all).
         (LISTED.into(), n(1)),
     ]);
+    if let Some(at) = expires {
+        item.insert(TTL_ATTRIBUTE.into(), at.clone());
+    }
     // The sweeper's sparse index holds a task only while a drive holds its lease, or
     // while it waits on the wake-up this write is.
     let due = match rec.lease_expiry() {
@@ -406,6 +420,7 @@ impl DynamoStore {
             client,
             table: table.into(),
             retention: DEFAULT_RETENTION,
+            task_retention: None,
             signals: Default::default(),
         }
     }
@@ -413,6 +428,22 @@ impl DynamoStore {
     pub fn with_retention(mut self, retention: Duration) -> Self {
         self.retention = retention;
         self
+    }
+
+    /// Finished tasks expire this long after they end (through the TTL attribute, every
+    /// item of theirs); None keeps them.
+    pub fn with_task_retention(mut self, retention: Option<Duration>) -> Self {
+        self.task_retention = retention;
+        self
+    }
+
+    /// When the items of `rec` expire: `task_retention` after it ended; None while it
+    /// runs, or when finished tasks are kept.
+    fn expiry(&self, rec: &TaskRecord) -> Option<AttributeValue> {
+        let keep = self.task_retention?;
+        rec.state()
+            .is_terminal()
+            .then(|| n(rec.status_millis() / 1000 + keep.as_secs() as i64))
     }
 
     /// Creates a table from the `Properties` of an `AWS::DynamoDB::Table` resource (the
@@ -554,33 +585,94 @@ impl DynamoStore {
 
     /// Gives every event of a finished task the `expires_at` TTL: the log is kept for the
     /// retention period after the task ends. One Query and a BatchWriteItem per 25 events.
-    async fn expire_events(&self, task_id: &str) -> Result<(), StoreError> {
-        let expires = n(Timestamp::now().millis() / 1000 + self.retention.as_secs() as i64);
+    /// Gives a finished task's items their expiry: its events the retention period's,
+    /// and, when finished tasks expire, every other item of it (its head and listing items
+    /// got theirs in the commit that ended it) that task retention's, whichever is sooner
+    /// for the events. Push configs keep theirs through later deliveries (an update).
+    async fn expire_finished(&self, rec: &TaskRecord) -> Result<(), StoreError> {
+        let events_expire = Timestamp::now().millis() / 1000 + self.retention.as_secs() as i64;
+        let task_expires = self.expiry(rec);
+        let events_expire = match &task_expires {
+            Some(AttributeValue::N(at)) => at
+                .parse()
+                .map_or(events_expire, |at: i64| at.min(events_expire)),
+            _ => events_expire,
+        };
         let mut start: Option<Item> = None;
         loop {
-            let out = self
+            let query = self
                 .client
                 .query()
                 .table_name(&self.table)
-                .key_condition_expression("pk = :pk AND begins_with(sk, :ev)")
-                .expression_attribute_values(":pk", s(task_pk(task_id)))
-                .expression_attribute_values(":ev", s("EV#"))
+                .expression_attribute_values(":pk", s(task_pk(rec.id())));
+            let query = if task_expires.is_some() {
+                query.key_condition_expression("pk = :pk")
+            } else {
+                query
+                    .key_condition_expression("pk = :pk AND begins_with(sk, :ev)")
+                    .expression_attribute_values(":ev", s("EV#"))
+            };
+            let out = query
                 .set_exclusive_start_key(start)
                 .send()
                 .await
                 .map_err(unavailable)?;
-            let expiring: Vec<Item> = (out.items().iter())
-                .map(|item| {
-                    let mut item = item.clone();
-                    item.insert(TTL_ATTRIBUTE.into(), expires.clone());
-                    item
-                })
-                .collect();
+            let mut expiring = Vec::new();
+            for item in out.items() {
+                let sk = get_s(item, "sk")?;
+                let at = if sk.starts_with("EV#") {
+                    n(events_expire)
+                } else if sk == "TASK" || sk.starts_with("MEMBER#") {
+                    continue;
+                } else if let Some(at) = task_expires.clone() {
+                    at
+                } else {
+                    continue;
+                };
+                if sk.starts_with("PUSH#") || sk == PUSH_COUNT {
+                    // Written again by deliveries and deletes: updated, not put over.
+                    self.expire_item(rec.id(), sk, at).await?;
+                    continue;
+                }
+                let mut item = item.clone();
+                item.insert(TTL_ATTRIBUTE.into(), at);
+                expiring.push(item);
+            }
             self.put_batches(&expiring).await?;
             start = out.last_evaluated_key().cloned();
             if start.is_none() {
                 return Ok(());
             }
+        }
+    }
+
+    /// Sets the expiry of the item `sk` of task `task_id`, if it is still there.
+    async fn expire_item(
+        &self,
+        task_id: &str,
+        sk: &str,
+        at: AttributeValue,
+    ) -> Result<(), StoreError> {
+        let result = (self.client.update_item())
+            .table_name(&self.table)
+            .key("pk", s(task_pk(task_id)))
+            .key("sk", s(sk))
+            .update_expression("SET #ttl = :at")
+            .condition_expression("attribute_exists(pk)")
+            .expression_attribute_names("#ttl", TTL_ATTRIBUTE)
+            .expression_attribute_values(":at", at)
+            .send()
+            .await;
+        match result {
+            Err(e)
+                if !matches!(
+                    e.as_service_error(),
+                    Some(UpdateItemError::ConditionalCheckFailedException(_))
+                ) =>
+            {
+                Err(unavailable(e))
+            }
+            _ => Ok(()),
         }
     }
 
@@ -761,7 +853,7 @@ impl DynamoStore {
         events: &[StreamResponse],
         message: Option<&InboundMessage>,
     ) -> Result<Vec<TransactWriteItem>, StoreError> {
-        let head = task_item(rec, &split.head)?;
+        let head = task_item(rec, &split.head, self.expiry(rec).as_ref())?;
         let mut items = vec![put(&self.table, head, condition, values)?];
         items.extend(self.part_puts(rec, &split.parts)?);
         items.extend(self.listing_writes(rec)?);
@@ -786,11 +878,12 @@ impl DynamoStore {
         let was = rec.stored.listing.as_ref();
         let moved = was.is_none_or(|w| w.status_ms != now.status_ms || w.state != now.state);
         let had = |p: &String| was.is_some_and(|w| w.members.contains(p));
+        let expires = self.expiry(rec);
         let mut writes = Vec::new();
         for p in now.members.iter().filter(|p| moved || !had(p)) {
             let put = Put::builder()
                 .table_name(&self.table)
-                .set_item(Some(member_item(rec, p)))
+                .set_item(Some(member_item(rec, p, expires.as_ref())))
                 .build()
                 .map_err(corrupt)?;
             writes.push(TransactWriteItem::builder().put(put).build());
@@ -957,8 +1050,12 @@ impl DynamoStore {
         )
     }
 
+    /// A message's dedupe record: its sender's messageId names its task for the retention
+    /// period (a resend within it is answered with that task), then expires.
     fn message_item(&self, m: &InboundMessage, task_id: &str) -> Result<Item, StoreError> {
+        let expires = Timestamp::now().millis() / 1000 + self.retention.as_secs() as i64;
         Ok(HashMap::from([
+            (TTL_ATTRIBUTE.into(), n(expires)),
             (
                 "pk".into(),
                 s(message_pk(&m.tenant, &m.sender, &m.message.message_id)),
@@ -1098,7 +1195,7 @@ impl Store for DynamoStore {
             .any(|e| e.status_update.is_some() && e.state().is_some_and(|s| s.is_terminal()));
         if finished {
             // Best effort: a log that keeps its events is still correct, only longer-lived.
-            if let Err(e) = self.expire_events(&rec.task.id).await {
+            if let Err(e) = self.expire_finished(&rec).await {
                 tracing::warn!(task_id = %rec.task.id, error = %e, "could not set the expiry of a finished task's events");
             }
         }
@@ -1469,12 +1566,17 @@ impl Store for DynamoStore {
         } else {
             "delivered = :from AND creator = :creator"
         };
+        // An update, so what else the item holds (its expiry) stays.
         let result = self
             .client
-            .put_item()
+            .update_item()
             .table_name(&self.table)
-            .set_item(Some(push_item(record)?))
+            .key("pk", s(task_pk(&record.config.task_id)))
+            .key("sk", s(format!("PUSH#{}", record.config.id)))
+            .update_expression("SET config = :config, delivered = :to")
             .condition_expression(condition)
+            .expression_attribute_values(":config", s(to_json(record)?))
+            .expression_attribute_values(":to", n(record.delivered))
             .expression_attribute_values(":from", n(from))
             .expression_attribute_values(":creator", s(&record.creator))
             .send()
@@ -1482,7 +1584,7 @@ impl Store for DynamoStore {
         match result {
             Ok(_) => Ok(true),
             Err(e) => match e.as_service_error() {
-                Some(PutItemError::ConditionalCheckFailedException(_)) => Ok(false),
+                Some(UpdateItemError::ConditionalCheckFailedException(_)) => Ok(false),
                 _ => Err(unavailable(e)),
             },
         }
