@@ -157,6 +157,70 @@ async fn a_tool_call_then_an_answer_completes_the_task_with_the_answer() {
 
 /// The task says the model call failed, with an error id; why (here: the script has no
 /// turn left) is in the log only, as a provider's error body would be.
+/// Issue 19: in Lambda (no detached runs) a request function never drives the LLM agent,
+/// whose model calls could outlive it: a blocking send leaves the task runnable for the
+/// resume function and, with no drive answering, answers with the task as it stands
+/// before its invocation's deadline (less 2 s to answer in); the resume function's drive
+/// then finishes it.
+#[tokio::test]
+async fn in_lambda_a_blocking_send_hands_the_llm_drive_over_and_answers_before_its_deadline() {
+    let dir = std::env::temp_dir().join(format!(
+        "harness-llm-{}",
+        common::engine::transition::new_id()
+    ));
+    let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(&dir).expect("store"));
+    let model = Arc::new(Recording {
+        inner: Scripted::parse("test", TOOL_THEN_ANSWER).expect("script"),
+        requests: Mutex::new(vec![]),
+    });
+    let agent = || {
+        Arc::new(LlmAgent::new(
+            model.clone(),
+            "scripted",
+            ToolRegistry::builtin(),
+            SystemPrompt::default(),
+        ))
+    };
+    let lambda = common::config::Config {
+        detached_runs: false,
+        ..with_push_key()
+    };
+    let h = Harness::new(store.clone(), agent(), lambda).expect("harness");
+    let caller = Caller {
+        deadline: Some(std::time::Instant::now() + std::time::Duration::from_secs(3)),
+        ..Caller::named("alice")
+    };
+    let message = Message {
+        message_id: common::engine::transition::new_id(),
+        role: Role::User,
+        parts: vec![Part::text("What time is it?")],
+        ..Default::default()
+    };
+    let started = std::time::Instant::now();
+    let call = Call::SendMessage(SendMessageRequest {
+        message: Some(message),
+        ..Default::default()
+    });
+    let Ok(Answer::Json(v)) = execute(&h, call, &caller).await else {
+        panic!("an answer");
+    };
+    let took = started.elapsed();
+    let answer: Value = serde_json::from_str(v.get()).expect("JSON");
+    assert_eq!(answer["task"]["status"]["state"], "TASK_STATE_SUBMITTED");
+    assert!(took < std::time::Duration::from_millis(2500), "{took:?}");
+    assert!(
+        model.requests.lock().expect("requests").is_empty(),
+        "not driven here"
+    );
+
+    let id = answer["task"]["id"].as_str().expect("id").to_owned();
+    let resume = Harness::new(store.clone(), agent(), with_push_key()).expect("resume");
+    let done = resume.engine.start(id).await.expect("drive").expect("task");
+    assert_eq!(done.state(), TaskState::Completed);
+    assert_eq!(model.requests.lock().expect("requests").len(), 2);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[tokio::test]
 async fn a_model_that_runs_out_of_turns_fails_the_task_with_an_error_id() {
     let (h, _model, _store, dir) =

@@ -1,11 +1,13 @@
 """The LLM agent's help request, answered with returnImmediately, under `cargo lambda watch`:
 the resume function, fed DynamoDB Local's stream by stream_tool.py, finishes the task.
 
-In Lambda (`detached_runs` false) a blocking SendMessage drives the task inline: the LLM
-agent (a scripted model) asks alice a question and the task waits, INPUT_REQUIRED. alice's
-reply sent with `returnImmediately` is answered at once: its write leaves the task runnable
-(`wake`) without running the agent, and only the resume function, woken through the
-table's stream, drives it on. Here stream_tool.py plays the event source mapping.
+In Lambda (`detached_runs` false) a request function never drives the LLM agent (a model
+call could outlive it): a blocking SendMessage leaves the task runnable (`wake`) and
+answers once the resume function, woken through the table's stream, has driven it to
+INPUT_REQUIRED (the agent, on a scripted model, asks alice a question). alice's reply sent
+with `returnImmediately` is answered at once: its write leaves the task runnable without
+running the agent, and only the resume function drives it on. Here stream_tool.py plays
+the event source mapping.
 
 Every request carries `X-Participant-Id: alice` and the functions have no
 HARNESS_DEFAULT_PARTICIPANT: nothing stands for an anonymous caller.
@@ -17,6 +19,7 @@ and test_resume_stream.py's.
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import os
 import shutil
@@ -165,11 +168,21 @@ def _user_texts(request: dict[str, Any]) -> list[str]:
 def test_help_reply_with_return_immediately_completes_through_the_stream(
     client: httpx.Client, deployment: Llm,
 ) -> None:
-    # (1) The blocking SendMessage drives inline: the model asks alice, the task waits.
+    # (1) The blocking SendMessage hands the drive to the resume function and answers once
+    # the task settles: the model asks alice, the task waits. Meanwhile the stream tool
+    # plays the event source mapping; the request function itself never calls the model.
     first = {'messageId': f'm-{uuid.uuid4()}', 'role': 'ROLE_USER', 'parts': [{'text': 'Paint the shed'}]}
-    task = _send_or_log(client, deployment, first, return_immediately=False)
+    delivered = 0
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pending = pool.submit(_send_or_log, client, deployment, first, False)
+        deadline = time.monotonic() + REQUEST_TIMEOUT_S
+        while not pending.done() and time.monotonic() < deadline:
+            delivered += _delivered(deployment.run_tool())
+            time.sleep(0.3)
+        task = pending.result(timeout=REQUEST_TIMEOUT_S)
     assert task['status']['state'] == INPUT_REQUIRED, f'{task}\n{_stored(deployment, task["id"])}'
     assert _text(task) == QUESTION, task
+    assert delivered >= 1, 'the resume function drove it'
     assert [r['turn'] for r in deployment.requests()] == [0], deployment.requests()
     # What the first message's writes put on the stream resumes nothing.
     deployment.run_tool()

@@ -25,6 +25,14 @@ pub trait Agent: Send + Sync + 'static {
         None
     }
 
+    /// Whether every drive of this agent ends within seconds (it calls no model): in
+    /// Lambda, a request function then drives it itself. Any other agent's drive is
+    /// handed to the resume function, whose timeout is the longest Lambda has, so no
+    /// model call is cut off with the request function that made it.
+    fn drives_quickly(&self) -> bool {
+        false
+    }
+
     /// Works on the task with the message that (re)started it. Returns when the task is
     /// terminal or waits for input.
     async fn run(&self, run: &mut TaskRun, input: &Message) -> Result<(), RunError>;

@@ -79,6 +79,10 @@ pub async fn send_message(
                     _ => h.store.load_task(record.id()).await?.unwrap_or(record),
                 }
             }
+            // Handed to a drive elsewhere (the resume function): answered once it settles.
+            None if !accepted.return_immediately && record.wake => {
+                settled_elsewhere(h, record, caller.deadline).await?
+            }
             _ => record,
         },
     };
@@ -86,6 +90,40 @@ pub async fn send_message(
         task: Some(view(&record.task, accepted.history, true)),
         message: None,
     })
+}
+
+/// Longest a blocking send waits for a drive elsewhere without a deadline of its own.
+const LONGEST_WAIT: std::time::Duration = crate::engine::follow::MAX_STREAM;
+/// What a blocking send keeps of its function's time to answer in.
+const ANSWER_MARGIN: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The task `rec` once a drive elsewhere has left it terminal or interrupted, read from
+/// the store (every 250 ms, backing off to 2 s); or as it is when `deadline` (less the
+/// time to answer) comes first: the client follows it from there.
+async fn settled_elsewhere(
+    h: &Harness,
+    rec: TaskRecord,
+    deadline: Option<std::time::Instant>,
+) -> Result<TaskRecord, A2aError> {
+    use crate::engine::follow::{POLL_MAX, POLL_MIN};
+    let now = std::time::Instant::now();
+    let until = deadline.map_or(now + LONGEST_WAIT, |d| {
+        d.checked_sub(ANSWER_MARGIN).unwrap_or(now)
+    });
+    let mut poll = POLL_MIN;
+    loop {
+        let head = (h.store)
+            .load_view(rec.id(), Some(0), false, &|_| true)
+            .await?;
+        let settled = head.as_ref().is_none_or(|t| t.state().ends_stream());
+        let left = until.saturating_duration_since(std::time::Instant::now());
+        if settled || left.is_zero() {
+            let task = h.store.load_view(rec.id(), None, true, &|_| true).await?;
+            return Ok(task.unwrap_or(rec));
+        }
+        tokio::time::sleep(poll.min(left)).await;
+        poll = (poll * 2).min(POLL_MAX);
+    }
 }
 
 #[tracing::instrument(skip_all)]
@@ -210,8 +248,11 @@ async fn intake(
     };
     let tenant = req.tenant;
     // Drive the task right away (taking its lease in the write that makes it runnable),
-    // or leave the write to wake a drive elsewhere (returnImmediately in Lambda).
-    let inline = !config.returns_immediately() || h.config.detached_runs;
+    // or leave the write to wake a drive elsewhere: in Lambda, for returnImmediately, and
+    // for an agent whose drive could outlive this function (the resume function drives
+    // it, and a blocking send follows the task in the store until it settles).
+    let inline = h.config.detached_runs
+        || (!config.returns_immediately() && h.engine.agent().drives_quickly());
     // A webhook is checked before anything is stored, so a bad one leaves no task behind.
     let push = config.task_push_notification_config.clone();
     if let Some(push) = &push {
