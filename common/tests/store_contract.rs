@@ -1316,6 +1316,43 @@ async fn two_stores_on_one_directory_share_conditional_writes() {
     ));
 }
 
+/// A directory written before the listing table: its tasks are listed from the `members`
+/// column when the table is made, on opening.
+#[tokio::test]
+async fn embedded_tasks_stored_before_the_listing_table_are_listed() {
+    let dir = TempDir::new("listing");
+    let ids: HashSet<String> = {
+        let store = embedded(&dir);
+        let mut ids = HashSet::new();
+        for i in 0..3 {
+            ids.insert(
+                create(store.as_ref(), "old", &format!("m-{i}"))
+                    .await
+                    .task
+                    .id,
+            );
+        }
+        ids
+    };
+    let db = rusqlite::Connection::open(dir.0.join("harness.sqlite3")).expect("db");
+    db.execute_batch("DROP TABLE task_members")
+        .expect("as an older build left it");
+    drop(db);
+    let store = embedded(&dir);
+    let page = store
+        .list_tasks(&TaskQuery {
+            tenant: "old".into(),
+            participant: "alice".into(),
+            page_size: 10,
+            ..Default::default()
+        })
+        .await
+        .expect("list");
+    assert_eq!(page.total, 3);
+    let listed: HashSet<String> = page.tasks.into_iter().map(|t| t.task.id).collect();
+    assert_eq!(listed, ids);
+}
+
 #[tokio::test]
 async fn state_survives_reopening_the_directory() {
     let dir = TempDir::new("reopen");

@@ -20,7 +20,7 @@ use async_trait::async_trait;
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 use tokio::sync::{broadcast, oneshot};
 
-use super::layout::{self, PartKind, Split, Want};
+use super::layout::{self, Listing, PartKind, Split, Want};
 use super::{
     Admit, AuditRecord, Cursor, Due, InboundMessage, LoggedEvent, PushConfigRecord, Store,
     StoreError, TaskPage, TaskQuery, TaskRecord,
@@ -129,6 +129,57 @@ fn migrate(conn: &Connection) -> Result<(), StoreError> {
                 )
                 .map_err(backend)?;
             }
+        }
+    }
+    // The listing table, filled from the tasks' `members` column when it is new.
+    let listed: i64 = conn
+        .query_row(
+            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'task_members'",
+            [],
+            |r| r.get(0),
+        )
+        .map_err(backend)?;
+    if listed == 0 {
+        conn.execute_batch(
+            "CREATE TABLE task_members (
+                 tenant TEXT NOT NULL,
+                 participant TEXT NOT NULL,
+                 status_ms INTEGER NOT NULL,
+                 task_id TEXT NOT NULL,
+                 context_id TEXT NOT NULL,
+                 state INTEGER NOT NULL,
+                 PRIMARY KEY (tenant, participant, status_ms, task_id)
+             ) WITHOUT ROWID;
+             CREATE INDEX task_members_by_task ON task_members (task_id);",
+        )
+        .map_err(backend)?;
+        let mut stmt = conn
+            .prepare("SELECT id, tenant, context_id, state, status_ms, members FROM tasks")
+            .map_err(backend)?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, i32>(3)?,
+                    r.get::<_, i64>(4)?,
+                    r.get::<_, String>(5)?,
+                ))
+            })
+            .map_err(backend)?;
+        for row in rows {
+            let (id, tenant, context_id, state, status_ms, members) = row.map_err(backend)?;
+            let listing = Listing {
+                members: members
+                    .split('\n')
+                    .filter(|m| !m.is_empty())
+                    .map(str::to_owned)
+                    .collect(),
+                status_ms,
+                state,
+            };
+            list_members(conn, &id, &tenant, &context_id, &listing)?;
         }
     }
     // Messages were keyed by (tenant, messageId) before they were the sender's own: the
@@ -594,6 +645,8 @@ struct HeadRow {
     lease_until: Option<i64>,
     /// When the row was written as a wake-up ([`TaskRecord::woken`]).
     woken_ms: Option<i64>,
+    /// The task's rows in `task_members` when they change with this write.
+    listing: Option<Listing>,
     split: Split,
 }
 
@@ -610,6 +663,7 @@ impl HeadRow {
             members: members_column(rec),
             lease_until: rec.lease_expiry(),
             woken_ms: rec.woken().then(crate::engine::lease::now_ms),
+            listing: Some(Listing::of(rec)).filter(|now| rec.stored.listing.as_ref() != Some(now)),
             split: layout::split(rec)?,
         })
     }
@@ -655,8 +709,44 @@ impl HeadRow {
             stmt.execute(params![self.id, p.kind.code(), p.index as i64, p.json])
                 .map_err(backend)?;
         }
+        if let Some(listing) = &self.listing {
+            list_members(conn, &self.id, &self.tenant, &self.context_id, listing)?;
+        }
         Ok(true)
     }
+}
+
+/// Writes task `id`'s rows in `task_members` (one a member: what ListTasks reads, so its
+/// cost follows the caller's own tasks), replacing those it had.
+fn list_members(
+    conn: &Connection,
+    id: &str,
+    tenant: &str,
+    context_id: &str,
+    listing: &Listing,
+) -> Result<(), StoreError> {
+    conn.prepare_cached("DELETE FROM task_members WHERE task_id = ?1")
+        .and_then(|mut stmt| stmt.execute(params![id]))
+        .map_err(backend)?;
+    let mut insert = conn
+        .prepare_cached(
+            "INSERT INTO task_members (tenant, participant, status_ms, task_id, context_id, state)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        )
+        .map_err(backend)?;
+    for p in &listing.members {
+        insert
+            .execute(params![
+                tenant,
+                p,
+                listing.status_ms,
+                id,
+                context_id,
+                listing.state
+            ])
+            .map_err(backend)?;
+    }
+    Ok(())
 }
 
 impl EmbeddedStore {
@@ -820,26 +910,25 @@ impl Store for EmbeddedStore {
     async fn list_tasks(&self, q: &TaskQuery) -> Result<TaskPage, StoreError> {
         let q = q.clone();
         self.read(move |conn| {
-            let mut filter = String::from("tenant = ?1 AND instr(members, ?2) > 0");
-            let mut args: Vec<rusqlite::types::Value> = vec![
-                q.tenant.clone().into(),
-                format!("\n{}\n", q.participant).into(),
-            ];
+            // The caller's own rows of `task_members`: the cost follows their tasks.
+            let mut filter = String::from("m.tenant = ?1 AND m.participant = ?2");
+            let mut args: Vec<rusqlite::types::Value> =
+                vec![q.tenant.clone().into(), q.participant.clone().into()];
             if let Some(ctx) = &q.context_id {
                 args.push(ctx.clone().into());
-                filter += &format!(" AND context_id = ?{}", args.len());
+                filter += &format!(" AND m.context_id = ?{}", args.len());
             }
             if let Some(state) = q.state {
                 args.push(i64::from(state.number()).into());
-                filter += &format!(" AND state = ?{}", args.len());
+                filter += &format!(" AND m.state = ?{}", args.len());
             }
             if let Some(after) = q.status_after {
                 args.push(after.millis().into());
-                filter += &format!(" AND status_ms >= ?{}", args.len());
+                filter += &format!(" AND m.status_ms >= ?{}", args.len());
             }
             let total: i64 = conn
                 .query_row(
-                    &format!("SELECT COUNT(*) FROM tasks WHERE {filter}"),
+                    &format!("SELECT COUNT(*) FROM task_members m WHERE {filter}"),
                     rusqlite::params_from_iter(args.iter()),
                     |r| r.get(0),
                 )
@@ -850,13 +939,15 @@ impl Store for EmbeddedStore {
                 let ms = args.len();
                 args.push(c.task_id.clone().into());
                 let id = args.len();
-                page_filter +=
-                    &format!(" AND (status_ms < ?{ms} OR (status_ms = ?{ms} AND id < ?{id}))");
+                page_filter += &format!(
+                    " AND (m.status_ms < ?{ms} OR (m.status_ms = ?{ms} AND m.task_id < ?{id}))"
+                );
             }
             args.push((q.page_size as i64 + 1).into());
             let sql = format!(
-                "SELECT record, version, last_seq FROM tasks WHERE {page_filter}
-                 ORDER BY status_ms DESC, id DESC LIMIT ?{}",
+                "SELECT t.record, t.version, t.last_seq FROM task_members m
+                 JOIN tasks t ON t.id = m.task_id WHERE {page_filter}
+                 ORDER BY m.status_ms DESC, m.task_id DESC LIMIT ?{}",
                 args.len()
             );
             let tx = conn.unchecked_transaction().map_err(backend)?;
