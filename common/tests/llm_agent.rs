@@ -155,8 +155,6 @@ async fn a_tool_call_then_an_answer_completes_the_task_with_the_answer() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
-/// The task says the model call failed, with an error id; why (here: the script has no
-/// turn left) is in the log only, as a provider's error body would be.
 /// Issue 19: in Lambda (no detached runs) a request function never drives the LLM agent,
 /// whose model calls could outlive it: a blocking send leaves the task runnable for the
 /// resume function and, with no drive answering, answers with the task as it stands
@@ -221,6 +219,8 @@ async fn in_lambda_a_blocking_send_hands_the_llm_drive_over_and_answers_before_i
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The task says the model call failed, with an error id; why (here: the script has no
+/// turn left) is in the log only, as a provider's error body would be.
 #[tokio::test]
 async fn a_model_that_runs_out_of_turns_fails_the_task_with_an_error_id() {
     let (h, _model, _store, dir) =

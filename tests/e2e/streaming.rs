@@ -458,7 +458,15 @@ async fn a_subscriber_going_away_does_not_affect_another() {
 #[tokio::test]
 async fn a_task_takes_sixteen_subscriptions_at_once() {
     let s = Server::start().await;
-    let id = working_task(&s).await;
+    let message_id = unique("test-resubscribe-message-id");
+    let result = s
+        .rpc_ok(
+            "SendMessage",
+            json!({"message": user_message(&message_id, "slow"),
+                   "configuration": {"returnImmediately": true}}),
+        )
+        .await;
+    let id = result["task"]["id"].as_str().unwrap().to_owned();
     let mut open = Vec::new();
     for _ in 0..16 {
         let (_, mut reader) = s
@@ -475,6 +483,14 @@ async fn a_task_takes_sixteen_subscriptions_at_once() {
     assert_eq!(refused["error"]["code"], -32004, "{refused}");
     let message = refused["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("16 subscriptions already"), "{refused}");
+    // A streaming resend of the task's message starts nothing new: it is refused too.
+    let resent = s
+        .rpc(
+            "SendStreamingMessage",
+            json!({"message": user_message(&message_id, "slow")}),
+        )
+        .await;
+    assert_eq!(resent["error"]["code"], -32004, "{resent}");
 
     drop(open.pop());
     let deadline = Instant::now() + Duration::from_secs(5);

@@ -68,17 +68,21 @@ PERMISSIONS = {
     "send-streaming-message": (TABLE_RW, set()),
     # ListTasks: the caller's partition of gsi1, then the page's heads and history.
     "jsonrpc": (TABLE_RW | {"dynamodb:BatchGetItem"}, {"dynamodb:Query"}),
-    "get-task": ({"dynamodb:GetItem"}, set()),
+    # The head, then the history it is asked for (a Query of the task's parts).
+    "get-task": ({"dynamodb:GetItem", "dynamodb:Query"}, set()),
     "list-tasks": ({"dynamodb:BatchGetItem", "dynamodb:Query"}, {"dynamodb:Query"}),
     "cancel-task": ({"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:ConditionCheckItem",
                      "dynamodb:UpdateItem",
                      "dynamodb:Query", "dynamodb:BatchWriteItem"}, set()),
     "subscribe-to-task": ({"dynamodb:GetItem", "dynamodb:Query"}, set()),
+    # BatchWriteItem: a head an older build wrote whole has its lists written out as parts.
     "create-push-config": ({"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem",
-                            "dynamodb:ConditionCheckItem", "dynamodb:UpdateItem"}, set()),
-    "get-push-config": ({"dynamodb:GetItem"}, set()),
+                            "dynamodb:ConditionCheckItem", "dynamodb:UpdateItem",
+                            "dynamodb:BatchWriteItem"}, set()),
+    # A task's head reads its long status message (a part) with a Query.
+    "get-push-config": ({"dynamodb:GetItem", "dynamodb:Query"}, set()),
     "list-push-configs": ({"dynamodb:GetItem", "dynamodb:Query"}, set()),
-    "delete-push-config": ({"dynamodb:GetItem", "dynamodb:DeleteItem",
+    "delete-push-config": ({"dynamodb:GetItem", "dynamodb:Query", "dynamodb:DeleteItem",
                             "dynamodb:UpdateItem"}, set()),
     "agent-card": (set(), set()),
     "get-extended-agent-card": (set(), set()),

@@ -27,11 +27,12 @@ pub const POLL_MIN: Duration = Duration::from_millis(250);
 pub const POLL_MAX: Duration = Duration::from_secs(2);
 /// Longest a stream lasts; a task still running then is followed by subscribing again.
 pub const MAX_STREAM: Duration = Duration::from_secs(10 * 60);
-/// Most SubscribeToTask streams of one task at once in one process.
+/// Most streams of one task at once in one process that no new message started
+/// (SubscribeToTask, and a streaming send of a message already sent).
 pub const MAX_SUBSCRIBERS: usize = 16;
 const BATCH: usize = 128;
 
-/// The SubscribeToTask streams each task has in this process.
+/// The streams each task has in this process that no new message started.
 #[derive(Debug, Clone, Default)]
 pub struct Subscribers(Arc<Mutex<HashMap<String, usize>>>);
 
@@ -54,6 +55,16 @@ impl Subscribers {
         Some(Subscription {
             of: self.clone(),
             task_id: task_id.to_owned(),
+        })
+    }
+
+    /// [`take`](Self::take), or the error that says the task has no place left.
+    pub fn admit(&self, task_id: &str) -> Result<Subscription, A2aError> {
+        self.take(task_id).ok_or_else(|| {
+            A2aError::UnsupportedOperation(format!(
+                "Task {task_id} has {MAX_SUBSCRIBERS} subscriptions already, the most one task \
+                 takes; subscribe again when one ends"
+            ))
         })
     }
 

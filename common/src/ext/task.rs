@@ -216,7 +216,14 @@ impl TaskExtension {
     /// once, and the harness's own id (`harness`) only as an agent, so no one is listed
     /// twice and no person can pose as the harness.
     pub fn check_roster(&self, harness: &str) -> Result<(), String> {
-        if self.participants.len() > MAX_PARTICIPANTS {
+        self.check_roster_from(harness, 0)
+    }
+
+    /// [`check_roster`](Self::check_roster) for a roster changed from one of `was`
+    /// participants: over the limit only if it grew past it (a task started with its
+    /// envelope's 32 plus its sender and agent can still be edited).
+    fn check_roster_from(&self, harness: &str, was: usize) -> Result<(), String> {
+        if self.participants.len() > MAX_PARTICIPANTS.max(was) {
             return Err(format!(
                 "a task has at most {MAX_PARTICIPANTS} participants, not {}",
                 self.participants.len()
@@ -311,7 +318,9 @@ impl TaskEnvelope {
         }
         let changed = TaskExtension::parse(&merged)
             .map_err(|e| self.refuse(format!("invalid task extension: {e}")))?;
-        changed.check_roster(harness).map_err(|e| self.refuse(e))?;
+        changed
+            .check_roster_from(harness, ext.participants.len())
+            .map_err(|e| self.refuse(e))?;
         Ok(changed)
     }
 
@@ -474,6 +483,18 @@ mod tests {
         assert!(starting(json!(crowd(MAX_PARTICIPANTS))).is_ok());
         let e = starting(json!(crowd(MAX_PARTICIPANTS + 1))).unwrap_err();
         assert!(e.contains("at most 32 participants, not 33"), "{e}");
+        // Its sender and agent joined a full envelope's: the task can still be edited,
+        // not grown.
+        let mut full = TaskExtension::parse(&json!({"name": "n", "goal": "g",
+            "participants": crowd(MAX_PARTICIPANTS + 2)}))
+        .expect("extension");
+        full.participants[0].role = Role::Admin;
+        let rename = envelope(json!({"name": "renamed"}));
+        assert!(rename.applied_to(&full, "p0", "tiny-harness").is_ok());
+        let mut more = crowd(MAX_PARTICIPANTS + 3);
+        more[0]["role"] = json!("admin");
+        let grow = envelope(json!({"participants": more}));
+        assert!(grow.applied_to(&full, "p0", "tiny-harness").is_err());
     }
 
     #[test]

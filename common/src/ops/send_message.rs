@@ -81,7 +81,7 @@ pub async fn send_message(
             }
             // Handed to a drive elsewhere (the resume function): answered once it settles.
             None if !accepted.return_immediately && record.wake => {
-                settled_elsewhere(h, record, caller.deadline).await?
+                settled_elsewhere(h, record, caller.deadline, accepted.history).await?
             }
             _ => record,
         },
@@ -98,18 +98,21 @@ const LONGEST_WAIT: std::time::Duration = crate::engine::follow::MAX_STREAM;
 const ANSWER_MARGIN: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The task `rec` once a drive elsewhere has left it terminal or interrupted, read from
-/// the store (every 250 ms, backing off to 2 s); or as it is when `deadline` (less the
-/// time to answer) comes first: the client follows it from there.
+/// the store (every 250 ms, backing off to 2 s), with its last `history` messages; or as
+/// it is when [`LONGEST_WAIT`] or `deadline` (less the time to answer) comes first: the
+/// client follows it from there.
 async fn settled_elsewhere(
     h: &Harness,
     rec: TaskRecord,
     deadline: Option<std::time::Instant>,
+    history: Option<usize>,
 ) -> Result<TaskRecord, A2aError> {
     use crate::engine::follow::{POLL_MAX, POLL_MIN};
     let now = std::time::Instant::now();
-    let until = deadline.map_or(now + LONGEST_WAIT, |d| {
-        d.checked_sub(ANSWER_MARGIN).unwrap_or(now)
-    });
+    let mut until = now + LONGEST_WAIT;
+    if let Some(d) = deadline {
+        until = until.min(d.checked_sub(ANSWER_MARGIN).unwrap_or(now));
+    }
     let mut poll = POLL_MIN;
     loop {
         let head = (h.store)
@@ -118,7 +121,10 @@ async fn settled_elsewhere(
         let settled = head.as_ref().is_none_or(|t| t.state().ends_stream());
         let left = until.saturating_duration_since(std::time::Instant::now());
         if settled || left.is_zero() {
-            let task = h.store.load_view(rec.id(), None, true, &|_| true).await?;
+            let task = h
+                .store
+                .load_view(rec.id(), history, true, &|_| true)
+                .await?;
             return Ok(task.unwrap_or(rec));
         }
         tokio::time::sleep(poll.min(left)).await;
@@ -156,13 +162,14 @@ pub async fn send_streaming_message(
             settled: run.is_none() && (settled || record.state().ends_stream()),
             subscription: None,
         },
+        // A resend opens no new work: it takes a place like a subscription.
         Intake::Duplicate(record) => Follow {
+            subscription: Some(h.subscribers.admit(&record.task.id)?),
             task_id: record.task.id.clone(),
             first: StreamResponse::task(view(&record.task, None, true)),
             after: record.last_seq,
             replay_until: record.last_seq,
             settled: record.state().ends_stream(),
-            subscription: None,
         },
     };
     Ok(follow(h.store.clone(), f))

@@ -3,7 +3,7 @@
 
 use super::{Caller, Harness};
 use crate::a2a::{validate, A2aError, StreamResponse, SubscribeToTaskRequest};
-use crate::engine::follow::{follow, EventStream, Follow, MAX_SUBSCRIBERS};
+use crate::engine::follow::{follow, EventStream, Follow};
 use crate::engine::transition::view;
 
 #[tracing::instrument(skip_all, fields(task_id = %req.id))]
@@ -23,13 +23,7 @@ pub async fn subscribe_to_task(
             rec.state().as_str()
         )));
     }
-    let subscription = h.subscribers.take(&rec.task.id).ok_or_else(|| {
-        A2aError::UnsupportedOperation(format!(
-            "Task {} has {MAX_SUBSCRIBERS} subscriptions already, the most one task takes; \
-             subscribe again when one ends",
-            rec.task.id
-        ))
-    })?;
+    let subscription = h.subscribers.admit(&rec.task.id)?;
     Ok(follow(
         h.store.clone(),
         Follow {

@@ -588,7 +588,10 @@ impl DynamoStore {
     /// Gives a finished task's items their expiry: its events the retention period's,
     /// and, when finished tasks expire, every other item of it (its head and listing items
     /// got theirs in the commit that ended it) that task retention's, whichever is sooner
-    /// for the events. Push configs keep theirs through later deliveries (an update).
+    /// for the events. Read consistently; only items written once (events, history,
+    /// turns) are put again whole: the others (artifacts, a long status message, push
+    /// configs and their count, which later writes may change) get their expiry by an
+    /// update, so nothing newer is put over.
     async fn expire_finished(&self, rec: &TaskRecord) -> Result<(), StoreError> {
         let events_expire = Timestamp::now().millis() / 1000 + self.retention.as_secs() as i64;
         let task_expires = self.expiry(rec);
@@ -613,6 +616,7 @@ impl DynamoStore {
                     .expression_attribute_values(":ev", s("EV#"))
             };
             let out = query
+                .consistent_read(true)
                 .set_exclusive_start_key(start)
                 .send()
                 .await
@@ -629,8 +633,8 @@ impl DynamoStore {
                 } else {
                     continue;
                 };
-                if sk.starts_with("PUSH#") || sk == PUSH_COUNT {
-                    // Written again by deliveries and deletes: updated, not put over.
+                let once = ["EV#", "HIST#", "TURN#"].iter().any(|p| sk.starts_with(p));
+                if !once {
                     self.expire_item(rec.id(), sk, at).await?;
                     continue;
                 }
@@ -938,7 +942,12 @@ impl DynamoStore {
                             break;
                         }
                         Err(StoreError::Conflict { .. }) => continue,
-                        Err(e) => return Err(e),
+                        // One task that cannot be written (too large a roster for one
+                        // transaction) stops no other.
+                        Err(e) => {
+                            tracing::warn!(task_id = %id, error = %e, "could not list the task");
+                            break;
+                        }
                     }
                 }
             }
@@ -1386,6 +1395,9 @@ impl Store for DynamoStore {
         };
         let want = Want::view(q.history, q.artifacts);
         let mut tasks = Vec::new();
+        // Where each task stands in the index: the next page starts after it there, even
+        // if its head has moved on since.
+        let mut listed_at: HashMap<String, i64> = HashMap::new();
         let mut start = q.cursor.as_ref().map(|c| {
             HashMap::from([
                 ("pk".to_owned(), s(task_pk(&c.task_id))),
@@ -1405,9 +1417,13 @@ impl Store for DynamoStore {
                 .send()
                 .await
                 .map_err(unavailable)?;
-            let ids = (out.items().iter())
-                .map(|item| Ok(get_s(item, "pk")?.trim_start_matches("TASK#").to_owned()))
-                .collect::<Result<Vec<_>, StoreError>>()?;
+            let mut ids = Vec::new();
+            for item in out.items() {
+                let id = get_s(item, "pk")?.trim_start_matches("TASK#").to_owned();
+                let at = get_s(item, "gsi1sk")?.split('#').next().unwrap_or_default();
+                listed_at.insert(id.clone(), at.parse::<i64>().map_err(corrupt)?);
+                ids.push(id);
+            }
             let heads = self.heads(&ids).await?;
             let page = (heads.iter()).map(|item| self.with_parts(item, want, &admit));
             tasks.extend(
@@ -1424,7 +1440,8 @@ impl Store for DynamoStore {
         let next = if tasks.len() > q.page_size {
             tasks.truncate(q.page_size);
             tasks.last().map(|t| Cursor {
-                status_millis: t.status_millis(),
+                status_millis: (listed_at.get(t.id()).copied())
+                    .unwrap_or_else(|| t.status_millis()),
                 task_id: t.task.id.clone(),
             })
         } else {
