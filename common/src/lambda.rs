@@ -152,8 +152,11 @@ pub async fn store_from_env() -> Result<Arc<dyn Store>, Error> {
             // 0: finished tasks are kept.
             let days = parse("HARNESS_TASK_RETENTION_DAYS", 0)?;
             let keep = (days > 0).then(|| Duration::from_secs(days * 24 * 3600));
+            let agent = checked_id("HARNESS_AGENT_ID")?;
             let store = dynamo_store(table, retention_days()?).await;
-            Ok(Arc::new(store.with_task_retention(keep)))
+            Ok(Arc::new(store.with_task_retention(keep).with_unlisted(
+                agent.as_deref().unwrap_or(crate::config::DEFAULT_AGENT_ID),
+            )))
         }
         #[cfg(feature = "embedded-store")]
         "embedded" => {

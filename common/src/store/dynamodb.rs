@@ -104,6 +104,10 @@ pub struct DynamoStore {
     retention: Duration,
     /// How long a finished task lives (all its items); None: kept until deleted.
     task_retention: Option<Duration>,
+    /// A participant whose tasks are not listed: the harness's own agent, a member of
+    /// nearly every task, which no client may speak as (so none lists its tasks). Its
+    /// items would cost one more write a transition, all on one index key a tenant.
+    unlisted: Option<String>,
     signals: super::Signals,
 }
 
@@ -421,6 +425,7 @@ impl DynamoStore {
             table: table.into(),
             retention: DEFAULT_RETENTION,
             task_retention: None,
+            unlisted: None,
             signals: Default::default(),
         }
     }
@@ -434,6 +439,12 @@ impl DynamoStore {
     /// item of theirs); None keeps them.
     pub fn with_task_retention(mut self, retention: Option<Duration>) -> Self {
         self.task_retention = retention;
+        self
+    }
+
+    /// Leaves `participant`'s tasks out of the listing index (the harness's own id).
+    pub fn with_unlisted(mut self, participant: impl Into<String>) -> Self {
+        self.unlisted = Some(participant.into());
         self
     }
 
@@ -882,9 +893,10 @@ impl DynamoStore {
         let was = rec.stored.listing.as_ref();
         let moved = was.is_none_or(|w| w.status_ms != now.status_ms || w.state != now.state);
         let had = |p: &String| was.is_some_and(|w| w.members.contains(p));
+        let listed = |p: &&String| self.unlisted.as_ref() != Some(*p);
         let expires = self.expiry(rec);
         let mut writes = Vec::new();
-        for p in now.members.iter().filter(|p| moved || !had(p)) {
+        for p in (now.members.iter().filter(listed)).filter(|p| moved || !had(p)) {
             let put = Put::builder()
                 .table_name(&self.table)
                 .set_item(Some(member_item(rec, p, expires.as_ref())))
@@ -892,7 +904,7 @@ impl DynamoStore {
                 .map_err(corrupt)?;
             writes.push(TransactWriteItem::builder().put(put).build());
         }
-        for p in was.iter().flat_map(|w| &w.members) {
+        for p in was.iter().flat_map(|w| &w.members).filter(listed) {
             if !now.members.contains(p) {
                 let delete = Delete::builder()
                     .table_name(&self.table)

@@ -250,7 +250,10 @@ async fn run() -> Result<(), common::lambda::Error> {
         // A DynamoDB table (AWS, or DynamoDB Local through AWS_ENDPOINT_URL_DYNAMODB).
         // Webhook deliveries a stop cut off resume with their task's next commit.
         Some(table) => (
-            Arc::new(common::lambda::dynamo_store(table.clone(), 30).await),
+            Arc::new(
+                (common::lambda::dynamo_store(table.clone(), 30).await)
+                    .with_unlisted(&config.agent_id),
+            ),
             Vec::new(),
         ),
         None => {
