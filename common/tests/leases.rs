@@ -222,6 +222,76 @@ async fn a_model_call_slower_than_the_lease_keeps_it_and_is_made_once() {
     assert!(expiries.len() >= 4, "renewed while waiting: {expiries:?}");
 }
 
+/// A tool that takes `delay`, counting its runs.
+struct SlowTool {
+    delay: Duration,
+    runs: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+#[async_trait::async_trait]
+impl common::agent::tools::Tool for SlowTool {
+    async fn run(&self, _: &serde_json::Value) -> Result<String, common::agent::tools::ToolError> {
+        self.runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        tokio::time::sleep(self.delay).await;
+        Ok("done slowly".into())
+    }
+}
+
+/// Issue 19, item 3: a tool slower than the lease (2.5 s against 1 s) keeps it while it
+/// runs, as a model call does: another process's sweep finds nothing to take, the tool
+/// runs once and the task completes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_slower_than_the_lease_keeps_it_and_runs_once() {
+    let d = dir();
+    let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(&d.0).expect("store"));
+    let script = r#"{"turns": [
+        {"tool_calls": [{"name": "slow_tool", "arguments": {}}]},
+        {"text": "done"}
+    ]}"#;
+    let model = scripted(script);
+    let runs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let agent = || -> Arc<dyn common::agent::Agent> {
+        let mut tools = common::agent::tools::ToolRegistry::builtin();
+        let schema = r#"{"name": "slow_tool", "description": "Takes its time",
+            "parameters": {"type": "object", "properties": {}, "additionalProperties": false}}"#;
+        let tool = SlowTool {
+            delay: Duration::from_millis(2500),
+            runs: runs.clone(),
+        };
+        tools.register(schema, tool).expect("schema");
+        Arc::new(common::agent::llm::LlmAgent::new(
+            model.clone(),
+            "scripted",
+            tools,
+            Default::default(),
+        ))
+    };
+    let ttl = Duration::from_secs(1);
+    let a = harness_with_lease(store.clone(), "a", agent(), ttl);
+    let b = harness_with_lease(store.clone(), "b", agent(), ttl);
+    let id = working_task(store.as_ref(), "m-tool", None).await.task.id;
+
+    let drive = tokio::spawn({
+        let (a, id) = (a.clone(), id.clone());
+        async move { a.engine.drive_now(&id, None).await }
+    });
+    let mut swept = Vec::new();
+    while !drive.is_finished() {
+        swept.extend(b.engine.sweep(10).await.expect("sweep"));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    drive.await.expect("join").expect("drive");
+
+    let done = load(store.as_ref(), &id).await;
+    assert_eq!(done.state(), TaskState::Completed, "{done:?}");
+    assert!(swept.is_empty(), "the sweep took the task: {swept:?}");
+    assert_eq!(
+        runs.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "the tool ran once"
+    );
+}
+
 /// Issue 19, item 3: a model call the invocation's deadline cuts off is dropped, and the
 /// task handed over at once (runnable, unleased: its wake-up), not after its lease
 /// lapses; the next drive makes the call again (it was never committed) and completes.

@@ -508,10 +508,13 @@ impl LlmAgent {
         for call in pending_calls(&run.record().agent) {
             let outcome = match self.tools.check(&call) {
                 Err(refused) => refused,
-                Ok(Checked::Tool(tool)) => match tool.run(&call.arguments).await {
-                    Ok(output) => ToolOutcome::output(output),
-                    Err(e) => ToolOutcome::error(e),
-                },
+                // A tool may be slow too: the lease is kept while it runs.
+                Ok(Checked::Tool(tool)) => {
+                    match run.keeping_lease(tool.run(&call.arguments)).await? {
+                        Ok(output) => ToolOutcome::output(output),
+                        Err(e) => ToolOutcome::error(e),
+                    }
+                }
                 Ok(Checked::Intrinsic) => {
                     let choice = match self.model_for(run.record().agent.model.as_deref()).await {
                         Ok(c) => c,
