@@ -222,6 +222,57 @@ async fn a_model_call_slower_than_the_lease_keeps_it_and_is_made_once() {
     assert!(expiries.len() >= 4, "renewed while waiting: {expiries:?}");
 }
 
+/// Issue 19: a task whose drives keep dying before their next step (a poisoned task, or a
+/// store that keeps refusing it) is handed on by the sweep at most 10 times; the next
+/// time it fails, saying why, instead of costing a drive a minute forever.
+#[tokio::test]
+async fn a_task_no_drive_gets_through_fails_after_ten_hand_overs() {
+    let d = dir();
+    let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(&d.0).expect("store"));
+    let model = scripted(r#"{"turns": [{"text": "never reached"}]}"#);
+    let sweeper = harness(store.clone(), "sweeper", llm_agent(&model));
+    let lapsed = || Lease {
+        owner: "a-drive-that-died".into(),
+        until_ms: now_ms() - 1,
+    };
+    let id = working_task(store.as_ref(), "m-poison", Some(lapsed()))
+        .await
+        .task
+        .id;
+    for round in 1..=common::engine::MAX_HANDOVERS {
+        assert_eq!(
+            sweeper.engine.sweep(10).await.expect("sweep"),
+            std::slice::from_ref(&id)
+        );
+        let rec = load(store.as_ref(), &id).await;
+        assert_eq!((rec.state(), rec.handovers), (TaskState::Working, round));
+        // A drive takes it and dies before its first checkpoint.
+        let taken = TaskRecord {
+            lease: Some(lapsed()),
+            wake: false,
+            ..rec.clone()
+        };
+        store
+            .commit(&taken, rec.version, &[], None)
+            .await
+            .expect("taken");
+    }
+    assert!(sweeper.engine.sweep(10).await.expect("sweep").is_empty());
+    let failed = load(store.as_ref(), &id).await;
+    assert_eq!(failed.state(), TaskState::Failed);
+    assert!(!failed.wake && failed.lease.is_none());
+    let text = failed
+        .task
+        .status
+        .and_then(|s| s.message)
+        .map(|m| m.parts[0].text.clone());
+    assert!(
+        format!("{text:?}").contains("handed to a new drive 10 times without progress"),
+        "{text:?}"
+    );
+    assert_eq!(model.calls(), 0);
+}
+
 /// A tool that takes `delay`, counting its runs.
 struct SlowTool {
     delay: Duration,

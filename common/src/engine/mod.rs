@@ -75,6 +75,10 @@ pub async fn backoff(attempt: u32) {
 /// Most tasks one sweep hands on.
 pub const SWEEP_BATCH: usize = 100;
 /// How many tasks a sweep hands on at once.
+/// Hand-overs by the sweep without a drive's progress in between, after which a task
+/// fails instead of being handed on again.
+pub const MAX_HANDOVERS: u32 = 10;
+
 const SWEEP_CONCURRENCY: usize = 8;
 
 pub struct Engine {
@@ -408,7 +412,9 @@ impl Engine {
     /// Hands on one task the sweep found: an ended one's parents are woken; a lease that
     /// ran out (or whose owner is `gone`) is taken away, leaving the task runnable; a
     /// wake-up no drive answered is rung again (or put out, if there is nothing to do).
-    /// Each such write is the task's wake-up. False when there was nothing to do.
+    /// Each such write is the task's wake-up, and counts a hand-over: one past
+    /// [`MAX_HANDOVERS`] without a drive's progress fails the task instead. False when
+    /// there was nothing to do.
     async fn sweep_one(&self, id: &str, gone: &[String]) -> Result<bool, RunError> {
         let mut found = self.store.load_task(id).await?;
         while let Some(rec) = found.take() {
@@ -427,8 +433,34 @@ impl Engine {
             }
             next.lease = None;
             next.wake = self.has_work(&rec);
-            match self.store.commit(&next, rec.version, &[], None).await {
-                Ok(_) => return Ok(next.wake),
+            let mut events = Vec::new();
+            if next.wake && rec.handovers >= MAX_HANDOVERS {
+                let why = format!(
+                    "The task was handed to a new drive {MAX_HANDOVERS} times without progress \
+                     (each drive was cut off or failed before its next step), so it stopped"
+                );
+                let msg = transition::agent_message(
+                    &rec.task,
+                    vec![crate::a2a::Part::text(failure_notice(&why, &"no progress"))],
+                );
+                events.push(transition::set_status(
+                    &mut next,
+                    TaskState::Failed,
+                    Some(msg),
+                    None,
+                ));
+                next.wake = false;
+                tracing::warn!(task_id = %id, handovers = rec.handovers, "a task no drive could run failed");
+            } else if next.wake {
+                next.handovers += 1;
+            }
+            match self.store.commit(&next, rec.version, &events, None).await {
+                Ok(stored) => {
+                    if stored.state().is_terminal() {
+                        self.wake_parents(&stored).await?;
+                    }
+                    return Ok(next.wake);
+                }
                 Err(StoreError::Conflict { .. }) => found = self.store.load_task(id).await?,
                 Err(e) => return Err(e.into()),
             }

@@ -149,6 +149,8 @@ impl TaskRun {
     ) -> Result<(), RunError> {
         self.apply(|rec| {
             change(&mut rec.agent);
+            // A checkpoint is progress: the sweep's count of fruitless hand-overs restarts.
+            rec.handovers = 0;
             Vec::new()
         })
         .await

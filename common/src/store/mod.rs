@@ -19,6 +19,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::a2a::{Message, StreamResponse, Task, TaskPushNotificationConfig, TaskState, Timestamp};
 
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
 /// Everything the harness keeps about a task. Its `Serialize` is the head a store keeps
 /// (see [`layout`]): the lists are parts of their own.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -47,6 +51,12 @@ pub struct TaskRecord {
     /// The task ended and has parents not yet woken for it: set in the write that ends it,
     /// so the wake-up they are owed cannot be lost (the sweep pays it if no one else does).
     pub parents_owed: bool,
+    /// How many times the sweep has handed the task to a new drive since a drive last
+    /// made progress (a checkpoint): past [`crate::engine::MAX_HANDOVERS`] it fails
+    /// instead, so a task no drive can run (or a store that keeps refusing it) costs a
+    /// bounded number of attempts.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub handovers: u32,
     /// What the store holds of this record (see [`layout`]); set by the store.
     #[serde(skip)]
     pub stored: layout::Stored,
