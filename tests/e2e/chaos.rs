@@ -32,7 +32,14 @@ const KILLS: usize = 20;
 /// three; at 30, one SendMessage takes about 4 s and one or two sub-tasks of 30 never see
 /// alice's accepted reply within the deadline (not yet explained: see the closing note of
 /// issue 19); at 10 it completes in about 2.5 minutes.
+/// `HARNESS_CHAOS_TASKS` sets another count (to reproduce or to measure).
 fn tasks(backend: Backend) -> usize {
+    if let Some(n) = std::env::var("HARNESS_CHAOS_TASKS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        return n;
+    }
     match backend {
         Backend::Embedded => 100,
         Backend::DynamoDb => 10,
@@ -511,6 +518,6 @@ async fn a_hundred_tasks_survive_twenty_kills_on_the_embedded_store() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn thirty_tasks_survive_twenty_kills_on_dynamodb() {
+async fn ten_tasks_survive_twenty_kills_on_dynamodb() {
     chaos(Backend::DynamoDb).await;
 }
