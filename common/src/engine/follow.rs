@@ -6,8 +6,9 @@
 //! subscribes again), re-reads the log without a signal no more often than every
 //! [`POLL_MIN`], backing off to [`POLL_MAX`] while nothing happens (a reader in another
 //! process than the writer, such as a Lambda function, pays a Query per read), and a task
-//! has at most [`MAX_SUBSCRIBERS`] subscriptions in one process (in Lambda, where each
-//! stream is a function of its own, the function's reserved concurrency bounds them).
+//! has at most [`MAX_SUBSCRIBERS`] streams no new message started in one process (in
+//! Lambda, where each stream is a function of its own, the function's reserved
+//! concurrency bounds them).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -98,7 +99,7 @@ pub struct Follow {
     pub replay_until: u64,
     /// ...but if the task was already terminal or interrupted then, the stream ends there.
     pub settled: bool,
-    /// Held for as long as the stream lasts (SubscribeToTask's).
+    /// Held for as long as the stream lasts (a stream no new message started).
     pub subscription: Option<Subscription>,
 }
 
