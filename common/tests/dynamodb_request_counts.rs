@@ -228,13 +228,9 @@ impl Row {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_operation_stays_within_its_dynamodb_request_budget() {
-    let Some(config) = support::dynamo_config() else {
+    let Some((recorder, client, table)) = recorded_table().await else {
         return;
     };
-    let recorder = Recorder::default();
-    let client = aws_sdk_dynamodb::Client::from_conf(config.interceptor(recorder.clone()).build());
-    let table = support::fresh_table(&client).await;
-    recorder.take();
     // As deployed: the harness's own agent is left out of the listing index.
     let store = Arc::new(DynamoStore::new(client, table).with_unlisted("tiny-harness"));
     let h = Harness::new(store.clone(), common::agent::conformance(), with_push_key())
@@ -430,12 +426,9 @@ async fn long_task_turns(store: Arc<DynamoStore>, recorder: &Recorder) -> Vec<Ve
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn list_tasks_costs_the_same_in_a_tenant_of_5000_as_in_a_tenant_of_5() {
     use futures::StreamExt;
-    let Some(config) = support::dynamo_config() else {
+    let Some((recorder, client, table)) = recorded_table().await else {
         return;
     };
-    let recorder = Recorder::default();
-    let client = aws_sdk_dynamodb::Client::from_conf(config.interceptor(recorder.clone()).build());
-    let table = support::fresh_table(&client).await;
     let store = Arc::new(DynamoStore::new(client.clone(), table.clone()));
     let h = Harness::new(store.clone(), common::agent::conformance(), with_push_key())
         .expect("harness");
@@ -503,12 +496,9 @@ async fn list_tasks_costs_the_same_in_a_tenant_of_5000_as_in_a_tenant_of_5() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_quiet_subscription_reads_the_log_less_and_less_often() {
     use futures::StreamExt;
-    let Some(config) = support::dynamo_config() else {
+    let Some((recorder, client, table)) = recorded_table().await else {
         return;
     };
-    let recorder = Recorder::default();
-    let client = aws_sdk_dynamodb::Client::from_conf(config.interceptor(recorder.clone()).build());
-    let table = support::fresh_table(&client).await;
     let store = Arc::new(DynamoStore::new(client, table));
     let h = Harness::new(store.clone(), common::agent::conformance(), with_push_key())
         .expect("harness");
@@ -569,17 +559,13 @@ fn listed_task(tenant: &str, owner: &str, i: usize) -> common::store::TaskRecord
     rec
 }
 
-/// The default configuration, with the key push notifications need.
 /// Issue 18, must-show 5: GetTask with `historyLength: 2` on a task of 500 messages reads
 /// the task's head and one Query over exactly the last two history items, not the task.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn get_task_with_a_short_history_reads_only_that_history() {
-    let Some(config) = support::dynamo_config() else {
+    let Some((recorder, client, table)) = recorded_table().await else {
         return;
     };
-    let recorder = Recorder::default();
-    let client = aws_sdk_dynamodb::Client::from_conf(config.interceptor(recorder.clone()).build());
-    let table = support::fresh_table(&client).await;
     let store = Arc::new(DynamoStore::new(client, table));
     let h = Harness::new(store.clone(), common::agent::conformance(), with_push_key())
         .expect("harness");
@@ -629,6 +615,18 @@ async fn get_task_with_a_short_history_reads_only_that_history() {
     );
 }
 
+/// A client to the test server that records every request it makes, and a fresh table
+/// (its creation not recorded); None when no server is configured.
+async fn recorded_table() -> Option<(Recorder, aws_sdk_dynamodb::Client, String)> {
+    let config = support::dynamo_config()?;
+    let recorder = Recorder::default();
+    let client = aws_sdk_dynamodb::Client::from_conf(config.interceptor(recorder.clone()).build());
+    let table = support::fresh_table(&client).await;
+    recorder.take();
+    Some((recorder, client, table))
+}
+
+/// The default configuration, with the key push notifications need.
 fn with_push_key() -> common::config::Config {
     common::config::Config {
         push_key: Some(common::push::seal::PushKey::generate()),

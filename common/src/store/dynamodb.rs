@@ -97,6 +97,13 @@ const MAX_TRANSACTION_BYTES: usize = 4 * 1024 * 1024 - 64 * 1024;
 const MAX_CHUNKS: usize = 4 * 1024 * 1024 / CHUNK_BYTES + 1;
 const MAX_TRANSACTION_ITEMS: usize = 100;
 
+/// Why a small transaction did not go through.
+enum Refused {
+    /// Each item's condition: whether it failed (at least one did).
+    Conditions(Vec<bool>),
+    Store(StoreError),
+}
+
 pub struct DynamoStore {
     client: Client,
     table: String,
@@ -972,31 +979,37 @@ impl DynamoStore {
 
     /// Runs a transaction of a few small items, sent again (a few times, briefly apart)
     /// when a concurrent transaction on one of its items cancelled it: the push configs'
-    /// count is one item every create and delete of a task's configs writes.
-    async fn transact_small(
-        &self,
-        items: Vec<TransactWriteItem>,
-    ) -> Result<(), SdkError<TransactWriteItemsError, aws_sdk_dynamodb::config::http::HttpResponse>>
-    {
+    /// count is one item every create and delete of a task's configs writes. Refused with
+    /// which items' conditions failed, or with the store's error.
+    async fn transact_small(&self, items: Vec<TransactWriteItem>) -> Result<(), Refused> {
         let mut attempt = 0;
         loop {
-            let result = (self.client.transact_write_items())
+            let err = match (self.client.transact_write_items())
                 .set_transact_items(Some(items.clone()))
                 .send()
-                .await;
-            let conflict = result
-                .as_ref()
-                .err()
-                .and_then(|e| e.as_service_error())
-                .is_some_and(|e| match e {
-                    TransactWriteItemsError::TransactionCanceledException(c) => c
-                        .cancellation_reasons()
-                        .iter()
-                        .any(|r| r.code() == Some("TransactionConflict")),
-                    _ => false,
-                });
+                .await
+            {
+                Ok(_) => return Ok(()),
+                Err(e) => e,
+            };
+            let Some(TransactWriteItemsError::TransactionCanceledException(cancel)) =
+                err.as_service_error()
+            else {
+                return Err(Refused::Store(unavailable(err)));
+            };
+            let reasons = cancel.cancellation_reasons();
+            let conflict = reasons
+                .iter()
+                .any(|r| r.code() == Some("TransactionConflict"));
             if !conflict || attempt == 4 {
-                return result.map(|_| ());
+                let failed: Vec<bool> = (0..items.len())
+                    .map(|i| condition_failed(cancel, i))
+                    .collect();
+                return Err(if failed.contains(&true) {
+                    Refused::Conditions(failed)
+                } else {
+                    Refused::Store(unavailable(err))
+                });
             }
             attempt += 1;
             tokio::time::sleep(Duration::from_millis(20 << attempt)).await;
@@ -1513,16 +1526,12 @@ impl Store for DynamoStore {
                     .map_err(corrupt)?;
                 items.push(TransactWriteItem::builder().update(count).build());
             }
-            let err = match self.transact_small(items).await {
+            let failed = match self.transact_small(items).await {
                 Ok(()) => return Ok(()),
-                Err(e) => e,
+                Err(Refused::Store(e)) => return Err(e),
+                Err(Refused::Conditions(failed)) => failed,
             };
-            let Some(TransactWriteItemsError::TransactionCanceledException(cancel)) =
-                err.as_service_error()
-            else {
-                return Err(unavailable(err));
-            };
-            let failed = |i: usize| condition_failed(cancel, i);
+            let failed = |i: usize| failed.get(i).copied().unwrap_or(false);
             if failed(0) {
                 return Err(StoreError::NoTask(task_id.clone()));
             } else if failed(1) && new {
@@ -1532,7 +1541,7 @@ impl Store for DynamoStore {
             } else if failed(2) {
                 return Err(StoreError::TooManyPushConfigs(task_id.clone()));
             }
-            return Err(unavailable(err));
+            return Err(corrupt("a refused condition of no item"));
         }
         Err(taken())
     }
@@ -1647,21 +1656,12 @@ impl Store for DynamoStore {
             TransactWriteItem::builder().delete(config).build(),
             TransactWriteItem::builder().update(count).build(),
         ];
-        let err = match self.transact_small(items).await {
+        match self.transact_small(items).await {
             Ok(()) => return Ok(()),
-            Err(e) => e,
-        };
-        let Some(TransactWriteItemsError::TransactionCanceledException(cancel)) =
-            err.as_service_error()
-        else {
-            return Err(unavailable(err));
-        };
-        if condition_failed(cancel, 0) {
+            Err(Refused::Store(e)) => return Err(e),
             // Deleting one that is not there is not an error.
-            return Ok(());
-        }
-        if !condition_failed(cancel, 1) {
-            return Err(unavailable(err));
+            Err(Refused::Conditions(failed)) if failed[0] => return Ok(()),
+            Err(Refused::Conditions(_)) => {}
         }
         // A config from before the count: it never took a place in it.
         self.client
