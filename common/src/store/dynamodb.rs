@@ -878,7 +878,7 @@ impl DynamoStore {
         let head = task_item(rec, &split.head, self.expiry(rec).as_ref())?;
         let mut items = vec![put(&self.table, head, condition, values)?];
         items.extend(self.part_puts(rec, &split.parts)?);
-        items.extend(self.listing_writes(rec)?);
+        items.extend(self.listing_writes(rec, split)?);
         items.extend(self.event_puts(rec, first_seq, events)?);
         if let Some(m) = message {
             items.push(self.message_put(m, &rec.task.id)?);
@@ -895,8 +895,17 @@ impl DynamoStore {
     /// The listing index's writes in a commit of `rec`: every member's item again when
     /// the task sorts or filters differently (its status or state changed), a new
     /// member's, and a delete of a gone member's; nothing when the index has it as it is.
-    fn listing_writes(&self, rec: &TaskRecord) -> Result<Vec<TransactWriteItem>, StoreError> {
-        let now = Listing::of(rec);
+    fn listing_writes(
+        &self,
+        rec: &TaskRecord,
+        split: &layout::Split,
+    ) -> Result<Vec<TransactWriteItem>, StoreError> {
+        // The listing as this commit stores it (computed once, by the split).
+        let now = split
+            .stored
+            .listing
+            .clone()
+            .unwrap_or_else(|| Listing::of(rec));
         let was = rec.stored.listing.as_ref();
         let moved = was.is_none_or(|w| w.status_ms != now.status_ms || w.state != now.state);
         let had = |p: &String| was.is_some_and(|w| w.members.contains(p));

@@ -214,8 +214,7 @@ fn migrate(conn: &Connection) -> Result<(), StoreError> {
 
 /// Participant ids as one column ListTasks can match with `instr`: `\n<id>\n<id>\n`
 /// (ids hold no control characters).
-fn members_column(rec: &TaskRecord) -> String {
-    let ids = rec.members();
+fn members_column(ids: &[String]) -> String {
     if ids.is_empty() {
         return String::new();
     }
@@ -652,6 +651,13 @@ struct HeadRow {
 
 impl HeadRow {
     fn of(rec: &TaskRecord) -> Result<Self, StoreError> {
+        let split = layout::split(rec)?;
+        // The listing as this write stores it (computed once, by the split).
+        let now = split
+            .stored
+            .listing
+            .clone()
+            .unwrap_or_else(|| Listing::of(rec));
         Ok(HeadRow {
             id: rec.task.id.clone(),
             tenant: rec.tenant.clone(),
@@ -660,11 +666,11 @@ impl HeadRow {
             status_ms: rec.status_millis(),
             version: rec.version as i64,
             last_seq: rec.last_seq as i64,
-            members: members_column(rec),
+            members: members_column(&now.members),
             lease_until: rec.lease_expiry(),
             woken_ms: rec.woken().then(crate::engine::lease::now_ms),
-            listing: Some(Listing::of(rec)).filter(|now| rec.stored.listing.as_ref() != Some(now)),
-            split: layout::split(rec)?,
+            listing: (rec.stored.listing.as_ref() != Some(&now)).then_some(now),
+            split,
         })
     }
 
