@@ -102,7 +102,7 @@ impl Default for Config {
             rest_content_type: RestContentType::Json,
             required_extensions: Vec::new(),
             max_body_bytes: 1024 * 1024,
-            rate_limit_per_minute: 120,
+            rate_limit_per_minute: 0,
             card_max_age: Duration::from_secs(300),
             push_notifications: true,
             push_key: None,

@@ -557,7 +557,7 @@ async fn a_task_reads_back_whole_however_long_its_parts(store: Arc<dyn Store>) {
     let mut next = rec.clone();
     let mut m = message(&uuid_like());
     m.parts = vec![Part::text(long('é', 100))];
-    accept_message(&mut next, &mut m);
+    accept_message(&mut next, &mut m, true);
     next.agent.conversation.push(ChatMessage::User {
         text: long('t', 150),
     });
@@ -657,7 +657,7 @@ async fn a_view_reads_only_what_it_asks_for(store: Arc<dyn Store>) {
     let rec = create(store.as_ref(), "", &uuid_like()).await;
     let mut next = rec.clone();
     for _ in 0..9 {
-        accept_message(&mut next, &mut message(&uuid_like()));
+        accept_message(&mut next, &mut message(&uuid_like()), true);
     }
     next.agent
         .conversation
@@ -1418,7 +1418,7 @@ async fn dynamodb_a_task_stored_whole_by_an_older_build_is_written_out_and_commi
     };
     let mut rec = create(store.as_ref(), "", &uuid_like()).await;
     for _ in 0..149 {
-        accept_message(&mut rec, &mut message(&uuid_like()));
+        accept_message(&mut rec, &mut message(&uuid_like()), true);
     }
     rec.agent.conversation = vec![common::models::ChatMessage::User { text: "x".into() }];
     // The head as an older build wrote it: the record's JSON, lists inline.
@@ -1446,7 +1446,7 @@ async fn dynamodb_a_task_stored_whole_by_an_older_build_is_written_out_and_commi
     assert_eq!(back.task.history, rec.task.history);
     assert_eq!(back.agent.conversation, rec.agent.conversation);
     let mut next = back.clone();
-    accept_message(&mut next, &mut message("the-151st"));
+    accept_message(&mut next, &mut message("the-151st"), true);
     let stored = store
         .commit(&next, back.version, &[], None)
         .await

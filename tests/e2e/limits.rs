@@ -151,6 +151,16 @@ async fn the_rate_limit_is_per_peer_address() {
 }
 
 #[tokio::test]
+async fn a_fresh_harness_answers_a_thousand_sequential_requests() {
+    // No rate-limit flag: the local default.
+    let s = Server::start().await;
+    for i in 0..1000 {
+        let resp = s.rest(Method::GET, "/tasks", None).await;
+        assert_eq!(resp.status().as_u16(), 200, "request {i}");
+    }
+}
+
+#[tokio::test]
 async fn rate_limit_zero_means_unlimited() {
     let s = Server::start_with(&["--rate-limit-per-minute", "0"]).await;
     for _ in 0..150 {

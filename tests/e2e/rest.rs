@@ -42,6 +42,52 @@ async fn message_send_returns_the_completed_task() {
 }
 
 #[tokio::test]
+async fn the_cards_url_joins_with_a_route_and_a_doubled_slash_still_routes() {
+    let s = Server::start().await;
+    let card: Value = s
+        .http
+        .get(s.endpoint("/.well-known/agent-card.json"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let urls: Vec<&str> = card["supportedInterfaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["url"].as_str().unwrap())
+        .collect();
+    assert!(urls.iter().all(|u| !u.ends_with('/')), "{urls:?}");
+    let rest = card["supportedInterfaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["protocolBinding"] == "HTTP+JSON")
+        .unwrap()["url"]
+        .as_str()
+        .unwrap();
+    for path in ["/message:send", "//message:send"] {
+        let resp = s
+            .http
+            .post(format!("{rest}{path}"))
+            .header("A2A-Version", "1.0")
+            .json(&send_params(user_message(&unique("joined"), "x")))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status().as_u16(), 200, "{path}");
+        let (_, body) = json_of(resp).await;
+        assert_eq!(
+            state(&body["task"]),
+            "TASK_STATE_COMPLETED",
+            "{path}: {body}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn message_send_accepts_the_a2a_json_content_type_with_charset() {
     let s = Server::start().await;
     for ct in ["application/a2a+json", "application/json; charset=utf-8"] {

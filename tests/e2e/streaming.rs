@@ -594,3 +594,81 @@ async fn stream_errors_before_the_first_event_are_plain_json_errors() {
     let (status, v) = json_of(resp).await;
     assert_rest_error(status, &v, 404, "NOT_FOUND", "TASK_NOT_FOUND");
 }
+
+/// After an INPUT_REQUIRED turn the history reads question, then reply (the question
+/// joins the history before the message that answers it), so `historyLength: 1` is the
+/// reply; and a subscription to the waiting task shows its state once.
+async fn history_is_chronological_and_a_subscription_shows_each_state_once(backend: Backend) {
+    let Some(s) = Server::start_on(backend, &[]).await else {
+        return;
+    };
+    for rest in [false, true] {
+        let task = s.input_required_task().await;
+        let id = task["id"].as_str().unwrap().to_owned();
+        let question = status_text(&task).to_owned();
+        let events = if rest {
+            s.rest_stream(Method::GET, &format!("/tasks/{id}:subscribe"), None)
+                .await
+        } else {
+            s.rpc_stream("SubscribeToTask", json!({"id": id})).await.1
+        };
+        let states: Vec<_> = events.iter().filter_map(SseEvent::state).collect();
+        assert_eq!(
+            states,
+            ["TASK_STATE_INPUT_REQUIRED"],
+            "rest={rest}: {events:?}"
+        );
+
+        let reply = reply_message(&unique("tck-complete-task"), &id, "my answer");
+        let reply_id = reply["messageId"].as_str().unwrap().to_owned();
+        let (latest, full) = if rest {
+            let (status, done) = s.rest_post("/message:send", send_params(reply)).await;
+            assert_eq!(status, 200, "{done}");
+            assert_eq!(state(&done["task"]), "TASK_STATE_COMPLETED", "{done}");
+            (
+                s.rest_get(&format!("/tasks/{id}?historyLength=1")).await.1,
+                s.rest_get(&format!("/tasks/{id}")).await.1,
+            )
+        } else {
+            let done = s.rpc_ok("SendMessage", send_params(reply)).await;
+            assert_eq!(state(&done["task"]), "TASK_STATE_COMPLETED", "{done}");
+            (
+                s.rpc_ok("GetTask", json!({"id": id, "historyLength": 1}))
+                    .await,
+                s.rpc_ok("GetTask", json!({"id": id})).await,
+            )
+        };
+        let latest = latest["history"].as_array().unwrap();
+        assert_eq!(latest.len(), 1, "rest={rest}: {latest:?}");
+        assert_eq!(latest[0]["messageId"], reply_id.as_str(), "rest={rest}");
+        let said: Vec<(&str, &str)> = full["history"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| {
+                (
+                    m["role"].as_str().unwrap(),
+                    m["parts"][0]["text"].as_str().unwrap_or(""),
+                )
+            })
+            .collect();
+        assert_eq!(
+            &said[1..],
+            [
+                ("ROLE_AGENT", question.as_str()),
+                ("ROLE_USER", "my answer")
+            ],
+            "rest={rest}: {said:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn history_is_chronological_and_a_subscription_shows_each_state_once_embedded() {
+    history_is_chronological_and_a_subscription_shows_each_state_once(Backend::Embedded).await;
+}
+
+#[tokio::test]
+async fn history_is_chronological_and_a_subscription_shows_each_state_once_dynamodb() {
+    history_is_chronological_and_a_subscription_shows_each_state_once(Backend::DynamoDb).await;
+}

@@ -146,13 +146,12 @@ pub struct Server {
 }
 
 impl Server {
-    /// A server with no rate limit and default settings.
+    /// A server with default settings (no rate limit).
     pub async fn start() -> Server {
         Server::start_with(&[]).await
     }
 
     /// A server with extra command-line arguments (`--max-body-bytes 2048`, …).
-    /// `--rate-limit-per-minute 0` is added unless `extra` sets a rate limit itself.
     pub async fn start_with(extra: &[&str]) -> Server {
         Server::start_on(Backend::Embedded, extra)
             .await
@@ -179,12 +178,6 @@ impl Server {
         let state_dir = std::env::temp_dir().join(unique("harness-e2e"));
         std::fs::create_dir_all(&state_dir).expect("create state dir");
         let mut args: Vec<String> = Vec::new();
-        if !extra
-            .iter()
-            .any(|a| a.starts_with("--rate-limit-per-minute"))
-        {
-            args.extend(["--rate-limit-per-minute".to_owned(), "0".to_owned()]);
-        }
         // These tests drive the conformance agent unless they name another.
         if !extra.contains(&"--agent") {
             args.extend(["--agent".to_owned(), "conformance".to_owned()]);

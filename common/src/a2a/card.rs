@@ -25,8 +25,10 @@ pub struct PublishedCard {
     pub last_modified: String,
 }
 
+/// An interface URL has no trailing slash: clients join it with `/message:send` by
+/// string concatenation, which would otherwise ask for `//message:send`.
 fn interface_url(public_url: &str) -> String {
-    format!("{}/", public_url.trim_end_matches('/'))
+    public_url.trim_end_matches('/').to_owned()
 }
 
 /// The card for `config`, listing `commands` (in registration order) in the commands
@@ -199,6 +201,22 @@ mod tests {
             }),
             ..Config::default()
         }
+    }
+
+    #[test]
+    fn interface_urls_have_no_trailing_slash() {
+        let config = Config {
+            public_url: "https://a2a.example/base/".into(),
+            jsonrpc_url: Some("https://rpc.example/".into()),
+            ..Config::default()
+        };
+        let card = build(&config, &[]);
+        let urls: Vec<&str> = card
+            .supported_interfaces
+            .iter()
+            .map(|i| i.url.as_str())
+            .collect();
+        assert_eq!(urls, ["https://rpc.example", "https://a2a.example/base"]);
     }
 
     #[test]

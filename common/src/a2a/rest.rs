@@ -113,7 +113,9 @@ fn match_segments(method: &Method, segs: &[&str]) -> Option<Route> {
 /// The route and tenant of a request path (relative to the interface URL). Routes
 /// without a tenant are tried first, so `/tasks/{id}` wins over `/{tenant}/tasks`.
 pub fn route(method: &Method, path: &str) -> Option<(String, Route)> {
-    let path = path.strip_prefix('/').unwrap_or(path);
+    // Leading slashes, doubled or not: a client that joins a base URL ending in `/` with
+    // `/message:send` asks for `//message:send`.
+    let path = path.trim_start_matches('/');
     let path = path.strip_suffix('/').unwrap_or(path);
     let segs: Vec<&str> = path.split('/').collect();
     if let Some(r) = match_segments(method, &segs) {
@@ -271,6 +273,10 @@ mod tests {
         assert_eq!(
             route(&Method::POST, "/tasks/x:subscribe").map(|r| r.1),
             Some(Route::SubscribeToTask("x".into()))
+        );
+        assert_eq!(
+            route(&Method::POST, "//message:send"),
+            Some((String::new(), Route::SendMessage))
         );
         assert_eq!(route(&Method::DELETE, "/tasks/x"), None);
         assert_eq!(route(&Method::GET, "/nope"), None);

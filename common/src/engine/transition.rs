@@ -70,10 +70,18 @@ pub fn await_assignee(rec: &mut TaskRecord, goal: &str) {
     });
 }
 
-/// Adds a client message to the history of an existing task.
-pub fn accept_message(rec: &mut TaskRecord, message: &mut Message) {
+/// Adds a client message to the history of an existing task. A message that `continues`
+/// the task first moves the status message it answers into the history (as the
+/// reference SDK does), so the history stays chronological and `historyLength: 1` is the
+/// reply; a remark on a task that stays waiting leaves the question in the status.
+pub fn accept_message(rec: &mut TaskRecord, message: &mut Message, continues: bool) {
     message.task_id = rec.task.id.clone();
     message.context_id = rec.task.context_id.clone();
+    if continues {
+        if let Some(question) = rec.task.status.as_mut().and_then(|s| s.message.take()) {
+            rec.task.history.push(question);
+        }
+    }
     rec.task.history.push(message.clone());
 }
 

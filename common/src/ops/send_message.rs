@@ -582,43 +582,44 @@ async fn continue_task(
                 .applied_to(&ext, from.id, &h.config.agent_id)?
                 .store(&mut next.task);
         }
-        accept_message(&mut next, &mut message);
-        let mut events = Vec::new();
-        let mut runnable = if !h.engine.runs(&current) {
+        let runs = h.engine.runs(&current);
+        let pending = next.agent.pending_help.clone();
+        let continues = if !runs {
             // A participant's task: their message is its outcome; others' are remarks.
-            let from_assignee = ext.assignee().is_some_and(|a| a.id == from.id);
-            if from_assignee {
-                let outcome = agent_message(
-                    &next.task,
-                    vec![Part::text(channels::message_text(&message))],
-                );
-                events.push(set_status(
-                    &mut next,
-                    TaskState::Completed,
-                    Some(outcome),
-                    None,
-                ));
-            }
-            from_assignee
-        } else if let Some(pending) = next.agent.pending_help.clone() {
+            ext.assignee().is_some_and(|a| a.id == from.id)
+        } else if let Some(pending) = &pending {
             // A task waiting on a question resumes only for its reply.
-            let answers = pending
+            pending
                 .answered_by(&ext, from.id, from.channel)
-                .map_err(|rule| A2aError::invalid_field("message.parts", rule))?;
-            if answers {
-                next.agent.pending_help = None;
-                next.agent.replies.push(Reply {
-                    message_id: message.message_id.clone(),
-                    participant_id: from.id.to_owned(),
-                    question: pending.question.clone(),
-                });
-                events.push(set_status(&mut next, TaskState::Working, None, None));
-            }
-            answers
+                .map_err(|rule| A2aError::invalid_field("message.parts", rule))?
         } else {
             true
         };
-        let completed_for_parent = runnable && !h.engine.runs(&current);
+        // Before the status changes, so the question it answers precedes it in history.
+        accept_message(&mut next, &mut message, continues);
+        let mut events = Vec::new();
+        if continues && !runs {
+            let outcome = agent_message(
+                &next.task,
+                vec![Part::text(channels::message_text(&message))],
+            );
+            events.push(set_status(
+                &mut next,
+                TaskState::Completed,
+                Some(outcome),
+                None,
+            ));
+        } else if let Some(pending) = pending.filter(|_| continues) {
+            next.agent.pending_help = None;
+            next.agent.replies.push(Reply {
+                message_id: message.message_id.clone(),
+                participant_id: from.id.to_owned(),
+                question: pending.question,
+            });
+            events.push(set_status(&mut next, TaskState::Working, None, None));
+        }
+        let mut runnable = continues;
+        let completed_for_parent = runnable && !runs;
         if completed_for_parent {
             runnable = false;
         } else if runnable {

@@ -1,5 +1,5 @@
-//! SubscribeToTask: the current Task, then the task's event log from the start, then live
-//! events until the task is terminal or interrupted.
+//! SubscribeToTask: the current Task, then the events after it until the task is
+//! terminal or interrupted (a task already waiting for input ends with its snapshot).
 
 use super::{Caller, Harness};
 use crate::a2a::{validate, A2aError, StreamResponse, SubscribeToTaskRequest};
@@ -29,8 +29,9 @@ pub async fn subscribe_to_task(
         Follow {
             task_id: rec.task.id.clone(),
             first: StreamResponse::task(view(&rec.task, None, true)),
-            // Seq 0 is the creation snapshot, superseded by the current Task sent first.
-            after: 0,
+            // The current Task already holds every earlier event's effect: replaying them
+            // would show each state twice (and an old WORKING after the snapshot).
+            after: rec.last_seq,
             replay_until: rec.last_seq,
             settled: rec.state().is_interrupted(),
             subscription: Some(subscription),

@@ -90,8 +90,9 @@ struct Args {
     /// Largest request body in bytes.
     #[arg(long, env = "HARNESS_MAX_BODY_BYTES", default_value_t = 1024 * 1024)]
     max_body_bytes: usize,
-    /// Requests per minute per peer address (0: unlimited).
-    #[arg(long, env = "HARNESS_RATE_LIMIT_PER_MINUTE", default_value_t = 120)]
+    /// Requests per minute per peer address (0, the default: unlimited, since a local
+    /// harness serves its own scripts and test runs; a deployment throttles at API Gateway).
+    #[arg(long, env = "HARNESS_RATE_LIMIT_PER_MINUTE", default_value_t = 0)]
     rate_limit_per_minute: u32,
     /// Response Content-Type of the HTTP+JSON binding: json or a2a+json.
     #[arg(long, env = "HARNESS_REST_CONTENT_TYPE", default_value = "json")]
