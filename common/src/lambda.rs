@@ -12,6 +12,7 @@
 //! | `HARNESS_AGENT` | `conformance` | the agent that runs tasks: `conformance` or `llm` |
 //! | `HARNESS_MODEL` | the models file's default | the LLM agent's model: a name, `<provider>:<model>` or `scripted:<path>` |
 //! | `HARNESS_MODELS` | none | the models file (TOML) |
+//! | `HARNESS_MODEL_API_KEY_SECRET` | none | the resume function: a Secrets Manager secret (ARN) holding the OpenAI or Anthropic key, read once per cold start; the other functions make no model calls and read no key |
 //! | `HARNESS_PROMPT` | none | a prompt file replacing or extending system prompt sections |
 //! | `HARNESS_TURN_LIMIT` | `50` | most model calls a task may make before it fails |
 //! | `HARNESS_REST_CONTENT_TYPE` | `json` | `json` or `a2a+json` |
@@ -39,7 +40,7 @@ use std::time::Duration;
 use crate::agent::context::SystemPrompt;
 use crate::agent::{self, AgentKind};
 use crate::config::Config;
-use crate::models::config::ModelCatalog;
+use crate::models::config::{Credentials, ModelCatalog};
 use crate::ops::Harness;
 use crate::server::{self, Endpoint};
 use crate::store::{DynamoStore, Store};
@@ -187,13 +188,28 @@ pub fn prompt_from(file: Option<&str>) -> Result<SystemPrompt, Error> {
     Ok(prompt)
 }
 
+/// Which functions call the model: only the one that drives tasks reads the model's key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModelCalls {
+    /// The resume function: the key from `HARNESS_MODEL_API_KEY_SECRET` (Secrets
+    /// Manager, read here, once per cold start), else from the model's variable.
+    Drives,
+    /// Every other function: models are built without a key and never called.
+    None,
+}
+
 /// Everything a function needs, from the environment.
-pub async fn harness_from_env() -> Result<Arc<Harness>, Error> {
+pub async fn harness_from_env(calls: ModelCalls) -> Result<Arc<Harness>, Error> {
     let config = config_from_env()?;
     let kind: AgentKind = parse("HARNESS_AGENT", AgentKind::Conformance)?;
-    let catalog = match var("HARNESS_MODELS") {
+    let mut catalog = match var("HARNESS_MODELS") {
         Some(path) => ModelCatalog::load(std::path::Path::new(&path))?,
         None => ModelCatalog::default(),
+    };
+    catalog.credentials = match (calls, var("HARNESS_MODEL_API_KEY_SECRET")) {
+        (ModelCalls::None, _) => Credentials::NoCalls,
+        (ModelCalls::Drives, Some(arn)) => Credentials::Key(crate::secrets::api_key(&arn).await?),
+        (ModelCalls::Drives, None) => Credentials::FromEnv,
     };
     let settings = agent::LlmSettings {
         model: var("HARNESS_MODEL"),
@@ -212,7 +228,7 @@ pub async fn harness_from_env() -> Result<Arc<Harness>, Error> {
 /// adds them), then buffered responses or, for streams, response streaming.
 pub async fn run(endpoint: Endpoint, streaming: bool) -> Result<(), Error> {
     crate::logs::init_lambda();
-    let app = server::router(harness_from_env().await?, endpoint);
+    let app = server::router(harness_from_env(ModelCalls::None).await?, endpoint);
     if streaming {
         lambda_http::run_with_streaming_response(app).await
     } else {
@@ -225,7 +241,7 @@ pub async fn run_resume() -> Result<(), Error> {
     use aws_lambda_events::event::dynamodb::Event;
     use lambda_http::lambda_runtime::{self, service_fn, LambdaEvent};
     crate::logs::init_lambda();
-    let harness = harness_from_env().await?;
+    let harness = harness_from_env(ModelCalls::Drives).await?;
     lambda_runtime::run(service_fn(|event: LambdaEvent<Event>| {
         let engine = harness.engine.clone();
         async move {
@@ -242,7 +258,7 @@ pub async fn run_notifier() -> Result<(), Error> {
     use aws_lambda_events::event::dynamodb::Event;
     use lambda_http::lambda_runtime::{self, service_fn, LambdaEvent};
     crate::logs::init_lambda();
-    let harness = harness_from_env().await?;
+    let harness = harness_from_env(ModelCalls::None).await?;
     let notifier = harness
         .notifier
         .clone()
@@ -262,7 +278,7 @@ pub async fn run_notifier() -> Result<(), Error> {
 pub async fn run_sweeper() -> Result<(), Error> {
     use lambda_http::lambda_runtime::{self, service_fn, LambdaEvent};
     crate::logs::init_lambda();
-    let harness = harness_from_env().await?;
+    let harness = harness_from_env(ModelCalls::None).await?;
     lambda_runtime::run(service_fn(|_: LambdaEvent<serde_json::Value>| {
         let engine = harness.engine.clone();
         async move {

@@ -57,6 +57,30 @@ impl Provider {
     }
 }
 
+/// Where the OpenAI and Anthropic providers get their API key.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub enum Credentials {
+    /// The variable the model names (`api_key_env`), else the provider's default one.
+    #[default]
+    FromEnv,
+    /// A key the deployment read for this process (from AWS Secrets Manager), used by
+    /// every model that names no variable of its own.
+    Key(String),
+    /// This process makes no model calls (a Lambda function that only answers requests):
+    /// models are built without a key, and a call fails saying so.
+    NoCalls,
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Credentials::FromEnv => "FromEnv",
+            Credentials::Key(_) => "Key([redacted])",
+            Credentials::NoCalls => "NoCalls",
+        })
+    }
+}
+
 /// One model a task may use. For `scripted`, `model` is the script's path.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -72,6 +96,9 @@ pub struct ModelSpec {
     /// Most tokens a request to the model may hold (the context budget).
     #[serde(default)]
     pub context_tokens: Option<usize>,
+    /// Never from the file: the catalog's, set by [`ModelCatalog::resolve`].
+    #[serde(skip)]
+    pub credentials: Credentials,
 }
 
 impl ModelSpec {
@@ -86,6 +113,7 @@ impl ModelSpec {
             base_url: None,
             api_key_env: None,
             context_tokens: None,
+            credentials: Credentials::FromEnv,
         })
     }
 
@@ -103,6 +131,8 @@ impl ModelSpec {
 pub struct ModelCatalog {
     pub models: Vec<ModelSpec>,
     pub default: Option<String>,
+    /// How this process's models get their keys.
+    pub credentials: Credentials,
 }
 
 #[derive(Deserialize)]
@@ -132,6 +162,7 @@ impl ModelCatalog {
         let catalog = ModelCatalog {
             models,
             default: file.default,
+            credentials: Credentials::FromEnv,
         };
         if let Some(default) = &catalog.default {
             catalog
@@ -150,7 +181,8 @@ impl ModelCatalog {
 
     /// A configured name, or an inline `<provider>:<model>`.
     pub fn resolve(&self, name: &str) -> Result<ModelSpec, String> {
-        self.models
+        let mut spec = self
+            .models
             .iter()
             .find(|m| m.name == name)
             .cloned()
@@ -160,7 +192,13 @@ impl ModelCatalog {
                     "unknown model {name:?}; the choices are {}",
                     self.choices().join(", ")
                 )
-            })
+            })?;
+        spec.credentials = match (&self.credentials, &spec.api_key_env) {
+            // A model naming its own variable keeps it, whatever the deployment read.
+            (Credentials::Key(_), Some(_)) => Credentials::FromEnv,
+            (credentials, _) => credentials.clone(),
+        };
+        Ok(spec)
     }
 
     /// The names a task may choose, for messages and `/model`.

@@ -130,23 +130,40 @@ pub async fn build(spec: &config::ModelSpec) -> Result<std::sync::Arc<dyn Model>
         .clone()
         .or_else(|| spec.provider.default_key_env().map(str::to_owned));
     let named = |e: ModelError| format!("model {}: {e}", spec.name);
+    let keyed = matches!(spec.provider, Provider::OpenAi | Provider::Anthropic);
+    if keyed && spec.credentials == config::Credentials::NoCalls {
+        return Ok(Arc::new(NoCalls));
+    }
+    let given = match &spec.credentials {
+        config::Credentials::Key(key) => Some(key.clone()),
+        _ => None,
+    };
     Ok(match spec.provider {
         Provider::OpenAi => {
             let base = spec
                 .base_url
                 .clone()
                 .unwrap_or_else(|| OPENAI_BASE_URL.into());
-            // A local OpenAI-compatible server (Ollama, vLLM) usually takes no key.
-            let var =
-                key_var.filter(|v| spec.api_key_env.is_some() || std::env::var_os(v).is_some());
-            Arc::new(retry::Retrying::new(
-                openai::OpenAi::from_env(base, var.as_deref(), CALL_TIMEOUT).map_err(named)?,
-            ))
+            let model = match given {
+                Some(key) => openai::OpenAi::new(base, Some(key), CALL_TIMEOUT),
+                None => {
+                    // A local OpenAI-compatible server (Ollama, vLLM) usually takes no key.
+                    let var = key_var
+                        .filter(|v| spec.api_key_env.is_some() || std::env::var_os(v).is_some());
+                    openai::OpenAi::from_env(base, var.as_deref(), CALL_TIMEOUT).map_err(named)?
+                }
+            };
+            Arc::new(retry::Retrying::new(model))
         }
         Provider::Anthropic => {
-            let var = key_var.unwrap_or_else(|| "ANTHROPIC_API_KEY".into());
-            let model = anthropic::Anthropic::from_env(spec.base_url.clone(), &var, CALL_TIMEOUT)
-                .map_err(named)?;
+            let model = match given {
+                Some(key) => anthropic::Anthropic::new(spec.base_url.clone(), key, CALL_TIMEOUT),
+                None => {
+                    let var = key_var.unwrap_or_else(|| "ANTHROPIC_API_KEY".into());
+                    anthropic::Anthropic::from_env(spec.base_url.clone(), &var, CALL_TIMEOUT)
+                        .map_err(named)?
+                }
+            };
             Arc::new(retry::Retrying::new(model))
         }
         Provider::Bedrock => Arc::new(retry::Retrying::new(bedrock::Bedrock::from_env().await)),
@@ -154,6 +171,19 @@ pub async fn build(spec: &config::ModelSpec) -> Result<std::sync::Arc<dyn Model>
             Arc::new(scripted::Scripted::load(std::path::Path::new(&spec.model))?)
         }
     })
+}
+
+/// The model of a process that makes no model calls: built without a key, so a function
+/// that only answers requests needs neither the key nor the permission to read it.
+struct NoCalls;
+
+#[async_trait]
+impl Model for NoCalls {
+    async fn chat(&self, _: &ChatRequest) -> Result<ChatResponse, ModelError> {
+        Err(ModelError::permanent(
+            "this process makes no model calls (on AWS the resume function drives tasks)",
+        ))
+    }
 }
 
 #[cfg(test)]
@@ -180,6 +210,51 @@ mod tests {
         if std::env::var_os("OPENAI_API_KEY").is_none() {
             assert!(build(&spec).await.is_ok());
         }
+    }
+
+    #[tokio::test]
+    async fn a_process_that_makes_no_calls_needs_no_key() {
+        let catalog = ModelCatalog {
+            credentials: config::Credentials::NoCalls,
+            ..ModelCatalog::default()
+        };
+        let spec = catalog.resolve("anthropic:claude-x").expect("inline");
+        let model = build(&spec).await.expect("no key needed");
+        let err = model
+            .chat(&ChatRequest {
+                model: "claude-x".into(),
+                system: String::new(),
+                messages: Vec::new(),
+                tools: Vec::new(),
+                max_tokens: 1,
+                turn: 0,
+                purpose: Purpose::Turn,
+                task_id: String::new(),
+            })
+            .await
+            .expect_err("no calls");
+        assert!(err.to_string().contains("no model calls"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn a_key_the_deployment_read_wins_over_the_default_variable_only() {
+        let catalog = ModelCatalog {
+            credentials: config::Credentials::Key("sk-from-the-secret".into()),
+            ..ModelCatalog::default()
+        };
+        let mut spec = catalog.resolve("anthropic:claude-x").expect("inline");
+        assert!(build(&spec).await.is_ok(), "no variable needed");
+        spec.api_key_env = Some("HARNESS_TEST_NO_SUCH_KEY".into());
+        let catalog = ModelCatalog {
+            models: vec![config::ModelSpec {
+                name: "own".into(),
+                ..spec
+            }],
+            ..catalog
+        };
+        let own = catalog.resolve("own").expect("configured");
+        assert_eq!(own.credentials, config::Credentials::FromEnv);
+        assert!(format!("{:?}", catalog.credentials).contains("redacted"));
     }
 
     #[tokio::test]
