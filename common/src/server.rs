@@ -11,7 +11,7 @@ use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::sse::{KeepAlive, Sse};
-use axum::response::{IntoResponse, Response};
+use axum::response::{AppendHeaders, IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use futures::StreamExt;
@@ -107,11 +107,16 @@ async fn rate_limit(
     next.run(req).await
 }
 
-/// The base URL a request came to, for a card whose public URL is not configured.
+/// The base URL a request came to, for a card whose public URL is not configured: the
+/// host the client used (X-Forwarded-Host, which the deployment's front door sets from
+/// it, else Host).
 fn request_base(headers: &HeaderMap) -> String {
     let get = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     let scheme = get("x-forwarded-proto").unwrap_or("http");
-    format!("{scheme}://{}", get("host").unwrap_or("localhost"))
+    let host = get("x-forwarded-host")
+        .or_else(|| get("host"))
+        .unwrap_or("localhost");
+    format!("{scheme}://{host}")
 }
 
 async fn agent_card(State(h): State<Arc<Harness>>, headers: HeaderMap) -> Response {
@@ -134,11 +139,20 @@ async fn agent_card(State(h): State<Arc<Harness>>, headers: HeaderMap) -> Respon
         .get(header::IF_NONE_MATCH)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| card.matches(v));
-    let common = [
+    let mut common = vec![
         (header::CACHE_CONTROL, cache),
         (header::ETAG, card.etag.clone()),
         (header::LAST_MODIFIED, card.last_modified.clone()),
     ];
+    if h.config.public_url.is_empty() {
+        // A card derived from the request's headers differs by them: no shared cache may
+        // hand one client's card to another.
+        common.push((
+            header::VARY,
+            "X-Forwarded-Host, X-Forwarded-Proto".to_owned(),
+        ));
+    }
+    let common = AppendHeaders(common);
     if not_modified {
         return (StatusCode::NOT_MODIFIED, common).into_response();
     }

@@ -37,10 +37,6 @@ use tower::ServiceExt;
 const CAPTURED_TASK_ID: &str = "3f6c1d2e-8a4b-4c7d-9e1f-2a3b4c5d6e7f";
 /// The HTTP API the API Gateway fixtures came through.
 const HTTP_API_HOST: &str = "r7kq2x9d4m.execute-api.us-east-1.amazonaws.com";
-/// The Function URL of the jsonrpc function (not an event's host: it names the card's
-/// JSON-RPC interface).
-const JSONRPC_FUNCTION_URL_HOST: &str =
-    "m5tq7rbx2ykdve3h4nwz6pcajs0fuglo.lambda-url.us-east-1.on.aws";
 /// Longest a stream may take in these tests (the slow conformance task takes 4 s).
 const STREAM_DEADLINE: Duration = Duration::from_secs(30);
 
@@ -529,45 +525,57 @@ async fn a_function_answers_404_for_another_operations_path() {
     assert_eq!(ok_json(&list)["tasks"], serde_json::json!([]));
 }
 
-#[tokio::test]
-async fn the_agent_card_function_serves_the_card_for_the_api_it_was_called_through() {
-    // The template gives the card function the jsonrpc function's URL.
-    let jsonrpc_url = format!("https://{JSONRPC_FUNCTION_URL_HOST}/");
-    let d = Deployment::with_config(
-        "card",
-        Config {
-            jsonrpc_url: Some(jsonrpc_url.clone()),
-            ..Default::default()
-        },
-    );
-    let response = d
-        .invoke(Endpoint::AgentCard, event("apigw-v2-get-agent-card.json"))
-        .await;
-    let card = ok_json(&response);
-    assert!(header(&response, "cache-control").starts_with("public, max-age="));
-    assert!(!header(&response, "etag").is_empty());
-    assert!(!header(&response, "last-modified").is_empty());
-    let interfaces: Vec<(&str, &str)> = card["supportedInterfaces"]
+fn interfaces(card: &Value) -> Vec<(String, String)> {
+    card["supportedInterfaces"]
         .as_array()
         .unwrap_or_else(|| panic!("no supportedInterfaces in {card:#}"))
         .iter()
         .map(|i| {
             (
-                i["protocolBinding"].as_str().unwrap_or(""),
-                i["url"].as_str().unwrap_or(""),
+                i["protocolBinding"].as_str().unwrap_or("").to_owned(),
+                i["url"].as_str().unwrap_or("").to_owned(),
             )
         })
-        .collect();
-    // Without a public URL the HTTP+JSON interface is the HTTP API the request came
-    // through (Host and X-Forwarded-Proto of the event).
-    let rest_url = format!("https://{HTTP_API_HOST}/");
+        .collect()
+}
+
+#[tokio::test]
+async fn the_agent_card_names_the_front_door_it_was_called_through_for_both_bindings() {
+    // As the template configures it: no public URL, no separate JSON-RPC URL.
+    let d = Deployment::new("card");
+    let response = d
+        .invoke(
+            Endpoint::AgentCard,
+            event("apigw-v2-get-agent-card-via-cloudfront.json"),
+        )
+        .await;
+    let card = ok_json(&response);
+    assert!(header(&response, "cache-control").starts_with("public, max-age="));
+    assert!(!header(&response, "etag").is_empty());
+    assert!(!header(&response, "last-modified").is_empty());
     assert!(
-        interfaces.contains(&("HTTP+JSON", rest_url.as_str())),
-        "{interfaces:?}"
+        header(&response, "vary").contains("X-Forwarded-Host"),
+        "a card derived from headers varies by them"
     );
+    // The front door's viewer-request function passes the client's Host on as
+    // X-Forwarded-Host; the event's own Host is the HTTP API behind it.
+    let front = "https://d111111abcdef8.cloudfront.net".to_owned();
+    assert_eq!(
+        interfaces(&card),
+        [
+            ("JSONRPC".to_owned(), front.clone()),
+            ("HTTP+JSON".to_owned(), front)
+        ]
+    );
+    // Called on the HTTP API directly, the card names the URL it was called through.
+    let direct = ok_json(
+        &d.invoke(Endpoint::AgentCard, event("apigw-v2-get-agent-card.json"))
+            .await,
+    );
+    let api = format!("https://{HTTP_API_HOST}");
     assert!(
-        interfaces.contains(&("JSONRPC", jsonrpc_url.as_str())),
-        "{interfaces:?}"
+        interfaces(&direct).iter().all(|(_, url)| *url == api),
+        "{direct:#}"
     );
     // Only the card: an A2A operation is another function's.
     let other = d

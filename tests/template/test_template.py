@@ -381,11 +381,7 @@ def resolve(value, conditions: dict[str, bool]):
 
 
 def default_conditions(template) -> dict[str, bool]:
-    params = template["Parameters"]
-    verified = params["AuthMode"]["Default"] == "jwt"
-    return {"Verified": verified,
-            "WithUserPool": verified and params["CreateUserPool"]["Default"] == "true",
-            "PushKeyInKms": False}
+    return conditions_for(template)
 
 
 def test_the_default_deployment_requires_a_token_on_every_route(template, functions):
@@ -478,11 +474,10 @@ def test_globals(template):
     assert env["RUST_LOG"] == "info"
     params = template["Parameters"]
     assert params["PublicUrl"]["Default"] == ""
-    assert params["Agent"]["Default"] == "conformance"
+    assert params["Agent"]["Default"] == "llm"
     assert params["RequiredExtensions"]["Default"] == ""
     assert params["RestContentType"]["Default"] == "json"
     assert str(params["AuditRetentionDays"]["Default"]) == "30"
-    assert params["Model"]["Default"] == ""
     assert env["HARNESS_LEASE_SECONDS"] == {"Ref": "LeaseSeconds"}
     assert params["LeaseSeconds"]["Type"] == "Number"
     assert str(params["LeaseSeconds"]["Default"]) == "300"
@@ -496,6 +491,8 @@ def policy_actions(res, table_id: str) -> tuple[set[str], set[str], set[str]]:
         assert isinstance(policy, dict) and "Statement" in policy, \
             f"only inline statements, not managed or SAM policy templates: {policy}"
         for st in policy["Statement"]:
+            if "Fn::If" in st:
+                continue  # conditional: the model's statements (test_model_permissions_*)
             assert st["Effect"] == "Allow"
             actions = st["Action"] if isinstance(st["Action"], list) else [st["Action"]]
             assert all("*" not in a for a in actions), actions
@@ -530,7 +527,7 @@ def test_every_function_that_answers_clients_may_audit_a_refusal(binary, templat
     function answered it; without this statement the row is refused by IAM in AWS."""
     statements = [st for policy in functions[binary]["Properties"].get("Policies", [])
                   for st in policy["Statement"]]
-    audits = [st for st in statements if "Condition" in st]
+    audits = [st for st in statements if "Condition" in st and "Fn::If" not in st]
     answers_clients = binary not in EVENT_FUNCTIONS and binary != "agent-card"
     assert audits == ([AUDIT_STATEMENT(table_id(template))] if answers_clients else [])
 
@@ -553,6 +550,7 @@ def test_outputs(template):
     for fn in ("SendStreamingMessageFunctionUrl", "SubscribeToTaskFunctionUrl",
                "JsonRpcFunctionUrl"):
         assert {"Fn::GetAtt": [fn, "FunctionUrl"]} in values, fn
+    assert template["Outputs"]["A2aUrl"]["Value"] == {"Fn::Sub": "https://${FrontDoor.DomainName}"}
     assert {"Ref": table_id(template)} in values
 
 
@@ -825,3 +823,264 @@ def test_resume_filter_ignores_every_push_record(template):
     passed = [r["dynamodb"]["Keys"]["sk"]["S"] for r in capture_records()
               if event_filter.passes(patterns, r)]
     assert passed == [], "the captured task was driven inline (leased), never woken"
+
+
+# ------------------------------------------------------ 7. the model and the front door
+
+def conditions_for(template, **overrides) -> dict[str, bool]:
+    """Every condition of the template, evaluated with the parameters' defaults and
+    `overrides`."""
+    params = {k: str(v.get("Default", "")) for k, v in template["Parameters"].items()}
+    params.update(overrides)
+    conds = template["Conditions"]
+    out: dict[str, bool] = {}
+
+    def value(node):
+        if isinstance(node, dict) and list(node) == ["Ref"]:
+            return params[node["Ref"]]
+        assert isinstance(node, (str, int)), node
+        return str(node)
+
+    def ev(node) -> bool:
+        (fn, arg), = node.items()
+        if fn == "Fn::Equals":
+            return value(arg[0]) == value(arg[1])
+        if fn == "Fn::Not":
+            return not ev(arg[0])
+        if fn == "Fn::And":
+            return all(ev(a) for a in arg)
+        if fn == "Fn::Or":
+            return any(ev(a) for a in arg)
+        if fn == "Condition":
+            return cond(arg)
+        raise AssertionError(f"unmodelled condition function {fn}")
+
+    def cond(name: str) -> bool:
+        if name not in out:
+            out[name] = ev(conds[name])
+        return out[name]
+
+    for name in conds:
+        cond(name)
+    return out
+
+
+def drop_novalue(value):
+    """`value` without the entries an Fn::If turned into AWS::NoValue."""
+    novalue = {"Ref": "AWS::NoValue"}
+    if isinstance(value, dict):
+        return {k: drop_novalue(v) for k, v in value.items() if v != novalue}
+    if isinstance(value, list):
+        return [drop_novalue(v) for v in value if v != novalue]
+    return value
+
+
+def model_statements(res, conditions) -> list[dict]:
+    out = []
+    for policy in drop_novalue(resolve(res["Properties"].get("Policies", []), conditions)):
+        for st in policy["Statement"]:
+            actions = st["Action"] if isinstance(st["Action"], list) else [st["Action"]]
+            if any(a.split(":")[0] in ("bedrock", "secretsmanager") for a in actions):
+                out.append(st)
+    return out
+
+
+PROFILE_ARN = ("arn:${AWS::Partition}:bedrock:${AWS::Region}:${AWS::AccountId}:"
+               "inference-profile/${BedrockInferenceProfile}.${ModelId}")
+
+
+def test_the_default_deployment_runs_the_llm_agent_on_bedrock(template):
+    params = template["Parameters"]
+    assert params["Agent"]["Default"] == "llm"
+    assert params["ModelProvider"]["Default"] == "bedrock"
+    assert params["ModelId"]["Default"].startswith("anthropic.claude-")
+    assert params["BedrockInferenceProfile"]["Default"] == "global"
+    conditions = conditions_for(template)
+    env = resolve(template["Globals"]["Function"]["Environment"]["Variables"], conditions)
+    assert env["HARNESS_AGENT"] == {"Ref": "Agent"}
+    assert env["HARNESS_MODEL"] == {
+        "Fn::Sub": "bedrock:${BedrockInferenceProfile}.${ModelId}"}
+    # Without a profile, the model itself; another provider, its own name.
+    none = resolve(template["Globals"]["Function"]["Environment"]["Variables"],
+                   conditions_for(template, BedrockInferenceProfile="none"))
+    assert none["HARNESS_MODEL"] == {"Fn::Sub": "${ModelProvider}:${ModelId}"}
+    assert "HARNESS_MODEL_API_KEY_SECRET" not in env
+
+
+def test_model_permissions_by_default_are_invoke_on_the_profile_and_its_models_only(
+        template, functions):
+    conditions = conditions_for(template)
+    statements = model_statements(functions["resume"], conditions)
+    assert statements == [
+        {"Effect": "Allow", "Action": "bedrock:InvokeModel",
+         "Resource": {"Fn::Sub": PROFILE_ARN}},
+        {"Effect": "Allow", "Action": "bedrock:InvokeModel",
+         "Resource": [
+             {"Fn::Sub": "arn:${AWS::Partition}:bedrock:*::foundation-model/${ModelId}"},
+             {"Fn::Sub": "arn:${AWS::Partition}:bedrock:::foundation-model/${ModelId}"}],
+         # The models only through this profile: never invoked directly.
+         "Condition": {"StringEquals": {"bedrock:InferenceProfileArn": {"Fn::Sub": PROFILE_ARN}}}},
+    ], statements
+    # A geography's profile: its regions' models, no region-less ARN.
+    eu = model_statements(functions["resume"],
+                          conditions_for(template, BedrockInferenceProfile="eu"))
+    assert eu[1]["Resource"] == [
+        {"Fn::Sub": "arn:${AWS::Partition}:bedrock:*::foundation-model/${ModelId}"}]
+    # No profile: the model in this region, nothing else.
+    direct = model_statements(functions["resume"],
+                              conditions_for(template, BedrockInferenceProfile="none"))
+    assert direct == [{"Effect": "Allow", "Action": "bedrock:InvokeModel", "Resource": {
+        "Fn::Sub": "arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/${ModelId}"}}]
+    # Only the function that drives tasks calls the model.
+    for binary, res in functions.items():
+        if binary != "resume":
+            assert model_statements(res, conditions) == [], binary
+
+
+def test_a_hosted_provider_reads_its_key_from_the_secret_and_only_the_resume_function_may(
+        template, functions):
+    arn = "arn:aws:secretsmanager:us-east-1:123456789012:secret:harness-key-AbCdEf"
+    for provider in ("openai", "anthropic"):
+        conditions = conditions_for(template, ModelProvider=provider, ModelApiKeySecretArn=arn)
+        assert model_statements(functions["resume"], conditions) == [
+            {"Effect": "Allow", "Action": "secretsmanager:GetSecretValue",
+             "Resource": {"Ref": "ModelApiKeySecretArn"}}]
+        env = drop_novalue(resolve(
+            functions["resume"]["Properties"]["Environment"]["Variables"], conditions))
+        assert env == {"HARNESS_MODEL_API_KEY_SECRET": {"Ref": "ModelApiKeySecretArn"}}
+        glob = resolve(template["Globals"]["Function"]["Environment"]["Variables"], conditions)
+        assert glob["HARNESS_MODEL"] == {"Fn::Sub": "${ModelProvider}:${ModelId}"}
+        for binary, res in functions.items():
+            if binary == "resume":
+                continue
+            assert model_statements(res, conditions) == [], binary
+            own = res["Properties"].get("Environment", {}).get("Variables", {})
+            assert "HARNESS_MODEL_API_KEY_SECRET" not in own, binary
+    # No key in the template or the environment: a rule requires the secret instead.
+    flat = repr(template["Globals"]) + repr(template["Parameters"])
+    assert "OPENAI_API_KEY" not in flat and "ANTHROPIC_API_KEY" not in flat
+    rule = template["Rules"]["ModelKeyForHostedProviders"]
+    assert "ModelApiKeySecretArn" in repr(rule["Assertions"])
+    assert params_pattern_accepts(template, "ModelApiKeySecretArn", arn)
+    assert not params_pattern_accepts(template, "ModelApiKeySecretArn", "sk-the-key-itself")
+
+
+def params_pattern_accepts(template, name: str, value: str) -> bool:
+    return re.fullmatch(template["Parameters"][name]["AllowedPattern"], value) is not None
+
+
+# The front door's behaviours in order: (path pattern, origin).
+FRONT_DOOR_ROUTES = [
+    ("*:subscribe", "subscribe"),
+    ("/message:stream", "stream"), ("/*/message:stream", "stream"),
+    ("/message:send", "api"), ("/*/message:send", "api"),
+    ("/tasks", "api"), ("/tasks/*", "api"), ("/*/tasks", "api"), ("/*/tasks/*", "api"),
+    ("/extendedAgentCard", "api"), ("/*/extendedAgentCard", "api"),
+    ("/.well-known/*", "api"),
+]
+ORIGIN_FUNCTION = {"stream": "send-streaming-message", "subscribe": "subscribe-to-task",
+                   "jsonrpc": "jsonrpc"}
+
+
+def front_door(template) -> dict:
+    [dist] = of_type(template, "AWS::CloudFront::Distribution").values()
+    return dist["Properties"]["DistributionConfig"]
+
+
+def cloudfront_match(pattern: str, path: str) -> bool:
+    """CloudFront's path pattern: `*` any characters (slashes too), `?` one; the whole
+    path must match."""
+    regex = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
+    return re.fullmatch(regex, path) is not None
+
+
+def route_of(template, path: str) -> str:
+    config = front_door(template)
+    for behaviour in config["CacheBehaviors"]:
+        if cloudfront_match(behaviour["PathPattern"], path):
+            return behaviour["TargetOriginId"]
+    return config["DefaultCacheBehavior"]["TargetOriginId"]
+
+
+def test_the_card_names_the_one_front_door_for_both_bindings(template, functions):
+    """No function is told another URL than the one the request came to: the card
+    functions derive both interfaces from X-Forwarded-Host, which the distribution's
+    viewer-request function sets from the client's Host."""
+    env = template["Globals"]["Function"]["Environment"]["Variables"]
+    assert env["HARNESS_PUBLIC_URL"] == {"Ref": "PublicUrl"}
+    assert template["Parameters"]["PublicUrl"]["Default"] == ""
+    for binary, res in functions.items():
+        own = res["Properties"].get("Environment", {}).get("Variables", {})
+        assert "HARNESS_JSONRPC_URL" not in own and "HARNESS_PUBLIC_URL" not in own, binary
+    [fn] = of_type(template, "AWS::CloudFront::Function").values()
+    code = fn["Properties"]["FunctionCode"]
+    assert "request.headers['x-forwarded-host'] = { value: request.headers.host.value }" in code
+    config = front_door(template)
+    behaviours = [config["DefaultCacheBehavior"], *config["CacheBehaviors"]]
+    for b in behaviours:
+        assert b["FunctionAssociations"] == [{
+            "EventType": "viewer-request",
+            "FunctionARN": {"Fn::GetAtt": ["FrontDoorHostFunction",
+                                           "FunctionMetadata.FunctionARN"]}}]
+
+
+def test_every_a2a_route_goes_through_the_front_door_to_its_function(template, functions):
+    config = front_door(template)
+    assert [(b["PathPattern"], b["TargetOriginId"]) for b in config["CacheBehaviors"]] \
+        == FRONT_DOOR_ROUTES
+    for tenant in ("", "/acme"):
+        cases = {
+            f"{tenant}/message:send": "api", f"{tenant}/message:stream": "stream",
+            f"{tenant}/tasks": "api", f"{tenant}/tasks/abc": "api",
+            f"{tenant}/tasks/abc:cancel": "api", f"{tenant}/tasks/abc:subscribe": "subscribe",
+            f"{tenant}/tasks/abc/pushNotificationConfigs": "api",
+            f"{tenant}/tasks/abc/pushNotificationConfigs/c1": "api",
+            f"{tenant}/extendedAgentCard": "api",
+        }
+        for path, origin in cases.items():
+            assert route_of(template, path) == origin, path
+    assert route_of(template, "/.well-known/agent-card.json") == "api"
+    assert route_of(template, "/") == "jsonrpc"
+    # Every HTTP API route is reachable through the door, by the origin that serves it.
+    for (method, path), (binary, _) in api_routes(template).items():
+        concrete = path.replace("{tenant}", "acme").replace("{id}", "abc") \
+            .replace("{configId}", "c1")
+        assert route_of(template, concrete) == "api", (method, path)
+
+
+def test_every_streaming_route_behind_the_front_door_is_a_streaming_integration(
+        template, functions):
+    config = front_door(template)
+    origins = {o["Id"]: o for o in config["Origins"]}
+    assert origins["api"]["DomainName"] == {
+        "Fn::Sub": "${HttpApi}.execute-api.${AWS::Region}.${AWS::URLSuffix}"}
+    logical = {b: k for k, res in template["Resources"].items()
+               if res.get("Type") == "AWS::Serverless::Function"
+               for b in [res["Metadata"]["BuildProperties"]["Binary"]]}
+    for origin, binary in ORIGIN_FUNCTION.items():
+        assert origins[origin]["DomainName"] == {"Fn::Select": [2, {"Fn::Split": [
+            "/", {"Fn::GetAtt": [f"{logical[binary]}Url", "FunctionUrl"]}]}]}, origin
+        # Response streaming: the function URL streams what the function writes.
+        assert functions[binary]["Properties"]["FunctionUrlConfig"]["InvokeMode"] \
+            == "RESPONSE_STREAM", binary
+        assert origins[origin]["CustomOriginConfig"]["OriginReadTimeout"] == 60
+    for o in origins.values():
+        assert o["CustomOriginConfig"]["OriginProtocolPolicy"] == "https-only"
+    caching_disabled = "4135ea2d-6df8-44a3-9df3-4b5a84be39ad"
+    all_but_host = "b689b0a8-53d0-40ab-baf2-68738e2966ac"
+    policies = template["Mappings"]["FrontDoor"]["Policies"]
+    assert policies == {"CachingDisabled": caching_disabled,
+                        "AllViewerExceptHostHeader": all_but_host}
+    for b in [config["DefaultCacheBehavior"], *config["CacheBehaviors"]]:
+        # Nothing cached, nothing compressed (which would buffer a stream), every verb
+        # and header (Authorization included) passed on, and HTTPS only.
+        assert b["CachePolicyId"] == {"Fn::FindInMap": ["FrontDoor", "Policies", "CachingDisabled"]}
+        assert b["OriginRequestPolicyId"] == {
+            "Fn::FindInMap": ["FrontDoor", "Policies", "AllViewerExceptHostHeader"]}
+        assert b["Compress"] is False
+        assert set(b["AllowedMethods"]) == {"GET", "HEAD", "OPTIONS", "PUT", "PATCH", "POST",
+                                            "DELETE"}
+        assert b["ViewerProtocolPolicy"] == "https-only"
+    # The SSE keep-alive comes well inside the origin read timeout.
+    server = (ROOT / "common/src/server.rs").read_text()
+    assert "KeepAlive::default()" in server  # axum's default interval: 15 s
