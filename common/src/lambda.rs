@@ -30,6 +30,7 @@
 //! | `HARNESS_PUSH_KEY` | required while push is on | 32 bytes, base64: seals webhook secrets at rest |
 //! | `HARNESS_PUSH_ALLOW_PRIVATE_URLS` | `false` | webhooks on private addresses |
 //! | `HARNESS_WEBHOOK_ALLOW` | none | address ranges (comma-separated CIDRs) webhooks may reach although private |
+//! | `HARNESS_REDACT_PATTERNS` | none | extra credential patterns (one regular expression per line) redacted at intake, in tool results and in logs, besides the built-in table |
 //! | `HARNESS_MAX_BODY_BYTES` | `1048576` | largest request body |
 //! | `HARNESS_AUDIT_RETENTION_DAYS` | `30` | how long audit rows live (DynamoDB TTL; the embedded store deletes them) |
 //! | `AWS_ENDPOINT_URL_DYNAMODB` | AWS | another DynamoDB-API server (DynamoDB Local) |
@@ -224,10 +225,19 @@ pub async fn harness_from_env(calls: ModelCalls) -> Result<Arc<Harness>, Error> 
     Ok(Harness::new(store_from_env().await?, agent, config)?)
 }
 
+/// What every function does first: the redactor (the built-in table and
+/// `HARNESS_REDACT_PATTERNS`), then JSON logs through it.
+fn start() -> Result<(), Error> {
+    let extra = crate::redact::Redactor::from_env_value(var("HARNESS_REDACT_PATTERNS").as_deref())?;
+    crate::redact::install(extra);
+    crate::logs::init_lambda();
+    Ok(())
+}
+
 /// Serves `endpoint` under the Lambda runtime: JSON logs without timestamps (CloudWatch
 /// adds them), then buffered responses or, for streams, response streaming.
 pub async fn run(endpoint: Endpoint, streaming: bool) -> Result<(), Error> {
-    crate::logs::init_lambda();
+    start()?;
     let app = server::router(harness_from_env(ModelCalls::None).await?, endpoint);
     if streaming {
         lambda_http::run_with_streaming_response(app).await
@@ -240,7 +250,7 @@ pub async fn run(endpoint: Endpoint, streaming: bool) -> Result<(), Error> {
 pub async fn run_resume() -> Result<(), Error> {
     use aws_lambda_events::event::dynamodb::Event;
     use lambda_http::lambda_runtime::{self, service_fn, LambdaEvent};
-    crate::logs::init_lambda();
+    start()?;
     let harness = harness_from_env(ModelCalls::Drives).await?;
     lambda_runtime::run(service_fn(|event: LambdaEvent<Event>| {
         let engine = harness.engine.clone();
@@ -257,7 +267,7 @@ pub async fn run_resume() -> Result<(), Error> {
 pub async fn run_notifier() -> Result<(), Error> {
     use aws_lambda_events::event::dynamodb::Event;
     use lambda_http::lambda_runtime::{self, service_fn, LambdaEvent};
-    crate::logs::init_lambda();
+    start()?;
     let harness = harness_from_env(ModelCalls::None).await?;
     let notifier = harness
         .notifier
@@ -277,7 +287,7 @@ pub async fn run_notifier() -> Result<(), Error> {
 /// resume function (the write that makes them runnable is their wake-up).
 pub async fn run_sweeper() -> Result<(), Error> {
     use lambda_http::lambda_runtime::{self, service_fn, LambdaEvent};
-    crate::logs::init_lambda();
+    start()?;
     let harness = harness_from_env(ModelCalls::None).await?;
     lambda_runtime::run(service_fn(|_: LambdaEvent<serde_json::Value>| {
         let engine = harness.engine.clone();

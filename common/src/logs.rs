@@ -1,9 +1,11 @@
 //! How the harness's processes log. Lambda functions write JSON without timestamps
 //! (CloudWatch adds them); harness-local writes text, in colour only on a terminal (a log
 //! file or a pipe gets no escape codes), or JSON when asked. `RUST_LOG` filters (default
-//! `info`).
+//! `info`). Every line passes the process's redactor ([`crate::redact::active`]).
 
 use std::io::IsTerminal;
+
+use crate::redact::RedactingWriter;
 
 /// The shape of log lines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -31,11 +33,21 @@ fn filter() -> tracing_subscriber::EnvFilter {
     tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into())
 }
 
+/// Every line through the process's redactor: a credential a log field carries (a
+/// header, an error quoting a request) never reaches the log.
+fn stderr() -> RedactingWriter<std::io::Stderr> {
+    RedactingWriter(std::io::stderr())
+}
+
+fn stdout() -> RedactingWriter<std::io::Stdout> {
+    RedactingWriter(std::io::stdout())
+}
+
 /// Logs to stderr in `format`.
 pub fn init(format: LogFormat) {
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter())
-        .with_writer(std::io::stderr);
+        .with_writer(stderr);
     match format {
         LogFormat::Text => builder.with_ansi(std::io::stderr().is_terminal()).init(),
         LogFormat::Json => builder.json().with_current_span(true).init(),
@@ -47,6 +59,7 @@ pub fn init_lambda() {
     tracing_subscriber::fmt()
         .json()
         .with_env_filter(filter())
+        .with_writer(stdout)
         .without_time()
         .with_current_span(true)
         .init();

@@ -21,7 +21,7 @@
 use std::borrow::Cow;
 use std::collections::HashSet;
 use std::ops::{ControlFlow, Range};
-use std::sync::{Arc, LazyLock};
+use std::sync::{Arc, LazyLock, OnceLock};
 
 use regex::{Regex, RegexSet};
 use serde_json::{Map, Value};
@@ -476,6 +476,68 @@ impl Redactor {
             };
             members.insert(key, value);
         }
+    }
+}
+
+/// The redactor of this process: the built-in table plus the deployment's extra
+/// patterns, installed once at start-up ([`install`]); the built-in table until then.
+static ACTIVE: OnceLock<Redactor> = OnceLock::new();
+
+/// Makes `redactor` the one this process applies everywhere. The first call wins (a
+/// process has one configuration); false when one was already installed.
+pub fn install(redactor: Redactor) -> bool {
+    ACTIVE.set(redactor).is_ok()
+}
+
+/// The redactor of this process.
+pub fn active() -> &'static Redactor {
+    ACTIVE.get().unwrap_or(&BUILTIN_TABLE)
+}
+
+impl Redactor {
+    /// Redacts a client's message where it enters: every text part, data part, file
+    /// name and URL, part metadata and message metadata. Returns true when anything
+    /// changed.
+    pub fn message(&self, message: &mut crate::a2a::Message) -> bool {
+        let mut changed = self.metadata(&mut message.metadata);
+        for part in &mut message.parts {
+            for text in [part.text.as_mut(), part.url.as_mut()]
+                .into_iter()
+                .flatten()
+            {
+                changed |= self.redact_string(text);
+            }
+            changed |= self.redact_string(&mut part.filename);
+            if let Some(data) = &mut part.data {
+                changed |= self.redact_json(data);
+            }
+            changed |= self.metadata(&mut part.metadata);
+        }
+        changed
+    }
+
+    fn metadata(&self, metadata: &mut crate::a2a::Metadata) -> bool {
+        metadata
+            .as_mut()
+            .is_some_and(|members| self.redact_object(members))
+    }
+}
+
+/// A log writer that redacts what it writes: a formatter writes each event in one call,
+/// so a whole line is seen at once.
+pub struct RedactingWriter<W>(pub W);
+
+impl<W: std::io::Write> std::io::Write for RedactingWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match std::str::from_utf8(buf) {
+            Ok(text) => self.0.write_all(active().redact_str(text).as_bytes())?,
+            Err(_) => self.0.write_all(buf)?,
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
     }
 }
 

@@ -22,6 +22,7 @@ pub const TEST_PUSH_KEY: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
 
 pub mod identity;
 pub mod participants;
+pub mod webhook;
 
 /// How long an SSE stream may stay open before a test gives up on it.
 pub const STREAM_TIMEOUT: Duration = Duration::from_secs(20);

@@ -49,12 +49,14 @@ pub struct Context<'a> {
     pub decider: &'a dyn HelpDecider,
 }
 
-/// The result message of a call, as every tool result is framed.
+/// The result message of a call, as every tool result is framed: redacted before it is
+/// stored or shown to the model.
 pub fn result_message(nonce: &str, call: &ToolCall, outcome: &ToolOutcome) -> ChatMessage {
+    let content = crate::redact::active().redact_str(&outcome.content);
     ChatMessage::Tool {
         call_id: call.id.clone(),
         name: call.name.clone(),
-        content: untrusted(nonce, "tool", &outcome.content),
+        content: untrusted(nonce, "tool", &content),
         is_error: outcome.is_error,
     }
 }
@@ -421,5 +423,29 @@ fn count_calls(state: &mut super::llm::AgentState, calls: &[Usage]) {
         state.model_calls += 1;
         state.usage.input_tokens += u.input_tokens;
         state.usage.output_tokens += u.output_tokens;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tool_result_is_redacted_before_it_is_framed() {
+        let call = ToolCall {
+            id: "c1".into(),
+            name: "fetch_config".into(),
+            arguments: serde_json::json!({}),
+        };
+        let key = format!("AKIA{}", "IOSFODNN7EXAMPLE");
+        let outcome = ToolOutcome::output(format!("aws key {key}, task-12345"));
+        let ChatMessage::Tool { content, .. } = result_message("n0nce", &call, &outcome) else {
+            panic!("a tool result")
+        };
+        assert!(!content.contains(&key), "{content}");
+        assert!(
+            content.contains("[REDACTED:aws-access-key], task-12345"),
+            "{content}"
+        );
     }
 }

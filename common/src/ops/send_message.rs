@@ -242,6 +242,9 @@ async fn intake(
         .message
         .ok_or_else(|| A2aError::invalid_field("message", "message is required"))?;
     validate::message(&mut message, "message")?;
+    // Before anything reads it: nothing stored, audited, shown to the model, sent to a
+    // webhook or logged holds a credential the client pasted.
+    crate::redact::active().message(&mut message);
     let sender = sender_of(h, op, &req.tenant, &mut message, caller).await?;
     let channel = channel_of(&message, &sender)?;
     let envelope = envelope_of(&message)?;

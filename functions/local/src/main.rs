@@ -116,6 +116,15 @@ struct Args {
     /// --push-allow-private-urls false blocks the rest. Repeatable or comma-separated.
     #[arg(long, env = "HARNESS_WEBHOOK_ALLOW", value_delimiter = ',')]
     webhook_allow: Vec<common::push::target::Cidr>,
+    /// Extra credential patterns to redact at intake, in tool results and in logs, besides
+    /// the built-in table (regular expressions; repeatable, or one per line in the
+    /// variable).
+    #[arg(
+        long = "redact-pattern",
+        env = "HARNESS_REDACT_PATTERNS",
+        value_delimiter = '\n'
+    )]
+    redact_patterns: Vec<String>,
     /// How long a drive's lease on a task lasts (renewed by every commit); the sweep,
     /// every 10 s, hands tasks whose lease ran out to a new drive.
     #[arg(long, env = "HARNESS_LEASE_SECONDS", default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..))]
@@ -173,6 +182,7 @@ async fn main() -> std::process::ExitCode {
 
 async fn run() -> Result<(), common::lambda::Error> {
     let args = Args::parse();
+    common::redact::install(common::redact::Redactor::with_extra(&args.redact_patterns)?);
     common::logs::init(args.log_format);
     // A workstation's AWS setup (profiles, SSO) for --table and Bedrock models.
     common::https::use_standard_chain();
