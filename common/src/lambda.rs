@@ -234,11 +234,100 @@ fn start() -> Result<(), Error> {
     Ok(())
 }
 
+/// The CloudWatch namespace of the functions' metrics.
+pub const METRICS_NAMESPACE: &str = "TinyHarness";
+
+/// Where an invocation's metrics go: one CloudWatch Embedded Metric Format line each,
+/// which CloudWatch Logs turns into metrics with no client and no extra request.
+pub type MetricsSink = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// Lambda's log: stdout.
+pub fn stdout_metrics() -> MetricsSink {
+    Arc::new(|line: &str| {
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{line}");
+    })
+}
+
+/// Prints what this invocation recorded (the process serves one invocation at a time).
+pub fn emit_metrics(sink: &MetricsSink) {
+    let function =
+        std::env::var("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_else(|_| "tiny-harness".into());
+    let now = chrono::Utc::now().timestamp_millis();
+    for line in crate::metrics::take_emf(METRICS_NAMESPACE, &function, now) {
+        sink(&line);
+    }
+}
+
+/// A function's router: `endpoint`, printing each invocation's metrics once its response
+/// is done (a stream's when it ends).
+pub fn app(harness: Arc<Harness>, endpoint: Endpoint, sink: MetricsSink) -> axum::Router {
+    server::router(harness, endpoint).layer(axum::middleware::from_fn(
+        move |req: axum::extract::Request, next: axum::middleware::Next| {
+            let sink = sink.clone();
+            async move {
+                let (parts, body) = next.run(req).await.into_parts();
+                let body = axum::body::Body::new(MetricsOnEnd {
+                    body,
+                    sink: Some(sink),
+                });
+                axum::response::Response::from_parts(parts, body)
+            }
+        },
+    ))
+}
+
+/// A response body that emits the invocation's metrics when it ends or is dropped.
+struct MetricsOnEnd {
+    body: axum::body::Body,
+    sink: Option<MetricsSink>,
+}
+
+impl MetricsOnEnd {
+    fn emit(&mut self) {
+        if let Some(sink) = self.sink.take() {
+            emit_metrics(&sink);
+        }
+    }
+}
+
+impl axum::body::HttpBody for MetricsOnEnd {
+    type Data = axum::body::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        let polled = std::pin::Pin::new(&mut self.body).poll_frame(cx);
+        if let std::task::Poll::Ready(None) = polled {
+            self.emit();
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
+impl Drop for MetricsOnEnd {
+    fn drop(&mut self) {
+        self.emit();
+    }
+}
+
 /// Serves `endpoint` under the Lambda runtime: JSON logs without timestamps (CloudWatch
 /// adds them), then buffered responses or, for streams, response streaming.
 pub async fn run(endpoint: Endpoint, streaming: bool) -> Result<(), Error> {
     start()?;
-    let app = server::router(harness_from_env(ModelCalls::None).await?, endpoint);
+    let harness = harness_from_env(ModelCalls::None).await?;
+    let app = app(harness, endpoint, stdout_metrics());
     if streaming {
         lambda_http::run_with_streaming_response(app).await
     } else {
@@ -256,10 +345,24 @@ pub async fn run_resume() -> Result<(), Error> {
         let engine = harness.engine.clone();
         async move {
             let deadline = crate::engine::lease::instant_at_epoch_ms(event.context.deadline);
-            Ok::<_, Error>(crate::resume::handle(&engine, &event.payload, deadline).await)
+            Ok::<_, Error>(
+                resume_invocation(&engine, &event.payload, deadline, &stdout_metrics()).await,
+            )
         }
     }))
     .await
+}
+
+/// One resume invocation: the batch's drives, then the metrics they recorded.
+pub async fn resume_invocation(
+    engine: &Arc<crate::engine::Engine>,
+    event: &aws_lambda_events::event::dynamodb::Event,
+    deadline: Option<std::time::Instant>,
+    sink: &MetricsSink,
+) -> aws_lambda_events::event::streams::DynamoDbEventResponse {
+    let answer = crate::resume::handle(engine, event, deadline).await;
+    emit_metrics(sink);
+    answer
 }
 
 /// The notifier function: DynamoDB stream batches of new log events and configs in,
@@ -277,7 +380,9 @@ pub async fn run_notifier() -> Result<(), Error> {
         let notifier = notifier.clone();
         async move {
             let deadline = crate::engine::lease::instant_at_epoch_ms(event.context.deadline);
-            Ok::<_, Error>(crate::push::stream::handle(&notifier, &event.payload, deadline).await)
+            let answer = crate::push::stream::handle(&notifier, &event.payload, deadline).await;
+            emit_metrics(&stdout_metrics());
+            Ok::<_, Error>(answer)
         }
     }))
     .await
@@ -292,7 +397,9 @@ pub async fn run_sweeper() -> Result<(), Error> {
     lambda_runtime::run(service_fn(|_: LambdaEvent<serde_json::Value>| {
         let engine = harness.engine.clone();
         async move {
-            let woken = engine.sweep(crate::engine::SWEEP_BATCH).await?;
+            let woken = engine.sweep(crate::engine::SWEEP_BATCH).await;
+            emit_metrics(&stdout_metrics());
+            let woken = woken?;
             tracing::info!(tasks = woken.len(), "swept");
             Ok::<_, Error>(serde_json::json!({ "woken": woken }))
         }

@@ -26,6 +26,7 @@ use crate::auth::AuthError;
 use crate::ops::{execute, Answer, Harness, Operation};
 
 const AGENT_CARD_PATH: &str = "/.well-known/agent-card.json";
+const METRICS_PATH: &str = "/metrics";
 const MAX_TRACKED_PEERS: usize = 10_000;
 
 /// What one deployment unit serves: everything (the local server), or the part one
@@ -68,6 +69,10 @@ pub fn router(h: Arc<Harness>, endpoint: Endpoint) -> Router {
     if endpoint.card() {
         router = router.route(AGENT_CARD_PATH, get(agent_card));
     }
+    if endpoint == Endpoint::All {
+        // The local server's metrics; a Lambda function prints its own (EMF) instead.
+        router = router.route(METRICS_PATH, get(metrics));
+    }
     router
         .fallback(
             move |State(h): State<Arc<Harness>>, req: Request| async move {
@@ -105,6 +110,18 @@ async fn rate_limit(
         }
     }
     next.run(req).await
+}
+
+/// The process's metrics in the Prometheus text format.
+async fn metrics() -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            crate::metrics::PROMETHEUS_CONTENT_TYPE,
+        )],
+        crate::metrics::render_prometheus(),
+    )
+        .into_response()
 }
 
 /// The base URL a request came to, for a card whose public URL is not configured: the
@@ -304,10 +321,12 @@ async fn caller(
         .and_then(|v| v.to_str().ok())
         .map(str::trim);
     let mut caller = h.caller(op, header, verified).await?;
-    caller.deadline = parts
-        .extensions
-        .get::<lambda_http::Context>()
-        .and_then(|c| crate::engine::lease::instant_at_epoch_ms(c.deadline));
+    let lambda = parts.extensions.get::<lambda_http::Context>();
+    caller.deadline = lambda.and_then(|c| crate::engine::lease::instant_at_epoch_ms(c.deadline));
+    caller.request_id = match lambda {
+        Some(c) => c.request_id.clone(),
+        None => crate::engine::transition::new_id(),
+    };
     Ok(caller)
 }
 
@@ -345,8 +364,18 @@ fn text_response(status: StatusCode, content_type: &'static str, body: String) -
     (status, [(header::CONTENT_TYPE, content_type)], body).into_response()
 }
 
-fn sse(stream: crate::engine::follow::EventStream, framing: Framing) -> Response {
-    let events = stream.map(move |item| Ok::<_, std::convert::Infallible>(framing.frame(item)));
+fn sse(
+    stream: crate::engine::follow::EventStream,
+    framing: Framing,
+    started: std::time::Instant,
+) -> Response {
+    let mut first = true;
+    let events = stream.map(move |item| {
+        if std::mem::take(&mut first) {
+            crate::metrics::first_event(started.elapsed());
+        }
+        Ok::<_, std::convert::Infallible>(framing.frame(item))
+    });
     let mut resp = Sse::new(events)
         .keep_alive(KeepAlive::default())
         .into_response();
@@ -357,6 +386,7 @@ fn sse(stream: crate::engine::follow::EventStream, framing: Framing) -> Response
 }
 
 async fn json_rpc(h: &Harness, req: Request) -> Response {
+    let started = std::time::Instant::now();
     let (parts, body) = req.into_parts();
     let verified = match authenticate(h, &parts, true).await {
         Ok(v) => v,
@@ -400,7 +430,7 @@ async fn json_rpc(h: &Harness, req: Request) -> Response {
             "application/json",
             jsonrpc::success(&id, &result),
         ),
-        Ok(Answer::Stream(stream)) => sse(stream, Framing::JsonRpc { id }),
+        Ok(Answer::Stream(stream)) => sse(stream, Framing::JsonRpc { id }, started),
         Err(e) => rpc_error(&id, &e),
     };
     with_extensions(resp, &activated)
@@ -419,6 +449,7 @@ fn rest_error_as(h: &Harness, e: &A2aError, status: StatusCode) -> Response {
 }
 
 async fn rest_call(h: &Harness, req: Request, tenant: String, route: rest::Route) -> Response {
+    let started = std::time::Instant::now();
     let (parts, body) = req.into_parts();
     let verified = match authenticate(h, &parts, false).await {
         Ok(v) => v,
@@ -456,7 +487,7 @@ async fn rest_call(h: &Harness, req: Request, tenant: String, route: rest::Route
             h.config.rest_content_type.as_str(),
             String::from(Box::<str>::from(v)),
         ),
-        Ok(Answer::Stream(stream)) => sse(stream, Framing::Rest),
+        Ok(Answer::Stream(stream)) => sse(stream, Framing::Rest, started),
         Err(e) => rest_error(h, &e),
     };
     with_extensions(resp, &activated)

@@ -34,3 +34,29 @@ async fn log_format_json_writes_one_object_a_line() {
         assert!(v.is_object() && v.get("level").is_some(), "{line}");
     }
 }
+
+#[tokio::test]
+async fn a_requests_lines_carry_its_request_id_operation_participant_and_task() {
+    let s = Server::start_with(&["--log-format", "json"]).await;
+    let missing = unique("no-such-task");
+    let answer = s.rpc("GetTask", serde_json::json!({"id": missing})).await;
+    assert!(answer.get("error").is_some(), "{answer}");
+    let Some(log) = s.log_text() else {
+        return;
+    };
+    let refused: Vec<serde_json::Value> = log
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .filter(|v: &serde_json::Value| v["fields"]["message"] == "refused")
+        .collect();
+    assert_eq!(refused.len(), 1, "{log}");
+    let span = &refused[0]["span"];
+    assert_eq!(span["name"], "a2a", "{span}");
+    assert_eq!(span["op"], "GetTask", "{span}");
+    assert_eq!(span["participant"], "anonymous", "{span}");
+    assert_eq!(span["task_id"], missing.as_str(), "{span}");
+    assert!(
+        span["request_id"].as_str().is_some_and(|id| !id.is_empty()),
+        "{span}"
+    );
+}

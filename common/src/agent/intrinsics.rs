@@ -194,7 +194,9 @@ async fn ask(run: &mut TaskRun, call: &ToolCall, a: AskArgs) -> Result<(), RunEr
             None,
         )]
     })
-    .await
+    .await?;
+    crate::metrics::record(crate::metrics::Event::HelpAsked);
+    Ok(())
 }
 
 #[derive(Deserialize)]

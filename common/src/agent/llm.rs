@@ -506,6 +506,7 @@ impl LlmAgent {
     /// Runs the pending tool calls of the last answer, committing each result.
     async fn run_tools(&self, run: &mut TaskRun) -> Result<(), RunError> {
         for call in pending_calls(&run.record().agent) {
+            crate::metrics::record(crate::metrics::Event::ToolCall);
             let outcome = match self.tools.check(&call) {
                 Err(refused) => refused,
                 // A tool may be slow too: the lease is kept while it runs.
@@ -529,6 +530,9 @@ impl LlmAgent {
                     continue;
                 }
             };
+            if outcome.is_error {
+                crate::metrics::record(crate::metrics::Event::ToolError);
+            }
             let result = intrinsics::result_message(&run.record().agent.nonce, &call, &outcome);
             run.update_agent(|a| a.conversation.push(result.clone()))
                 .await?;

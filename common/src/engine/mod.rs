@@ -63,6 +63,7 @@ pub fn failure_notice(reason: &str, error: &dyn std::fmt::Display) -> String {
 /// Waits a little before retrying a commit that lost a race: longer with each attempt
 /// (up to ~50 ms) and jittered, so many writers of one task do not collide in lockstep.
 pub async fn backoff(attempt: u32) {
+    crate::metrics::record(crate::metrics::Event::StoreRetry);
     let jitter = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.subsec_nanos())

@@ -123,6 +123,27 @@ const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
 /// `spec.model` as `ChatRequest::model`). A missing API key
 /// or an unreadable script is refused here, before any task uses the model.
 pub async fn build(spec: &config::ModelSpec) -> Result<std::sync::Arc<dyn Model>, String> {
+    let model = build_unmetered(spec).await?;
+    Ok(std::sync::Arc::new(Metered(model)))
+}
+
+/// Counts every answered call and its tokens, per model id (the request's).
+struct Metered(std::sync::Arc<dyn Model>);
+
+#[async_trait]
+impl Model for Metered {
+    async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
+        let response = self.0.chat(request).await?;
+        crate::metrics::model_call(
+            &request.model,
+            response.usage.input_tokens,
+            response.usage.output_tokens,
+        );
+        Ok(response)
+    }
+}
+
+async fn build_unmetered(spec: &config::ModelSpec) -> Result<std::sync::Arc<dyn Model>, String> {
     use config::Provider;
     use std::sync::Arc;
     let key_var = spec

@@ -8,7 +8,8 @@
 //! id> <pid> <ms>` once it has its answer (ms since the epoch), so a test can tell which
 //! process made each call and when, across restarts. A
 //! summary call (`Purpose::Summary`, the context budget's) takes no turn: it is answered
-//! with the script's `summary` text, or a fixed one.
+//! with the script's `summary` text, or a fixed one. A turn reports token usage as a
+//! provider would: the request's estimated size in, a token per four bytes of text out.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -170,7 +171,11 @@ impl Model for Scripted {
                     arguments: c.arguments.clone(),
                 })
                 .collect(),
-            usage: Usage::default(),
+            // As a provider reports it: the request's estimated size, and the answer's.
+            usage: Usage {
+                input_tokens: super::estimate_tokens(request) as u64,
+                output_tokens: turn.text.as_deref().map_or(0, |t| t.len().div_ceil(4)) as u64,
+            },
         })
     }
 }

@@ -219,7 +219,7 @@ impl Harness {
         Ok(Caller {
             participant,
             verified,
-            deadline: None,
+            ..Caller::default()
         })
     }
 
@@ -278,6 +278,8 @@ const RESERVED: &str = "reserved for the harness itself";
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Caller {
     pub participant: Option<String>,
+    /// The request's id in the logs (the Lambda invocation's, or one made up locally).
+    pub request_id: String,
     /// Verified by a token: the request may not name anyone else (a message's
     /// `metadata.participant_id` included).
     pub verified: bool,
@@ -400,6 +402,24 @@ impl Call {
             Call::GetExtendedAgentCard(_) => Operation::GetExtendedAgentCard,
         }
     }
+
+    /// The task and context the request names, for its log lines (empty: none named).
+    fn names(&self) -> (&str, &str) {
+        match self {
+            Call::SendMessage(r) | Call::SendStreamingMessage(r) => r
+                .message
+                .as_ref()
+                .map(|m| (m.task_id.as_str(), m.context_id.as_str()))
+                .unwrap_or_default(),
+            Call::GetTask(r) => (&r.id, ""),
+            Call::CancelTask(r) => (&r.id, ""),
+            Call::SubscribeToTask(r) => (&r.id, ""),
+            Call::CreatePushConfig(r) => (&r.task_id, ""),
+            Call::GetPushConfig(r) | Call::DeletePushConfig(r) => (&r.task_id, ""),
+            Call::ListPushConfigs(r) => (&r.task_id, ""),
+            Call::ListTasks(_) | Call::GetExtendedAgentCard(_) => ("", ""),
+        }
+    }
 }
 
 /// What an operation answers: one JSON value (printed once, straight from its type), or a
@@ -418,7 +438,18 @@ fn json<T: serde::Serialize>(v: T) -> Result<Answer, A2aError> {
 /// Runs one operation for `caller`, in a span named for it.
 pub async fn execute(h: &Harness, call: Call, caller: &Caller) -> Result<Answer, A2aError> {
     use tracing::Instrument;
-    let span = tracing::info_span!("a2a", op = call.operation().name());
+    let op = call.operation().name();
+    crate::metrics::request(op);
+    // Every line of the request carries these (the JSON logs' span fields).
+    let (task_id, context_id) = call.names();
+    let span = tracing::info_span!(
+        "a2a",
+        op,
+        request_id = %caller.request_id,
+        participant = caller.participant.as_deref().unwrap_or(""),
+        task_id,
+        context_id,
+    );
     let result = run(h, call, caller).instrument(span.clone()).await;
     if let Err(e) = &result {
         span.in_scope(|| tracing::info!(code = e.json_rpc_code(), error = %e, "refused"));

@@ -612,7 +612,7 @@ async fn continue_task(
                 Some(outcome),
                 None,
             ));
-        } else if let Some(pending) = pending.filter(|_| continues) {
+        } else if let Some(pending) = pending.clone().filter(|_| continues) {
             next.agent.pending_help = None;
             next.agent.replies.push(Reply {
                 message_id: message.message_id.clone(),
@@ -639,6 +639,9 @@ async fn continue_task(
             .await
         {
             Ok(record) => {
+                if continues && runs && pending.is_some() {
+                    crate::metrics::record(crate::metrics::Event::HelpAnswered);
+                }
                 if completed_for_parent {
                     h.engine.wake_parents_logged(&record).await;
                 }

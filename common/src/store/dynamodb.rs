@@ -62,9 +62,9 @@ use tokio::sync::broadcast;
 
 use super::layout::{self, Counts, Listing, PartKind, Want};
 use super::{
-    Admit, AuditRecord, Cursor, Due, InboundMessage, LoggedEvent, PushConfigRecord, Store,
-    StoreError, TaskPage, TaskQuery, TaskRecord, AUDIT_ROWS_PER_PARTICIPANT_HOUR,
-    DEFAULT_RETENTION,
+    counting_conflicts, ended_by, Admit, AuditRecord, Cursor, Due, InboundMessage, LoggedEvent,
+    PushConfigRecord, Store, StoreError, TaskPage, TaskQuery, TaskRecord,
+    AUDIT_ROWS_PER_PARTICIPANT_HOUR, DEFAULT_RETENTION,
 };
 use crate::a2a::{StreamResponse, Timestamp};
 
@@ -1207,9 +1207,9 @@ impl Store for DynamoStore {
         let split = layout::split(&rec)?;
         let condition = "attribute_not_exists(pk)";
         let items = self.commit_items(&rec, &split, (condition, None), 0, events, message)?;
-        self.transact(items, &rec.task.id, 0, message).await?;
+        counting_conflicts(self.transact(items, &rec.task.id, 0, message).await)?;
         rec.stored = split.stored;
-        self.signals.committed(&rec);
+        self.signals.created(&rec, ended_by(events));
         Ok(rec)
     }
 
@@ -1229,10 +1229,12 @@ impl Store for DynamoStore {
         let condition = "version = :v AND last_seq = :s";
         let head = (condition, Some(values));
         let items = self.commit_items(&rec, &split, head, first_seq, events, message)?;
-        self.transact(items, &rec.task.id, expected_version, message)
-            .await?;
+        counting_conflicts(
+            self.transact(items, &rec.task.id, expected_version, message)
+                .await,
+        )?;
         rec.stored = split.stored;
-        self.signals.committed(&rec);
+        self.signals.committed(&rec, ended_by(events));
         let finished = events
             .iter()
             .any(|e| e.status_update.is_some() && e.state().is_some_and(|s| s.is_terminal()));

@@ -22,8 +22,8 @@ use tokio::sync::{broadcast, oneshot};
 
 use super::layout::{self, Listing, PartKind, Split, Want};
 use super::{
-    Admit, AuditRecord, Cursor, Due, InboundMessage, LoggedEvent, PushConfigRecord, Store,
-    StoreError, TaskPage, TaskQuery, TaskRecord,
+    counting_conflicts, ended_by, Admit, AuditRecord, Cursor, Due, InboundMessage, LoggedEvent,
+    PushConfigRecord, Store, StoreError, TaskPage, TaskQuery, TaskRecord,
 };
 use crate::a2a::{StreamResponse, Timestamp};
 
@@ -785,9 +785,10 @@ impl Store for EmbeddedStore {
     ) -> Result<TaskRecord, StoreError> {
         let mut rec = record.created(events.len());
         let row = HeadRow::of(&rec)?;
+        let ended = ended_by(events);
         let events = events.to_vec();
         let message = message.cloned();
-        rec.stored = self
+        let stored = self
             .write(move |conn| {
                 if let Some(m) = &message {
                     insert_message(conn, m, &row.id)?;
@@ -801,9 +802,10 @@ impl Store for EmbeddedStore {
                 append_events(conn, &row.id, 0, &events)?;
                 Ok(row.split.stored)
             })
-            .await?;
+            .await;
+        rec.stored = counting_conflicts(stored)?;
         let stored = rec;
-        self.signals.committed(&stored);
+        self.signals.created(&stored, ended);
         Ok(stored)
     }
 
@@ -816,9 +818,10 @@ impl Store for EmbeddedStore {
     ) -> Result<TaskRecord, StoreError> {
         let (mut rec, first_seq) = record.committed(expected_version, events.len());
         let row = HeadRow::of(&rec)?;
+        let ended = ended_by(events);
         let events = events.to_vec();
         let message = message.cloned();
-        rec.stored = self
+        let stored = self
             .write(move |conn| {
                 // The stored last_seq must be the one this commit read, or events would gap.
                 let current: Option<(i64, i64)> = conn
@@ -846,9 +849,10 @@ impl Store for EmbeddedStore {
                 append_events(conn, &row.id, first_seq, &events)?;
                 Ok(row.split.stored)
             })
-            .await?;
+            .await;
+        rec.stored = counting_conflicts(stored)?;
         let stored = rec;
-        self.signals.committed(&stored);
+        self.signals.committed(&stored, ended);
         Ok(stored)
     }
 

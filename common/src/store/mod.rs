@@ -444,9 +444,43 @@ impl Default for Signals {
     }
 }
 
+/// The state a commit's events end the task in, if they end it.
+pub fn ended_by(events: &[StreamResponse]) -> Option<TaskState> {
+    events
+        .iter()
+        .filter(|e| e.status_update.is_some())
+        .filter_map(|e| e.state())
+        .find(|s| s.is_terminal())
+}
+
+/// Counts a conflict on its way to the caller (who may retry).
+pub fn counting_conflicts<T>(result: Result<T, StoreError>) -> Result<T, StoreError> {
+    if let Err(StoreError::Conflict { .. }) = &result {
+        crate::metrics::record(crate::metrics::Event::StoreConflict);
+    }
+    result
+}
+
 impl Signals {
-    /// Announces a committed record.
-    pub fn committed(&self, rec: &TaskRecord) {
+    /// Announces a new task (counted) and its first commit.
+    pub fn created(&self, rec: &TaskRecord, ended: Option<TaskState>) {
+        crate::metrics::record(crate::metrics::Event::TaskCreated);
+        self.committed(rec, ended);
+    }
+
+    /// Announces a committed record; a commit that ended the task is counted by state.
+    pub fn committed(&self, rec: &TaskRecord, ended: Option<TaskState>) {
+        use crate::metrics::Event;
+        let ended = match ended {
+            Some(TaskState::Completed) => Some(Event::TaskCompleted),
+            Some(TaskState::Failed) => Some(Event::TaskFailed),
+            Some(TaskState::Canceled) => Some(Event::TaskCanceled),
+            Some(TaskState::Rejected) => Some(Event::TaskRejected),
+            _ => None,
+        };
+        if let Some(event) = ended {
+            crate::metrics::record(event);
+        }
         let _ = self.changes.send(rec.task.id.clone());
         if rec.woken() {
             let _ = self.wakes.send(rec.task.id.clone());

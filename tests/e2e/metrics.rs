@@ -1,0 +1,89 @@
+//! harness-local's `/metrics`: the Prometheus text format, counting what the harness did
+//! (a task created and completed by the LLM agent, its model call and tokens, the
+//! requests by operation, the time to a stream's first event).
+
+use harness_e2e::participants::{llm_server, Script};
+use harness_e2e::*;
+use serde_json::json;
+
+/// The value of the sample line `name` (labels included, as printed), if present.
+fn sample(text: &str, name: &str) -> Option<f64> {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+}
+
+#[tokio::test]
+async fn metrics_count_a_completed_task_its_model_calls_and_tokens() {
+    // Each task's first model call gets the first turn.
+    let script = Script::new(json!([{"text": "Release notes tidied."}]));
+    let s = llm_server(Backend::Embedded, &script)
+        .await
+        .expect("the embedded store");
+    let task = s
+        .rpc_ok(
+            "SendMessage",
+            send_params(user_message(&unique("m"), "Tidy the notes.")),
+        )
+        .await;
+    assert_eq!(state(&task["task"]), "TASK_STATE_COMPLETED", "{task}");
+    let (_, events) = s
+        .rpc_stream(
+            "SendStreamingMessage",
+            send_params(user_message(&unique("m"), "And once more.")),
+        )
+        .await;
+    assert!(!events.is_empty());
+
+    let resp = s.http.get(s.endpoint("/metrics")).send().await.unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    assert!(
+        content_type(&resp).contains("text"),
+        "{}",
+        content_type(&resp)
+    );
+    let text = resp.text().await.unwrap();
+    assert_eq!(
+        sample(&text, "harness_tasks_created_total"),
+        Some(2.0),
+        "{text}"
+    );
+    assert_eq!(
+        sample(&text, "harness_tasks_completed_total"),
+        Some(2.0),
+        "{text}"
+    );
+    assert_eq!(
+        sample(&text, "harness_tasks_failed_total"),
+        Some(0.0),
+        "{text}"
+    );
+    let model = script.model();
+    let id = model.strip_prefix("scripted:").unwrap();
+    let labelled = |name: &str| format!("{name}{{model=\"{id}\"}}");
+    assert_eq!(
+        sample(&text, &labelled("harness_model_calls_total")),
+        Some(2.0),
+        "{text}"
+    );
+    assert!(
+        sample(&text, &labelled("harness_model_tokens_in_total")).unwrap() > 0.0,
+        "{text}"
+    );
+    // "Release notes tidied." (21 bytes, 6 tokens) for each task.
+    assert_eq!(
+        sample(&text, &labelled("harness_model_tokens_out_total")),
+        Some(12.0),
+        "{text}"
+    );
+    assert_eq!(
+        sample(&text, "harness_requests_total{operation=\"SendMessage\"}"),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(
+        sample(&text, "harness_time_to_first_event_ms_count"),
+        Some(1.0),
+        "{text}"
+    );
+}
