@@ -51,6 +51,12 @@ pub struct Config {
     pub max_body_bytes: usize,
     /// Requests per minute per peer address; more gets 429. 0 disables the limit.
     pub rate_limit_per_minute: u32,
+    /// Serve `/metrics` (the local server): every tenant's counts, to anyone who can
+    /// reach the listener.
+    pub metrics_endpoint: bool,
+    /// Longest a blocking SendMessage waits for a drive elsewhere (a Lambda function's
+    /// task driven by `resume`) before answering with the task as it stands.
+    pub blocking_wait: Duration,
     /// `Cache-Control: max-age` of the agent card.
     pub card_max_age: Duration,
     /// Whether push notifications are offered (the card's capability). Off, every push
@@ -103,6 +109,8 @@ impl Default for Config {
             required_extensions: Vec::new(),
             max_body_bytes: 1024 * 1024,
             rate_limit_per_minute: 0,
+            metrics_endpoint: true,
+            blocking_wait: crate::engine::follow::MAX_STREAM,
             card_max_age: Duration::from_secs(300),
             push_notifications: true,
             push_key: None,

@@ -31,6 +31,7 @@
 //! | `HARNESS_PUSH_ALLOW_PRIVATE_URLS` | `false` | webhooks on private addresses |
 //! | `HARNESS_WEBHOOK_ALLOW` | none | address ranges (comma-separated CIDRs) webhooks may reach although private |
 //! | `HARNESS_REDACT_PATTERNS` | none | extra credential patterns (one regular expression per line) redacted at intake, in tool results and in logs, besides the built-in table |
+//! | `HARNESS_MAX_BLOCKING_WAIT_SECONDS` | `600` | longest a blocking SendMessage waits for `resume` to settle the task before answering with it as it stands (the jsonrpc function behind the front door: 50) |
 //! | `HARNESS_MAX_BODY_BYTES` | `1048576` | largest request body |
 //! | `HARNESS_AUDIT_RETENTION_DAYS` | `30` | how long audit rows live (DynamoDB TTL; the embedded store deletes them) |
 //! | `AWS_ENDPOINT_URL_DYNAMODB` | AWS | another DynamoDB-API server (DynamoDB Local) |
@@ -88,8 +89,14 @@ pub fn config_from_env() -> Result<Config, Error> {
             })
             .unwrap_or_default(),
         max_body_bytes: parse("HARNESS_MAX_BODY_BYTES", defaults.max_body_bytes)?,
+        blocking_wait: Duration::from_secs(parse(
+            "HARNESS_MAX_BLOCKING_WAIT_SECONDS",
+            defaults.blocking_wait.as_secs(),
+        )?),
         // API Gateway throttles in AWS; there is no peer address to key on here.
         rate_limit_per_minute: 0,
+        // Each invocation prints its metrics (EMF) instead.
+        metrics_endpoint: false,
         push_notifications: parse("HARNESS_PUSH_NOTIFICATIONS", true)?,
         push_key: var("HARNESS_PUSH_KEY")
             .map(|k| k.parse().map_err(|e| format!("HARNESS_PUSH_KEY: {e}")))
@@ -209,7 +216,18 @@ pub async fn harness_from_env(calls: ModelCalls) -> Result<Arc<Harness>, Error> 
     };
     catalog.credentials = match (calls, var("HARNESS_MODEL_API_KEY_SECRET")) {
         (ModelCalls::None, _) => Credentials::NoCalls,
-        (ModelCalls::Drives, Some(arn)) => Credentials::Key(crate::secrets::api_key(&arn).await?),
+        (ModelCalls::Drives, Some(arn)) => {
+            // The key is the default model's: bound to its provider and endpoint.
+            let name = var("HARNESS_MODEL")
+                .or_else(|| catalog.default.clone())
+                .ok_or("HARNESS_MODEL_API_KEY_SECRET is for a model: set HARNESS_MODEL")?;
+            let spec = catalog.resolve(&name)?;
+            Credentials::Key {
+                provider: spec.provider,
+                base_url: spec.base_url,
+                key: crate::secrets::api_key(&arn).await?,
+            }
+        }
         (ModelCalls::Drives, None) => Credentials::FromEnv,
     };
     let settings = agent::LlmSettings {

@@ -72,11 +72,12 @@ struct Builtin {
 const BUILTIN: &[Builtin] = &[
     // PEM private keys (PKCS#1/#8, EC, DSA, OpenSSH, encrypted, PGP): the whole block,
     // armour lines included, across lines. A block whose END line is missing (a truncated
-    // paste or log line) is redacted to the end of the text rather than left half-shown.
+    // paste or log line) is redacted to the end of the text (or of the JSON string it is
+    // in: a `"`) rather than left half-shown.
     // Public keys and certificates say PUBLIC KEY / CERTIFICATE and are left alone.
     Builtin {
         kind: "private-key",
-        pattern: r"(?s)-----BEGIN (?:(?:RSA|EC|OPENSSH|DSA|ENCRYPTED) )?PRIVATE KEY-----(?:.*?-----END (?:(?:RSA|EC|OPENSSH|DSA|ENCRYPTED) )?PRIVATE KEY-----|.*)|-----BEGIN PGP PRIVATE KEY BLOCK-----(?:.*?-----END PGP PRIVATE KEY BLOCK-----|.*)",
+        pattern: r#"(?s)-----BEGIN (?:(?:RSA|EC|OPENSSH|DSA|ENCRYPTED) )?PRIVATE KEY-----(?:.*?-----END (?:(?:RSA|EC|OPENSSH|DSA|ENCRYPTED) )?PRIVATE KEY-----|[^"]*)|-----BEGIN PGP PRIVATE KEY BLOCK-----(?:.*?-----END PGP PRIVATE KEY BLOCK-----|[^"]*)"#,
         check: None,
     },
     // Anthropic API keys: `sk-ant-` (e.g. `sk-ant-api03-…`) and 20 or more key characters.
@@ -171,7 +172,7 @@ const BUILTIN: &[Builtin] = &[
     // URL's user info), which keeps the marker itself out.
     Builtin {
         kind: "url-password",
-        pattern: r"://[^\s:/?#@\[\]]*:(?P<secret>[^\s/?#\[\]]+)@[^\s/?#@]",
+        pattern: r#"://[^\s:/?#@\[\]"',{}]*:(?P<secret>[^\s/?#\[\]"',{}\\]+)@[^\s/?#@"]"#,
         check: None,
     },
 ];
@@ -461,16 +462,24 @@ impl Redactor {
             .filter(|(_, new)| new.is_none())
             .map(|(key, _)| key.clone())
             .collect();
+        // The next suffix to try for each redacted base: many keys redacted to the same
+        // marker cost one probe each, not one per key before them.
+        let mut next: std::collections::HashMap<String, usize> = Default::default();
         for ((key, value), new) in old.into_iter().zip(renamed) {
             let key = match new {
                 None => key,
                 Some(base) => {
-                    let mut key = base.clone();
-                    let mut n = 2;
+                    let n = next.entry(base.clone()).or_insert(1);
+                    let mut key = if *n == 1 {
+                        base.clone()
+                    } else {
+                        format!("{base} ({n})")
+                    };
                     while kept.contains(&key) || members.contains_key(&key) {
+                        *n += 1;
                         key = format!("{base} ({n})");
-                        n += 1;
                     }
+                    *n += 1;
                     key
                 }
             };
@@ -516,7 +525,8 @@ impl Redactor {
         changed
     }
 
-    fn metadata(&self, metadata: &mut crate::a2a::Metadata) -> bool {
+    /// Redacts a request's metadata (a message's, a part's, a cancel's).
+    pub fn metadata(&self, metadata: &mut crate::a2a::Metadata) -> bool {
         metadata
             .as_mut()
             .is_some_and(|members| self.redact_object(members))
@@ -1068,5 +1078,46 @@ mod tests {
         let a = Redactor::default();
         let b = a.clone();
         assert!(Arc::ptr_eq(&a.table, &b.table));
+    }
+
+    #[test]
+    fn many_keys_redacted_to_one_marker_keep_every_value_under_its_own_key() {
+        // Each key is an access key id: all redact to the same marker.
+        let members: Map<String, Value> = (0..5000)
+            .map(|i| (format!("AKIA{:016}", i), Value::from(i)))
+            .collect();
+        let mut value = Value::Object(members);
+        assert!(Redactor::builtin().redact_json(&mut value));
+        let object = value.as_object().unwrap();
+        assert_eq!(object.len(), 5000, "no value lost");
+        assert!(object.contains_key("[REDACTED:aws-access-key]"));
+        assert!(object.contains_key("[REDACTED:aws-access-key] (5000)"));
+        assert!(object
+            .keys()
+            .all(|k| k.starts_with("[REDACTED:aws-access-key]")));
+    }
+
+    #[test]
+    fn a_json_log_line_stays_json() {
+        let r = Redactor::builtin();
+        // A URL without a password, and a later field with an `@`: nothing between them
+        // is a password.
+        let line = r#"{"fields":{"base_url":"http://localhost:11434"},"span":{"participant":"alice@example.com","op":"SendMessage"}}"#;
+        assert!(matches!(r.redact_str(line), Cow::Borrowed(_)));
+        // A password is redacted inside its own string, the line still parses.
+        let line = r#"{"url":"postgres://admin:hunter2-x@db:5432/app","op":"x"}"#;
+        let redacted = r.redact_str(line);
+        let v: Value = serde_json::from_str(&redacted).expect("still JSON");
+        assert_eq!(
+            v["url"],
+            "postgres://admin:[REDACTED:url-password]@db:5432/app"
+        );
+        assert_eq!(v["op"], "x");
+        // A private key block cut short in a JSON string ends at the string's quote.
+        let line = r#"{"text":"-----BEGIN PRIVATE KEY-----
+MIIEvQIBADANBgkq","op":"x"}"#;
+        let v: Value = serde_json::from_str(&r.redact_str(line)).expect("still JSON");
+        assert_eq!(v["text"], "[REDACTED:private-key]");
+        assert_eq!(v["op"], "x");
     }
 }

@@ -69,7 +69,7 @@ pub fn router(h: Arc<Harness>, endpoint: Endpoint) -> Router {
     if endpoint.card() {
         router = router.route(AGENT_CARD_PATH, get(agent_card));
     }
-    if endpoint == Endpoint::All {
+    if endpoint == Endpoint::All && h.config.metrics_endpoint {
         // The local server's metrics; a Lambda function prints its own (EMF) instead.
         router = router.route(METRICS_PATH, get(metrics));
     }
@@ -151,7 +151,13 @@ async fn agent_card(State(h): State<Arc<Harness>>, headers: HeaderMap) -> Respon
     } else {
         &h.card
     };
-    let cache = format!("public, max-age={}", h.config.card_max_age.as_secs());
+    // A card derived from the request's headers is that requester's: no shared cache.
+    let scope = if h.config.public_url.is_empty() {
+        "private"
+    } else {
+        "public"
+    };
+    let cache = format!("{scope}, max-age={}", h.config.card_max_age.as_secs());
     let not_modified = headers
         .get(header::IF_NONE_MATCH)
         .and_then(|v| v.to_str().ok())

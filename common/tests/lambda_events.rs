@@ -550,7 +550,8 @@ async fn the_agent_card_names_the_front_door_it_was_called_through_for_both_bind
         )
         .await;
     let card = ok_json(&response);
-    assert!(header(&response, "cache-control").starts_with("public, max-age="));
+    // Derived from the request's headers: the requester's own, in no shared cache.
+    assert!(header(&response, "cache-control").starts_with("private, max-age="));
     assert!(!header(&response, "etag").is_empty());
     assert!(!header(&response, "last-modified").is_empty());
     assert!(

@@ -492,7 +492,15 @@ def policy_actions(res, table_id: str) -> tuple[set[str], set[str], set[str]]:
             f"only inline statements, not managed or SAM policy templates: {policy}"
         for st in policy["Statement"]:
             if "Fn::If" in st:
-                continue  # conditional: the model's statements (test_model_permissions_*)
+                # Conditional statements are the model's only (test_model_permissions_*
+                # checks them per parameter choice): no table action hides in one.
+                for branch in st["Fn::If"][1:]:
+                    if branch != {"Ref": "AWS::NoValue"}:
+                        actions = branch["Action"]
+                        actions = actions if isinstance(actions, list) else [actions]
+                        assert all(a.split(":")[0] in ("bedrock", "secretsmanager")
+                                   for a in actions), branch
+                continue
             assert st["Effect"] == "Allow"
             actions = st["Action"] if isinstance(st["Action"], list) else [st["Action"]]
             assert all("*" not in a for a in actions), actions
@@ -935,6 +943,13 @@ def test_model_permissions_by_default_are_invoke_on_the_profile_and_its_models_o
     for binary, res in functions.items():
         if binary != "resume":
             assert model_statements(res, conditions) == [], binary
+    # The conformance agent calls no model: no model permission at all.
+    conformance = conditions_for(template, Agent="conformance")
+    assert all(model_statements(res, conformance) == [] for res in functions.values())
+    # The model id is part of the ARNs: no wildcard can get in.
+    assert params_pattern_accepts(template, "ModelId", "anthropic.claude-haiku-4-5-20251001-v1:0")
+    assert not params_pattern_accepts(template, "ModelId", "*")
+    assert not params_pattern_accepts(template, "ModelId", "anthropic.*")
 
 
 def test_a_hosted_provider_reads_its_key_from_the_secret_and_only_the_resume_function_may(
@@ -963,6 +978,10 @@ def test_a_hosted_provider_reads_its_key_from_the_secret_and_only_the_resume_fun
     assert "ModelApiKeySecretArn" in repr(rule["Assertions"])
     assert params_pattern_accepts(template, "ModelApiKeySecretArn", arn)
     assert not params_pattern_accepts(template, "ModelApiKeySecretArn", "sk-the-key-itself")
+    # A partial ARN (no random suffix) would not match the policy's resource.
+    assert not params_pattern_accepts(
+        template, "ModelApiKeySecretArn",
+        "arn:aws:secretsmanager:us-east-1:123456789012:secret:harness-key")
 
 
 def params_pattern_accepts(template, name: str, value: str) -> bool:
@@ -971,11 +990,8 @@ def params_pattern_accepts(template, name: str, value: str) -> bool:
 
 # The front door's behaviours in order: (path pattern, origin).
 FRONT_DOOR_ROUTES = [
-    ("*:subscribe", "subscribe"),
-    ("/message:stream", "stream"), ("/*/message:stream", "stream"),
-    ("/message:send", "api"), ("/*/message:send", "api"),
-    ("/tasks", "api"), ("/tasks/*", "api"), ("/*/tasks", "api"), ("/*/tasks/*", "api"),
-    ("/extendedAgentCard", "api"), ("/*/extendedAgentCard", "api"),
+    ("*:subscribe", "subscribe"), ("*/message:stream", "stream"), ("*/message:send", "api"),
+    ("*/tasks", "api"), ("*/tasks/*", "api"), ("*/extendedAgentCard", "api"),
     ("/.well-known/*", "api"),
 ]
 ORIGIN_FUNCTION = {"stream": "send-streaming-message", "subscribe": "subscribe-to-task",
@@ -1081,6 +1097,10 @@ def test_every_streaming_route_behind_the_front_door_is_a_streaming_integration(
         assert set(b["AllowedMethods"]) == {"GET", "HEAD", "OPTIONS", "PUT", "PATCH", "POST",
                                             "DELETE"}
         assert b["ViewerProtocolPolicy"] == "https-only"
+    # A blocking JSON-RPC send answers before the front door gives up on its origin.
+    wait = functions["jsonrpc"]["Properties"]["Environment"]["Variables"][
+        "HARNESS_MAX_BLOCKING_WAIT_SECONDS"]
+    assert int(wait) < origins["jsonrpc"]["CustomOriginConfig"]["OriginReadTimeout"]
     # The SSE keep-alive comes well inside the origin read timeout.
     server = (ROOT / "common/src/server.rs").read_text()
     assert "KeepAlive::default()" in server  # axum's default interval: 15 s

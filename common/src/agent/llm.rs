@@ -506,7 +506,6 @@ impl LlmAgent {
     /// Runs the pending tool calls of the last answer, committing each result.
     async fn run_tools(&self, run: &mut TaskRun) -> Result<(), RunError> {
         for call in pending_calls(&run.record().agent) {
-            crate::metrics::record(crate::metrics::Event::ToolCall);
             let outcome = match self.tools.check(&call) {
                 Err(refused) => refused,
                 // A tool may be slow too: the lease is kept while it runs.
@@ -527,9 +526,11 @@ impl LlmAgent {
                         decider: self.decider.as_ref(),
                     };
                     intrinsics::call(&ctx, run, &call).await?;
+                    crate::metrics::record(crate::metrics::Event::ToolCall);
                     continue;
                 }
             };
+            crate::metrics::record(crate::metrics::Event::ToolCall);
             if outcome.is_error {
                 crate::metrics::record(crate::metrics::Event::ToolError);
             }

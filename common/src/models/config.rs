@@ -63,9 +63,14 @@ pub enum Credentials {
     /// The variable the model names (`api_key_env`), else the provider's default one.
     #[default]
     FromEnv,
-    /// A key the deployment read for this process (from AWS Secrets Manager), used by
-    /// every model that names no variable of its own.
-    Key(String),
+    /// A key the deployment read for this process (from AWS Secrets Manager) for the
+    /// default model: used by the models of that provider at that base URL which name no
+    /// variable of their own, and sent nowhere else.
+    Key {
+        provider: Provider,
+        base_url: Option<String>,
+        key: String,
+    },
     /// This process makes no model calls (a Lambda function that only answers requests):
     /// models are built without a key, and a call fails saying so.
     NoCalls,
@@ -75,7 +80,7 @@ impl std::fmt::Debug for Credentials {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             Credentials::FromEnv => "FromEnv",
-            Credentials::Key(_) => "Key([redacted])",
+            Credentials::Key { .. } => "Key([redacted])",
             Credentials::NoCalls => "NoCalls",
         })
     }
@@ -193,10 +198,18 @@ impl ModelCatalog {
                     self.choices().join(", ")
                 )
             })?;
-        spec.credentials = match (&self.credentials, &spec.api_key_env) {
-            // A model naming its own variable keeps it, whatever the deployment read.
-            (Credentials::Key(_), Some(_)) => Credentials::FromEnv,
-            (credentials, _) => credentials.clone(),
+        spec.credentials = match &self.credentials {
+            // A model naming its own variable keeps it, and another provider or endpoint
+            // never gets the key, whatever the deployment read.
+            Credentials::Key {
+                provider, base_url, ..
+            } if spec.api_key_env.is_some()
+                || spec.provider != *provider
+                || spec.base_url != *base_url =>
+            {
+                Credentials::FromEnv
+            }
+            credentials => credentials.clone(),
         };
         Ok(spec)
     }

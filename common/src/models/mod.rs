@@ -156,7 +156,7 @@ async fn build_unmetered(spec: &config::ModelSpec) -> Result<std::sync::Arc<dyn 
         return Ok(Arc::new(NoCalls));
     }
     let given = match &spec.credentials {
-        config::Credentials::Key(key) => Some(key.clone()),
+        config::Credentials::Key { key, .. } => Some(key.clone()),
         _ => None,
     };
     Ok(match spec.provider {
@@ -260,7 +260,11 @@ mod tests {
     #[tokio::test]
     async fn a_key_the_deployment_read_wins_over_the_default_variable_only() {
         let catalog = ModelCatalog {
-            credentials: config::Credentials::Key("sk-from-the-secret".into()),
+            credentials: config::Credentials::Key {
+                provider: config::Provider::Anthropic,
+                base_url: None,
+                key: "sk-from-the-secret".into(),
+            },
             ..ModelCatalog::default()
         };
         let mut spec = catalog.resolve("anthropic:claude-x").expect("inline");
@@ -275,6 +279,19 @@ mod tests {
         };
         let own = catalog.resolve("own").expect("configured");
         assert_eq!(own.credentials, config::Credentials::FromEnv);
+        // Nor does another provider, or the same one at another endpoint.
+        let other = catalog.resolve("openai:gpt-4.1-mini").expect("inline");
+        assert_eq!(other.credentials, config::Credentials::FromEnv);
+        let elsewhere = ModelCatalog {
+            models: vec![config::ModelSpec {
+                name: "proxy".into(),
+                base_url: Some("https://llm-proxy.example/v1".into()),
+                ..catalog.resolve("anthropic:claude-x").expect("inline")
+            }],
+            ..catalog.clone()
+        };
+        let proxied = elsewhere.resolve("proxy").expect("configured");
+        assert_eq!(proxied.credentials, config::Credentials::FromEnv);
         assert!(format!("{:?}", catalog.credentials).contains("redacted"));
     }
 

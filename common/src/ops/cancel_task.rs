@@ -15,6 +15,8 @@ pub async fn cancel_task(
     caller: &Caller,
 ) -> Result<Task, A2aError> {
     crate::a2a::validate::required_id(&req.id, "id")?;
+    let mut metadata = req.metadata.clone();
+    crate::redact::active().metadata(&mut metadata);
     loop {
         let rec = h.visible_task(&req.tenant, &req.id, caller).await?;
         h.permit(&rec, caller, Action::Cancel)?;
@@ -22,7 +24,7 @@ pub async fn cancel_task(
             return Err(A2aError::TaskNotCancelable { task_id: req.id });
         }
         let mut next = rec.clone();
-        let event = set_status(&mut next, TaskState::Canceled, None, req.metadata.clone());
+        let event = set_status(&mut next, TaskState::Canceled, None, metadata.clone());
         match h.store.commit(&next, rec.version, &[event], None).await {
             Ok(stored) => {
                 h.engine.wake_parents_logged(&stored).await;

@@ -92,14 +92,12 @@ pub async fn send_message(
     })
 }
 
-/// Longest a blocking send waits for a drive elsewhere without a deadline of its own.
-const LONGEST_WAIT: std::time::Duration = crate::engine::follow::MAX_STREAM;
 /// What a blocking send keeps of its function's time to answer in.
 const ANSWER_MARGIN: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The task `rec` once a drive elsewhere has left it terminal or interrupted, read from
 /// the store (every 250 ms, backing off to 2 s), with its last `history` messages; or as
-/// it is when [`LONGEST_WAIT`] or `deadline` (less the time to answer) comes first: the
+/// it is when `Config::blocking_wait` or `deadline` (less the time to answer) comes first: the
 /// client follows it from there.
 async fn settled_elsewhere(
     h: &Harness,
@@ -109,7 +107,7 @@ async fn settled_elsewhere(
 ) -> Result<TaskRecord, A2aError> {
     use crate::engine::follow::{POLL_MAX, POLL_MIN};
     let now = std::time::Instant::now();
-    let mut until = now + LONGEST_WAIT;
+    let mut until = now + h.config.blocking_wait;
     if let Some(d) = deadline {
         until = until.min(d.checked_sub(ANSWER_MARGIN).unwrap_or(now));
     }

@@ -116,6 +116,11 @@ struct Args {
     /// --push-allow-private-urls false blocks the rest. Repeatable or comma-separated.
     #[arg(long, env = "HARNESS_WEBHOOK_ALLOW", value_delimiter = ',')]
     webhook_allow: Vec<common::push::target::Cidr>,
+    /// Serve `/metrics` (Prometheus text format) on the listener. Default: on with `--auth
+    /// none`, off with `jwt` (the counts are every participant's: turn it on there only
+    /// where the listener is private).
+    #[arg(long, env = "HARNESS_METRICS", action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    metrics: Option<bool>,
     /// Extra credential patterns to redact at intake, in tool results and in logs, besides
     /// the built-in table (regular expressions; repeatable, or one per line in the
     /// variable).
@@ -182,7 +187,8 @@ async fn main() -> std::process::ExitCode {
 
 async fn run() -> Result<(), common::lambda::Error> {
     let args = Args::parse();
-    common::redact::install(common::redact::Redactor::with_extra(&args.redact_patterns)?);
+    let extra = args.redact_patterns.join("\n");
+    common::redact::install(common::redact::Redactor::from_env_value(Some(&extra))?);
     common::logs::init(args.log_format);
     // A workstation's AWS setup (profiles, SSO) for --table and Bedrock models.
     common::https::use_standard_chain();
@@ -220,6 +226,7 @@ async fn run() -> Result<(), common::lambda::Error> {
         required_extensions: args.required_extensions,
         max_body_bytes: args.max_body_bytes,
         rate_limit_per_minute: args.rate_limit_per_minute,
+        metrics_endpoint: args.metrics.unwrap_or(args.auth == AuthMode::None),
         push_notifications: args.push_notifications,
         push_key: match (args.push_key.clone(), &args.table) {
             _ if !args.push_notifications => None,

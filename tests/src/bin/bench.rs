@@ -656,10 +656,10 @@ async fn main() {
 
     if let Some((dir, names)) = &a.functions {
         println!();
-        println!("| Lambda function | stripped release binary (MB) | (MiB) |");
+        println!("| Lambda function | its `sam build` artifact, arm64 (MB) | (MiB) |");
         println!("|---|---|---|");
         for name in names {
-            // `cargo lambda build` leaves <dir>/<name>/bootstrap; cargo, <dir>/<name>.
+            // <dir>/<name>/bootstrap (sam build, linked by binary; cargo lambda); cargo, <dir>/<name>.
             let mut path = Path::new(dir).join(name);
             if path.is_dir() {
                 path.push("bootstrap");
