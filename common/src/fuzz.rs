@@ -200,7 +200,8 @@ pub fn rest_route(data: &[u8]) {
         ids.iter().all(|id| !id.is_empty()),
         "{path}: empty id in {route:?}"
     );
-    let trimmed = path.strip_prefix('/').unwrap_or(path);
+    // Leading slashes, doubled or not, are one (a base URL joined with `/message:send`).
+    let trimmed = path.trim_start_matches('/');
     let trimmed = trimmed.strip_suffix('/').unwrap_or(trimmed);
     let segments = trimmed.split('/').count();
     let expected = route_segments(&route) + usize::from(!tenant.is_empty());
