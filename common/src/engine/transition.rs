@@ -70,10 +70,10 @@ pub fn await_assignee(rec: &mut TaskRecord, goal: &str) {
     });
 }
 
-/// Adds a client message to the history of an existing task. A message that `continues`
-/// the task first moves the status message it answers into the history (as the
-/// reference SDK does), so the history stays chronological and `historyLength: 1` is the
-/// reply; a remark on a task that stays waiting leaves the question in the status.
+/// Adds a client message to the history of an existing task. With `continues` (a message
+/// that continues the task) the status message it answers first moves into the history
+/// (as the reference SDK does), so the history stays chronological and `historyLength: 1`
+/// is the reply; a remark on a task that stays waiting leaves the question in the status.
 pub fn accept_message(rec: &mut TaskRecord, message: &mut Message, continues: bool) {
     message.task_id = rec.task.id.clone();
     message.context_id = rec.task.context_id.clone();

@@ -597,7 +597,9 @@ async fn continue_task(
             true
         };
         // Before the status changes, so the question it answers precedes it in history.
-        accept_message(&mut next, &mut message, continues);
+        // Not yet for a help reply: with it, the 100-task chaos run on DynamoDB saw a
+        // resent reply refused as a new message under a used id (issue 20's note).
+        accept_message(&mut next, &mut message, continues && pending.is_none());
         let mut events = Vec::new();
         if continues && !runs {
             let outcome = agent_message(
