@@ -270,10 +270,11 @@ pub fn stdout_metrics() -> MetricsSink {
 
 /// Prints what this invocation recorded (the process serves one invocation at a time).
 pub fn emit_metrics(sink: &MetricsSink) {
-    let function =
-        std::env::var("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_else(|_| "tiny-harness".into());
+    static FUNCTION: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        std::env::var("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_else(|_| "tiny-harness".into())
+    });
     let now = chrono::Utc::now().timestamp_millis();
-    for line in crate::metrics::take_emf(METRICS_NAMESPACE, &function, now) {
+    for line in crate::metrics::take_emf(METRICS_NAMESPACE, &FUNCTION, now) {
         sink(&line);
     }
 }

@@ -18,10 +18,10 @@
 //! | `model_tokens_out` | counter | `model` | output (completion) tokens a model produced |
 //! | `tool_calls` | counter | | tool invocations |
 //! | `tool_errors` | counter | | tool invocations that failed |
-//! | `help_requests_asked` | counter | | help requests (input-required) asked of a client |
-//! | `help_requests_answered` | counter | | help requests a client answered |
+//! | `help_requests_asked` | counter | | help requests (input-required) asked of a participant |
+//! | `help_requests_answered` | counter | | help requests a participant answered |
 //! | `store_conflicts` | counter | | optimistic-concurrency conflicts in the task store |
-//! | `store_retries` | counter | | store operations retried (after a conflict or a throttle) |
+//! | `store_retries` | counter | | commits retried after a conflict, with a backoff (`engine::backoff`) |
 //! | `requests` | counter | `operation` | A2A requests, by operation (Prometheus only) |
 //! | `time_to_first_event_ms` | histogram | | milliseconds from a request to its first event |
 //!
@@ -176,10 +176,10 @@ impl Event {
             Event::TaskRejected => "Tasks that reached the rejected state.",
             Event::ToolCall => "Tool invocations.",
             Event::ToolError => "Tool invocations that failed.",
-            Event::HelpAsked => "Help requests asked of a client.",
-            Event::HelpAnswered => "Help requests a client answered.",
+            Event::HelpAsked => "Help requests asked of a participant.",
+            Event::HelpAnswered => "Help requests a participant answered.",
             Event::StoreConflict => "Optimistic-concurrency conflicts in the task store.",
-            Event::StoreRetry => "Task store operations retried.",
+            Event::StoreRetry => "Task store commits retried after a conflict, with a backoff.",
         }
     }
 }
@@ -646,38 +646,18 @@ mod tests {
             assert_eq!(sample(&s, &key), (i + 1) as f64, "{key}");
             assert!(text.contains(&format!("# TYPE harness_{} counter\n", event.name())));
         }
-        assert_eq!(
-            sample(&s, r#"harness_model_calls_total{model="claude"}"#),
-            2.0
-        );
-        assert_eq!(
-            sample(&s, r#"harness_model_calls_total{model="nova"}"#),
-            1.0
-        );
-        assert_eq!(
-            sample(&s, r#"harness_model_tokens_in_total{model="claude"}"#),
-            105.0
-        );
-        assert_eq!(
-            sample(&s, r#"harness_model_tokens_in_total{model="nova"}"#),
-            7.0
-        );
-        assert_eq!(
-            sample(&s, r#"harness_model_tokens_out_total{model="claude"}"#),
-            21.0
-        );
-        assert_eq!(
-            sample(&s, r#"harness_model_tokens_out_total{model="nova"}"#),
-            3.0
-        );
-        assert_eq!(
-            sample(&s, r#"harness_requests_total{operation="message/send"}"#),
-            2.0
-        );
-        assert_eq!(
-            sample(&s, r#"harness_requests_total{operation="tasks/get"}"#),
-            1.0
-        );
+        for (key, want) in [
+            (r#"harness_model_calls_total{model="claude"}"#, 2.0),
+            (r#"harness_model_calls_total{model="nova"}"#, 1.0),
+            (r#"harness_model_tokens_in_total{model="claude"}"#, 105.0),
+            (r#"harness_model_tokens_in_total{model="nova"}"#, 7.0),
+            (r#"harness_model_tokens_out_total{model="claude"}"#, 21.0),
+            (r#"harness_model_tokens_out_total{model="nova"}"#, 3.0),
+            (r#"harness_requests_total{operation="message/send"}"#, 2.0),
+            (r#"harness_requests_total{operation="tasks/get"}"#, 1.0),
+        ] {
+            assert_eq!(sample(&s, key), want, "{key}");
+        }
 
         assert!(text.contains("# TYPE harness_time_to_first_event_ms histogram\n"));
         assert_eq!(sample(&s, "harness_time_to_first_event_ms_count"), 3.0);

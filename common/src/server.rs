@@ -137,8 +137,10 @@ fn request_base(headers: &HeaderMap) -> String {
 }
 
 async fn agent_card(State(h): State<Arc<Harness>>, headers: HeaderMap) -> Response {
+    // No public URL: the card names the URL this request came to.
+    let from_request = h.config.public_url.is_empty();
     let derived;
-    let card = if h.config.public_url.is_empty() {
+    let card = if from_request {
         let config = crate::config::Config {
             public_url: request_base(&headers),
             ..h.config.clone()
@@ -152,11 +154,7 @@ async fn agent_card(State(h): State<Arc<Harness>>, headers: HeaderMap) -> Respon
         &h.card
     };
     // A card derived from the request's headers is that requester's: no shared cache.
-    let scope = if h.config.public_url.is_empty() {
-        "private"
-    } else {
-        "public"
-    };
+    let scope = if from_request { "private" } else { "public" };
     let cache = format!("{scope}, max-age={}", h.config.card_max_age.as_secs());
     let not_modified = headers
         .get(header::IF_NONE_MATCH)
@@ -167,9 +165,8 @@ async fn agent_card(State(h): State<Arc<Harness>>, headers: HeaderMap) -> Respon
         (header::ETAG, card.etag.clone()),
         (header::LAST_MODIFIED, card.last_modified.clone()),
     ];
-    if h.config.public_url.is_empty() {
-        // A card derived from the request's headers differs by them: no shared cache may
-        // hand one client's card to another.
+    if from_request {
+        // It differs by those headers: no cache may hand one client's card to another.
         common.push((
             header::VARY,
             "X-Forwarded-Host, X-Forwarded-Proto".to_owned(),

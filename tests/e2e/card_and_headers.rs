@@ -337,15 +337,7 @@ async fn requested_supported_extensions_are_echoed_and_unknown_ones_ignored() {
 async fn a_required_extension_must_be_requested() {
     let s = Server::start_with(&["--required-extensions", TASK_EXTENSION]).await;
     // The card says so, and is still served without any header.
-    let card: Value = s
-        .http
-        .get(s.endpoint(CARD))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let card = s.card().await;
     let ext = card["capabilities"]["extensions"]
         .as_array()
         .unwrap()

@@ -43,47 +43,26 @@ async fn metrics_count_a_completed_task_its_model_calls_and_tokens() {
         content_type(&resp)
     );
     let text = resp.text().await.unwrap();
-    assert_eq!(
-        sample(&text, "harness_tasks_created_total"),
-        Some(2.0),
-        "{text}"
-    );
-    assert_eq!(
-        sample(&text, "harness_tasks_completed_total"),
-        Some(2.0),
-        "{text}"
-    );
-    assert_eq!(
-        sample(&text, "harness_tasks_failed_total"),
-        Some(0.0),
-        "{text}"
-    );
     let model = script.model();
     let id = model.strip_prefix("scripted:").unwrap();
     let labelled = |name: &str| format!("{name}{{model=\"{id}\"}}");
-    assert_eq!(
-        sample(&text, &labelled("harness_model_calls_total")),
-        Some(2.0),
-        "{text}"
-    );
+    for (name, want) in [
+        ("harness_tasks_created_total".to_owned(), 2.0),
+        ("harness_tasks_completed_total".to_owned(), 2.0),
+        ("harness_tasks_failed_total".to_owned(), 0.0),
+        (labelled("harness_model_calls_total"), 2.0),
+        // "Release notes tidied." (21 bytes, 6 tokens) for each task.
+        (labelled("harness_model_tokens_out_total"), 12.0),
+        (
+            "harness_requests_total{operation=\"SendMessage\"}".to_owned(),
+            1.0,
+        ),
+        ("harness_time_to_first_event_ms_count".to_owned(), 1.0),
+    ] {
+        assert_eq!(sample(&text, &name), Some(want), "{name}: {text}");
+    }
     assert!(
         sample(&text, &labelled("harness_model_tokens_in_total")).unwrap() > 0.0,
-        "{text}"
-    );
-    // "Release notes tidied." (21 bytes, 6 tokens) for each task.
-    assert_eq!(
-        sample(&text, &labelled("harness_model_tokens_out_total")),
-        Some(12.0),
-        "{text}"
-    );
-    assert_eq!(
-        sample(&text, "harness_requests_total{operation=\"SendMessage\"}"),
-        Some(1.0),
-        "{text}"
-    );
-    assert_eq!(
-        sample(&text, "harness_time_to_first_event_ms_count"),
-        Some(1.0),
         "{text}"
     );
 }

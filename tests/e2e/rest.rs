@@ -44,15 +44,7 @@ async fn message_send_returns_the_completed_task() {
 #[tokio::test]
 async fn the_cards_url_joins_with_a_route_and_a_doubled_slash_still_routes() {
     let s = Server::start().await;
-    let card: Value = s
-        .http
-        .get(s.endpoint("/.well-known/agent-card.json"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let card = s.card().await;
     let urls: Vec<&str> = card["supportedInterfaces"]
         .as_array()
         .unwrap()

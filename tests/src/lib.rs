@@ -541,6 +541,18 @@ impl Server {
         task
     }
 
+    /// The agent card, as a client fetches it (no headers).
+    pub async fn card(&self) -> Value {
+        self.http
+            .get(self.endpoint("/.well-known/agent-card.json"))
+            .send()
+            .await
+            .expect("the card answers")
+            .json()
+            .await
+            .expect("the card is JSON")
+    }
+
     pub async fn get_task(&self, id: &str) -> Value {
         self.rpc_ok("GetTask", json!({"id": id})).await
     }
@@ -763,17 +775,7 @@ impl SseEvent {
 
     /// Which member of the StreamResponse oneof is set (panics unless exactly one).
     pub fn kind(&self) -> &str {
-        let sr = self
-            .stream_response()
-            .as_object()
-            .unwrap_or_else(|| panic!("event is not an object: {:?}", self.data));
-        assert_eq!(
-            sr.len(),
-            1,
-            "StreamResponse must have exactly one key: {:?}",
-            self.data
-        );
-        sr.keys().next().map(String::as_str).unwrap_or("")
+        stream_response_kind(self.stream_response())
     }
 
     /// The payload of the set member (`task`, `message`, `statusUpdate`, `artifactUpdate`).
@@ -789,6 +791,16 @@ impl SseEvent {
             _ => None,
         }
     }
+}
+
+/// Which member of a StreamResponse's oneof is set (panics unless exactly one): an SSE
+/// event's result or a webhook's body.
+pub fn stream_response_kind(sr: &Value) -> &str {
+    let members = sr
+        .as_object()
+        .unwrap_or_else(|| panic!("a StreamResponse is an object: {sr}"));
+    assert_eq!(members.len(), 1, "StreamResponse has exactly one key: {sr}");
+    members.keys().next().map(String::as_str).unwrap_or("")
 }
 
 /// Checks that `resp` is a 200 event stream; panics with the body otherwise.

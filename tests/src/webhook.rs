@@ -34,17 +34,7 @@ impl Received {
 
     /// The StreamResponse member the body sets (`statusUpdate`, `artifactUpdate`, …).
     pub fn kind(&self) -> &str {
-        let obj = self
-            .body
-            .as_object()
-            .unwrap_or_else(|| panic!("webhook body is not an object: {}", self.body));
-        assert_eq!(
-            obj.len(),
-            1,
-            "StreamResponse has exactly one key: {}",
-            self.body
-        );
-        obj.keys().next().map(String::as_str).unwrap_or("")
+        crate::stream_response_kind(&self.body)
     }
 
     pub fn state(&self) -> Option<&str> {
@@ -58,10 +48,10 @@ impl Received {
 pub struct Receiver {
     /// `http://127.0.0.1:PORT/hook`
     pub url: String,
-    pub log: Arc<Mutex<Vec<Received>>>,
+    log: Arc<Mutex<Vec<Received>>>,
     /// While set, requests are read and recorded (answered 0) but never answered.
     pub hold: Arc<AtomicBool>,
-    pub task: tokio::task::JoinHandle<()>,
+    task: tokio::task::JoinHandle<()>,
 }
 
 impl Drop for Receiver {

@@ -612,12 +612,12 @@ async fn continue_task(
                 Some(outcome),
                 None,
             ));
-        } else if let Some(pending) = pending.clone().filter(|_| continues) {
+        } else if let Some(pending) = pending.as_ref().filter(|_| continues) {
             next.agent.pending_help = None;
             next.agent.replies.push(Reply {
                 message_id: message.message_id.clone(),
                 participant_id: from.id.to_owned(),
-                question: pending.question,
+                question: pending.question.clone(),
             });
             events.push(set_status(&mut next, TaskState::Working, None, None));
         }
