@@ -439,6 +439,78 @@ async fn concurrent_replies_resume_once(backend: Backend) {
     assert_eq!(artifacts, 1, "one answer artifact");
 }
 
+#[tokio::test]
+async fn copies_of_one_reply_sent_at_once_are_each_answered_with_the_task_on_the_embedded_store() {
+    copies_of_one_reply(Backend::Embedded).await;
+}
+
+#[tokio::test]
+async fn copies_of_one_reply_sent_at_once_are_each_answered_with_the_task_on_dynamodb() {
+    copies_of_one_reply(Backend::DynamoDb).await;
+}
+
+/// A client that resends a reply it saw no answer to (a timeout, a dropped connection)
+/// may race its own first copy: every copy is answered with the task, none is refused as
+/// a new message under a used id, and the reply is taken once and stored once, chronological
+/// after the question it answers.
+async fn copies_of_one_reply(backend: Backend) {
+    const COPIES: u64 = 16;
+    let script = ask_alice_then_answer(200);
+    let Some(s) = llm_server_with(backend, &script, &[]).await else {
+        return;
+    };
+    let id = alice_is_asked(&s, 0).await;
+    let mid = unique("reply");
+    let reply = reply_message(&mid, &id, "Blue");
+    let answers: Vec<(u16, String)> = futures::stream::iter(0..COPIES)
+        .map(|n| {
+            let (s, reply) = (&s, reply.clone());
+            async move {
+                // Spread over the moment the first copy is stored, where a copy checked
+                // for a resend before it reads the task after it.
+                tokio::time::sleep(Duration::from_millis(n)).await;
+                rpc_raw_as(
+                    s,
+                    Some("alice"),
+                    &unique("req"),
+                    "SendMessage",
+                    json!({"message": reply}),
+                )
+                .await
+            }
+        })
+        .buffer_unordered(COPIES as usize)
+        .collect()
+        .await;
+    for (status, body) in &answers {
+        assert_eq!(*status, 200, "{body}");
+        let v: Value = serde_json::from_str(body).expect("JSON-RPC answer");
+        assert!(v.get("error").is_none(), "a copy was refused: {v}");
+        assert_eq!(v["result"]["task"]["id"], id.as_str(), "{v}");
+    }
+    let done = wait_for_state_as(&s, "alice", &id, "TASK_STATE_COMPLETED", WAIT).await;
+    assert_eq!(status_text(&done), ANSWER, "{done}");
+    let task = get_task_as(&s, "alice", &id).await;
+    let history: Vec<&str> = (task["history"].as_array().expect("history").iter())
+        .filter_map(|m| m["parts"][0]["text"].as_str())
+        .collect();
+    let question = "Which colour?\nOptions: red, blue";
+    assert_eq!(
+        history,
+        [format!("{FIRST} #0").as_str(), question, "Blue"],
+        "{task}"
+    );
+    let latest = rpc_ok_as(
+        &s,
+        Some("alice"),
+        "GetTask",
+        json!({"id": id, "historyLength": 1}),
+    )
+    .await;
+    assert_eq!(latest["history"][0]["messageId"], mid.as_str(), "{latest}");
+    assert_eq!(script.requests().len(), 2, "{}", script.log_text());
+}
+
 // --------------------------------------------------- 3. a drive killed in the middle of a step
 
 /// Turn 0 calls a tool at once; turn 1 is a slow step (3 s) that answers; turn 2 must

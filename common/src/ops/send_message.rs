@@ -514,8 +514,19 @@ async fn continue_task(
             .into());
         }
         // The agent knows a task's messages by id: someone else's message under an id the
-        // task holds could pass for it (a reply, or hide it from the model).
+        // task holds could pass for it (a reply, or hide it from the model). The sender's
+        // own, stored by a copy that raced this one past the dedupe check, is a resend.
         if (current.task.history.iter()).any(|m| m.message_id == message.message_id) {
+            if let Some(task_id) = (h.store)
+                .message_task(tenant, from.id, &message.message_id)
+                .await?
+            {
+                return Err(StoreError::DuplicateMessage {
+                    message_id: message.message_id.clone(),
+                    task_id,
+                }
+                .into());
+            }
             return Err(A2aError::invalid_field(
                 "message.messageId",
                 format!(
@@ -597,9 +608,7 @@ async fn continue_task(
             true
         };
         // Before the status changes, so the question it answers precedes it in history.
-        // Not yet for a help reply: with it, the 100-task chaos run on DynamoDB saw a
-        // resent reply refused as a new message under a used id (issue 20's note).
-        accept_message(&mut next, &mut message, continues && pending.is_none());
+        accept_message(&mut next, &mut message, continues);
         let mut events = Vec::new();
         if continues && !runs {
             let outcome = agent_message(
