@@ -30,13 +30,20 @@ pub fn dynamo_config() -> Option<aws_sdk_dynamodb::config::Builder> {
 }
 
 /// The table `template.yaml` deploys: its `Properties` as JSON, which `tests/run`
-/// extracts into the file named by `HARNESS_TEST_TABLE_DEFINITION`.
+/// extracts into the file named by `HARNESS_TEST_TABLE_DEFINITION`; without its stream,
+/// which no test here reads and which DynamoDB Local makes every later write pay for
+/// (`harness_e2e::fresh_table` says how much).
 pub fn template_table() -> serde_json::Value {
     let path = std::env::var("HARNESS_TEST_TABLE_DEFINITION").expect(
         "HARNESS_TEST_TABLE_DEFINITION names the table definition taken from template.yaml",
     );
     let text = std::fs::read_to_string(&path).expect("table definition file");
-    serde_json::from_str(&text).expect("table definition is JSON")
+    let mut table: serde_json::Value =
+        serde_json::from_str(&text).expect("table definition is JSON");
+    table
+        .as_object_mut()
+        .map(|t| t.remove("StreamSpecification"));
+    table
 }
 
 /// A new table named uniquely, created from the deployed definition.
