@@ -490,6 +490,73 @@ async fn list_tasks_costs_the_same_in_a_tenant_of_5000_as_in_a_tenant_of_5() {
     let _ = client.delete_table().table_name(&table).send().await;
 }
 
+/// Issue 21, must-show 5: "waiting on me" reads what waits on the caller, not everything
+/// they take part in: carol is on 300 tasks, 2 of which wait on her; ListTasks with
+/// `waitingOnMe` answers those 2 with a COUNT and a Query of her waiting partition and
+/// one BatchGetItem of their heads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiting_on_me_reads_only_what_waits() {
+    use futures::StreamExt;
+    let Some((recorder, client, table)) = recorded_table().await else {
+        return;
+    };
+    let store = Arc::new(DynamoStore::new(client.clone(), table.clone()));
+    let h = Harness::new(store.clone(), common::agent::conformance(), with_push_key())
+        .expect("harness");
+    let creates = (0..300).map(|i| {
+        let store = store.clone();
+        async move {
+            let mut rec = listed_task("t", "carol", i);
+            if i % 150 == 7 {
+                let mut question = Message {
+                    message_id: format!("q-{i}"),
+                    role: Role::Agent,
+                    parts: vec![Part::text("Which colour?")],
+                    ..Default::default()
+                };
+                common::channels::address_to(&mut question, "carol");
+                if let Some(status) = rec.task.status.as_mut() {
+                    status.state = TaskState::InputRequired;
+                    status.message = Some(question);
+                }
+            }
+            store.create_task(&rec, &[], None).await.map(|_| ())
+        }
+    });
+    let created: Vec<_> = futures::stream::iter(creates)
+        .buffer_unordered(32)
+        .collect()
+        .await;
+    assert!(created.iter().all(Result::is_ok), "tasks created");
+    recorder.take();
+
+    let request = ListTasksRequest {
+        tenant: "t".into(),
+        waiting_on_me: Some(true),
+        ..Default::default()
+    };
+    let page = match execute(&h, Call::ListTasks(request), &Caller::named("carol")).await {
+        Ok(Answer::Json(v)) => serde_json::from_str::<Value>(v.get()).expect("JSON"),
+        other => panic!("{:?}", other.err()),
+    };
+    let ids: Vec<&str> = (page["tasks"].as_array().into_iter().flatten())
+        .filter_map(|t| t["id"].as_str())
+        .collect();
+    assert_eq!(ids, ["t-00157", "t-00007"], "{page}");
+    assert_eq!(page["totalSize"], 2, "{page}");
+    let sent = recorder.take();
+    for query in sent.iter().filter_map(|s| s.query.as_deref()) {
+        assert!(
+            query.contains("WAITING#t#carol"),
+            "a Query outside what waits: {query}"
+        );
+    }
+    let operations: Vec<&str> = sent.iter().map(|s| s.operation.as_str()).collect();
+    // The COUNT, the page, and one BatchGetItem of the two heads (recorded as `other`).
+    assert_eq!(operations, ["Query", "Query", "other"], "{sent:?}");
+    let _ = client.delete_table().table_name(&table).send().await;
+}
+
 /// Issue 19: a subscription to a task where nothing happens reads its log less and less
 /// often (250 ms, doubling to 2 s), not every 250 ms: in a Lambda function, where no
 /// writer signals it, each read is a Query.

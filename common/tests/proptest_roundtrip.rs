@@ -458,10 +458,11 @@ prop_compose! {
         history_length in opt_i32(),
         status_timestamp_after in prop::option::of(timestamp()),
         include_artifacts in prop::option::of(any::<bool>()),
+        waiting_on_me in prop::option::of(any::<bool>()),
     ) -> ListTasksRequest {
         ListTasksRequest {
             tenant, context_id, status, page_size, page_token, history_length,
-            status_timestamp_after, include_artifacts,
+            status_timestamp_after, include_artifacts, waiting_on_me,
         }
     }
 }

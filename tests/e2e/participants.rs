@@ -159,7 +159,8 @@ fn assert_question(task_id: &str, context_id: &str, message: &Value) -> String {
                 {"data": {"channel_id": task_id, "sender": AGENT_ID, "kind": "help_request",
                           "text": QUESTION, "parts": [], "in_reply_to": null},
                  "mediaType": CHANNEL_MEDIA_TYPE}
-            ]
+            ],
+            "metadata": {"addressee": "alice"}
         }),
         "the question's status message"
     );

@@ -105,7 +105,8 @@ async fn logged_updates(s: &Server, id: &str, after: Option<u64>) -> Vec<Value> 
         .await
         .expect("read the task's event log")
         .into_iter()
-        .filter(|e| e.event.status_update.is_some() || e.event.artifact_update.is_some())
+        // Everything but the task snapshot: status and artifact updates, members' messages.
+        .filter(|e| e.event.task.is_none())
         .map(|e| serde_json::to_value(&e.event).expect("event as JSON"))
         .collect()
 }

@@ -137,7 +137,7 @@ fn query_object(query: Option<&str>) -> Result<Map<String, Value>, A2aError> {
             "historylength" | "pagesize" => Value::from(v.trim().parse::<i64>().map_err(|_| {
                 A2aError::invalid_field(k.to_string(), format!("{k} must be an integer, not {v:?}"))
             })?),
-            "includeartifacts" => match v.trim() {
+            "includeartifacts" | "waitingonme" => match v.trim() {
                 "true" | "1" => Value::Bool(true),
                 "false" | "0" | "" => Value::Bool(false),
                 _ => {

@@ -488,6 +488,10 @@ pub struct ListTasksRequest {
     pub status_timestamp_after: Option<Timestamp>,
     #[serde(alias = "include_artifacts", skip_serializing_if = "Option::is_none")]
     pub include_artifacts: Option<bool>,
+    /// This harness's filter beyond the proto (participants and channels): only the tasks
+    /// waiting on the caller, their open help requests and the sub-tasks assigned to them.
+    #[serde(alias = "waiting_on_me", skip_serializing_if = "Option::is_none")]
+    pub waiting_on_me: Option<bool>,
 }
 
 /// A page of tasks. Every key is always printed, even when empty or zero.

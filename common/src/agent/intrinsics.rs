@@ -179,7 +179,7 @@ async fn ask(run: &mut TaskRun, call: &ToolCall, a: AskArgs) -> Result<(), RunEr
     run.apply(|rec| {
         rec.agent.conversation.push(result.clone());
         rec.agent.pending_help = Some(request.clone());
-        let question = Message {
+        let mut question = Message {
             message_id: request.message_id.clone(),
             context_id: rec.task.context_id.clone(),
             task_id: rec.task.id.clone(),
@@ -187,6 +187,7 @@ async fn ask(run: &mut TaskRun, call: &ToolCall, a: AskArgs) -> Result<(), RunEr
             parts: request.status_parts(&rec.task.id, &sender),
             ..Default::default()
         };
+        crate::channels::address_to(&mut question, &request.participant_id);
         vec![set_status(
             rec,
             TaskState::InputRequired,

@@ -27,6 +27,24 @@ pub const NOT_A_PARTICIPANT: &str = "not a participant";
 /// Longest participant id accepted.
 pub const MAX_ID_LEN: usize = 256;
 
+/// The message metadata key naming whom a message from the harness is addressed to: the
+/// participant a help request asks, the assignee a sub-task waits on. The channel part's
+/// schema is closed, so the addressee travels beside it, in the message's metadata.
+pub const ADDRESSEE_KEY: &str = "addressee";
+
+/// Whom a message is addressed to ([`ADDRESSEE_KEY`]), if anyone.
+pub fn addressee(message: &Message) -> Option<&str> {
+    (message.metadata.as_ref()?.get(ADDRESSEE_KEY)?.as_str()).filter(|s| !s.is_empty())
+}
+
+/// Addresses `message` to `participant`.
+pub fn address_to(message: &mut Message, participant: &str) {
+    message
+        .metadata
+        .get_or_insert_with(Default::default)
+        .insert(ADDRESSEE_KEY.into(), participant.into());
+}
+
 /// The participant a message names in its metadata, if any (an empty string is none).
 pub fn asserted(message: &Message) -> Option<&str> {
     message

@@ -60,9 +60,12 @@ pub fn created(rec: &TaskRecord) -> StreamResponse {
 }
 
 /// A task assigned to a participant other than the harness waits for them from the
-/// start: INPUT_REQUIRED, with its goal as the status message.
+/// start: INPUT_REQUIRED, with its goal as the status message, addressed to them.
 pub fn await_assignee(rec: &mut TaskRecord, goal: &str) {
-    let message = agent_message(&rec.task, vec![Part::text(goal)]);
+    let mut message = agent_message(&rec.task, vec![Part::text(goal)]);
+    if let Some(assignee) = rec.ext().as_ref().and_then(|e| e.assignee()) {
+        crate::channels::address_to(&mut message, &assignee.id);
+    }
     rec.task.status = Some(TaskStatus {
         state: TaskState::InputRequired,
         message: Some(message),

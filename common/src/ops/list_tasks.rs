@@ -50,6 +50,7 @@ pub async fn list_tasks(
         context_id: (!req.context_id.is_empty()).then(|| req.context_id.clone()),
         state: (req.status != TaskState::Unspecified).then_some(req.status),
         status_after: req.status_timestamp_after,
+        waiting: req.waiting_on_me.unwrap_or(false),
         page_size,
         cursor: if req.page_token.is_empty() {
             None

@@ -630,6 +630,12 @@ async fn continue_task(
             });
             events.push(set_status(&mut next, TaskState::Working, None, None));
         }
+        if events.is_empty() && (!continues || !current.state().is_interrupted()) {
+            // A message that changes no state (a remark, or a word to a task already
+            // working): its own event is how the other members' streams and webhooks see
+            // it. One that resumes a waiting task shows as the status update it causes.
+            events.push(StreamResponse::message(message.clone()));
+        }
         let mut runnable = continues;
         let completed_for_parent = runnable && !runs;
         if completed_for_parent {

@@ -221,8 +221,8 @@ impl Notifier {
             }
             for logged in events {
                 let update = &logged.event;
-                if update.status_update.is_none() && update.artifact_update.is_none() {
-                    // The task snapshot and messages are not updates; only the cursor moves.
+                if update.task.is_some() {
+                    // The task snapshot is not an update; only the cursor moves.
                     record.delivered = logged.seq;
                     continue;
                 }

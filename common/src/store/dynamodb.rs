@@ -263,6 +263,24 @@ fn member_sk(participant: &str) -> String {
     format!("MEMBER#{}", key_part(participant))
 }
 
+/// The listing index's partition of the tasks waiting on one participant in one tenant:
+/// only those, so a "waiting on me" query reads nothing else.
+fn waiting_pk(tenant: &str, participant: &str) -> String {
+    format!("WAITING#{}#{}", key_part(tenant), key_part(participant))
+}
+
+fn waiting_sk(participant: &str) -> String {
+    format!("WAITING#{}", key_part(participant))
+}
+
+/// A waiting task's item in the listing index for the member it waits on.
+fn waiting_item(rec: &TaskRecord, participant: &str) -> Item {
+    let mut item = member_item(rec, participant, None);
+    item.insert("sk".into(), s(waiting_sk(participant)));
+    item.insert("gsi1pk".into(), s(waiting_pk(&rec.tenant, participant)));
+    item
+}
+
 /// A task's item in the listing index for one of its members.
 fn member_item(rec: &TaskRecord, participant: &str, expires: Option<&AttributeValue>) -> Item {
     let id = &rec.task.id;
@@ -920,15 +938,35 @@ impl DynamoStore {
                 .map_err(corrupt)?;
             writes.push(TransactWriteItem::builder().put(put).build());
         }
+        let delete = |sk: String| -> Result<TransactWriteItem, StoreError> {
+            let delete = Delete::builder()
+                .table_name(&self.table)
+                .key("pk", s(task_pk(&rec.task.id)))
+                .key("sk", s(sk))
+                .build()
+                .map_err(corrupt)?;
+            Ok(TransactWriteItem::builder().delete(delete).build())
+        };
         for p in was.iter().flat_map(|w| &w.members).filter(listed) {
             if !now.members.contains(p) {
-                let delete = Delete::builder()
+                writes.push(delete(member_sk(p))?);
+            }
+        }
+        // The member it waits on: again when it sorts differently, gone when it waits no more.
+        let waited = was.and_then(|w| w.waiting.as_ref());
+        if let Some(p) = now.waiting.as_ref().filter(listed) {
+            if moved || waited != Some(p) {
+                let put = Put::builder()
                     .table_name(&self.table)
-                    .key("pk", s(task_pk(&rec.task.id)))
-                    .key("sk", s(member_sk(p)))
+                    .set_item(Some(waiting_item(rec, p)))
                     .build()
                     .map_err(corrupt)?;
-                writes.push(TransactWriteItem::builder().delete(delete).build());
+                writes.push(TransactWriteItem::builder().put(put).build());
+            }
+        }
+        if let Some(p) = waited.filter(listed) {
+            if now.waiting.as_ref() != Some(p) {
+                writes.push(delete(waiting_sk(p))?);
             }
         }
         Ok(writes)
@@ -1370,7 +1408,17 @@ impl Store for DynamoStore {
     }
 
     async fn list_tasks(&self, q: &TaskQuery) -> Result<TaskPage, StoreError> {
-        let partition = listing_pk(&q.tenant, &q.participant);
+        let (partition, sort) = if q.waiting {
+            (
+                waiting_pk(&q.tenant, &q.participant),
+                waiting_sk(&q.participant),
+            )
+        } else {
+            (
+                listing_pk(&q.tenant, &q.participant),
+                member_sk(&q.participant),
+            )
+        };
         let mut filters = Vec::new();
         let mut values: Item = HashMap::from([(":m".to_owned(), s(&partition))]);
         let mut names = HashMap::new();
@@ -1428,6 +1476,7 @@ impl Store for DynamoStore {
                 && q.state.is_none_or(|st| st == rec.state())
                 && q.status_after
                     .is_none_or(|a| rec.status_millis() >= a.millis())
+                && (!q.waiting || rec.waiting_on().as_ref() == Some(&q.participant))
         };
         let want = Want::view(q.history, q.artifacts);
         let mut tasks = Vec::new();
@@ -1437,7 +1486,7 @@ impl Store for DynamoStore {
         let mut start = q.cursor.as_ref().map(|c| {
             HashMap::from([
                 ("pk".to_owned(), s(task_pk(&c.task_id))),
-                ("sk".to_owned(), s(member_sk(&q.participant))),
+                ("sk".to_owned(), s(&sort)),
                 ("gsi1pk".to_owned(), s(&partition)),
                 (
                     "gsi1sk".to_owned(),

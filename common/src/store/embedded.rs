@@ -148,6 +148,7 @@ fn migrate(conn: &Connection) -> Result<(), StoreError> {
                  task_id TEXT NOT NULL,
                  context_id TEXT NOT NULL,
                  state INTEGER NOT NULL,
+                 waiting INTEGER NOT NULL DEFAULT 0,
                  PRIMARY KEY (tenant, participant, status_ms, task_id)
              ) WITHOUT ROWID;
              CREATE INDEX task_members_by_task ON task_members (task_id);",
@@ -178,10 +179,32 @@ fn migrate(conn: &Connection) -> Result<(), StoreError> {
                     .collect(),
                 status_ms,
                 state,
+                waiting: None,
             };
             list_members(conn, &id, &tenant, &context_id, &listing)?;
         }
     }
+    // "Waiting on me" (a listing row of the member a task waits on), added after the
+    // table: no task written before it names an addressee, so nothing waits yet.
+    let waiting: i64 = conn
+        .query_row(
+            "SELECT COUNT(*) FROM pragma_table_info('task_members') WHERE name = 'waiting'",
+            [],
+            |r| r.get(0),
+        )
+        .map_err(backend)?;
+    if waiting == 0 {
+        conn.execute_batch(
+            "ALTER TABLE task_members ADD COLUMN waiting INTEGER NOT NULL DEFAULT 0",
+        )
+        .map_err(backend)?;
+    }
+    // Only the rows that wait: a query for them reads nothing else.
+    conn.execute_batch(
+        "CREATE INDEX IF NOT EXISTS task_members_waiting
+             ON task_members (tenant, participant, status_ms, task_id) WHERE waiting = 1",
+    )
+    .map_err(backend)?;
     // Messages were keyed by (tenant, messageId) before they were the sender's own: the
     // rows move to `inbound` under the sender their metadata names.
     let old_messages: i64 = conn
@@ -736,8 +759,8 @@ fn list_members(
         .map_err(backend)?;
     let mut insert = conn
         .prepare_cached(
-            "INSERT INTO task_members (tenant, participant, status_ms, task_id, context_id, state)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            "INSERT INTO task_members (tenant, participant, status_ms, task_id, context_id, state, waiting)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         )
         .map_err(backend)?;
     for p in &listing.members {
@@ -748,7 +771,8 @@ fn list_members(
                 listing.status_ms,
                 id,
                 context_id,
-                listing.state
+                listing.state,
+                listing.waiting.as_ref() == Some(p),
             ])
             .map_err(backend)?;
     }
@@ -935,6 +959,9 @@ impl Store for EmbeddedStore {
             if let Some(after) = q.status_after {
                 args.push(after.millis().into());
                 filter += &format!(" AND m.status_ms >= ?{}", args.len());
+            }
+            if q.waiting {
+                filter += " AND m.waiting = 1";
             }
             let total: i64 = conn
                 .query_row(

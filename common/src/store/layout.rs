@@ -114,6 +114,8 @@ pub struct Listing {
     pub members: Vec<String>,
     pub status_ms: i64,
     pub state: i32,
+    /// The member the task waits on, listed as "waiting on me" for them.
+    pub waiting: Option<String>,
 }
 
 impl Listing {
@@ -122,6 +124,7 @@ impl Listing {
             members: rec.members(),
             status_ms: rec.status_millis(),
             state: rec.state().number(),
+            waiting: rec.waiting_on(),
         }
     }
 }

@@ -100,6 +100,14 @@ impl TaskRecord {
         crate::ext::task::participant_ids(&self.task)
     }
 
+    /// The member this task waits on: the addressee its INPUT_REQUIRED status message
+    /// names (a help request's participant, a sub-task's assignee), if one of its members.
+    pub fn waiting_on(&self) -> Option<String> {
+        let status = (self.task.status.as_ref()).filter(|s| s.state == TaskState::InputRequired)?;
+        let addressee = crate::channels::addressee(status.message.as_ref()?)?;
+        self.members().into_iter().find(|m| m == addressee)
+    }
+
     /// The record as created with `events` (seq 0 onwards): version 1.
     pub fn created(&self, events: usize) -> TaskRecord {
         TaskRecord {
@@ -207,6 +215,9 @@ pub struct TaskQuery {
     pub context_id: Option<String>,
     pub state: Option<TaskState>,
     pub status_after: Option<Timestamp>,
+    /// Only tasks waiting on the participant ([`TaskRecord::waiting_on`]), read through an
+    /// index of those alone.
+    pub waiting: bool,
     pub page_size: usize,
     pub cursor: Option<Cursor>,
     /// Each task's last this many messages (all when None), as in [`Store::load_view`].
