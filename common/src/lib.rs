@@ -25,3 +25,4 @@ pub mod secret_file;
 pub mod secrets;
 pub mod server;
 pub mod store;
+pub mod ui;

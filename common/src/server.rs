@@ -73,6 +73,10 @@ pub fn router(h: Arc<Harness>, endpoint: Endpoint) -> Router {
         // The local server's metrics; a Lambda function prints its own (EMF) instead.
         router = router.route(METRICS_PATH, get(metrics));
     }
+    if endpoint.card() {
+        // The inbox is static, like the card: the same function serves both on AWS.
+        router = router.merge(crate::ui::routes(&h.config.auth));
+    }
     router
         .fallback(
             move |State(h): State<Arc<Harness>>, req: Request| async move {

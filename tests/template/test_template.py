@@ -50,7 +50,9 @@ BUFFERED = {
     "delete-push-config": [("DELETE", "/tasks/{id}/pushNotificationConfigs/{configId}")],
     "get-extended-agent-card": [("GET", "/extendedAgentCard")],
 }
-UNTENANTED = {"agent-card": [("GET", "/.well-known/agent-card.json")]}
+# The agent-card function also serves the web inbox's static assets.
+UNTENANTED = {"agent-card": [("GET", "/.well-known/agent-card.json"), ("GET", "/ui"),
+                             ("GET", "/ui/{asset+}")]}
 STREAMING = {"send-streaming-message", "subscribe-to-task", "jsonrpc"}
 # Invoked by AWS, not by clients: no HTTP route, no Function URL.
 EVENT_FUNCTIONS = {"resume", "sweeper", "notifier"}
@@ -355,7 +357,7 @@ def test_streaming_functions_use_a_function_url(binary, template, functions):
 
 def test_no_two_routes_collide(template, functions):
     # api_routes refuses a route declared twice.
-    assert len(api_routes(template)) == 2 * len(BUFFERED) + len(UNTENANTED)
+    assert len(api_routes(template)) == 2 * len(BUFFERED) + sum(map(len, UNTENANTED.values()))
 
 
 def test_event_functions_have_no_http_entry(template, functions):
@@ -992,7 +994,7 @@ def params_pattern_accepts(template, name: str, value: str) -> bool:
 FRONT_DOOR_ROUTES = [
     ("*:subscribe", "subscribe"), ("*/message:stream", "stream"), ("*/message:send", "api"),
     ("*/tasks", "api"), ("*/tasks/*", "api"), ("*/extendedAgentCard", "api"),
-    ("/.well-known/*", "api"),
+    ("/.well-known/*", "api"), ("/ui*", "api"),
 ]
 ORIGIN_FUNCTION = {"stream": "send-streaming-message", "subscribe": "subscribe-to-task",
                    "jsonrpc": "jsonrpc"}
@@ -1060,6 +1062,7 @@ def test_every_a2a_route_goes_through_the_front_door_to_its_function(template, f
     # Every HTTP API route is reachable through the door, by the origin that serves it.
     for (method, path), (binary, _) in api_routes(template).items():
         concrete = path.replace("{tenant}", "acme").replace("{id}", "abc") \
+            .replace("{asset+}", "app.js") \
             .replace("{configId}", "c1")
         assert route_of(template, concrete) == "api", (method, path)
 

@@ -1,0 +1,610 @@
+// The inbox: a person's view of the tasks they take part in, over this harness's own A2A
+// API (JSON-RPC, SSE for the open task). Everything a task holds is untrusted: it reaches
+// the page only as text nodes (textContent) or as elements built here, never as HTML.
+//
+// Identity: in `none` mode the participant id the person picks is sent as
+// X-Participant-Id and kept in sessionStorage (this tab only) so a reload keeps it; in
+// `jwt` mode the token is kept in memory only, never in a URL or storage, so a reload
+// asks for it again.
+
+const CHANNEL = 'application/vnd.tiny-harness.channel+json';
+const EVENT = 'application/vnd.tiny-harness.event+json';
+const TASK_KEY = 'io.github.madarauchiha-314.tiny-harness/task';
+const COMMANDS = 'https://madarauchiha-314.github.io/tiny-harness/a2a/ext/commands/v1';
+const TERMINAL = ['TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STATE_CANCELED', 'TASK_STATE_REJECTED'];
+const INTERRUPTED = ['TASK_STATE_INPUT_REQUIRED', 'TASK_STATE_AUTH_REQUIRED'];
+const LIST_EVERY_MS = 2000;
+
+const $ = (id) => document.getElementById(id);
+const state = { who: null, token: null, tokenMode: false, claim: null, rpcPath: '/', commands: [], open: null, stream: null, seq: 0, listTimer: null };
+
+/// An element with text content only; children appended in order.
+function el(tag, text, cls) {
+  const e = document.createElement(tag);
+  if (text !== undefined && text !== null) e.textContent = String(text);
+  if (cls) e.className = cls;
+  return e;
+}
+
+function showError(e) {
+  const box = $('error');
+  box.textContent = e ? `Something went wrong: ${e.message || e}` : '';
+  box.hidden = !e;
+}
+
+function headers(extra) {
+  const h = { 'Content-Type': 'application/json', 'A2A-Version': '1.0', ...extra };
+  if (state.tokenMode) h.Authorization = `Bearer ${state.token}`;
+  else h['X-Participant-Id'] = state.who;
+  return h;
+}
+
+async function rpc(method, params) {
+  const body = JSON.stringify({ jsonrpc: '2.0', id: ++state.seq, method, params });
+  let res;
+  try {
+    res = await fetch(state.rpcPath, { method: 'POST', headers: headers(), body });
+  } catch (e) {
+    throw new Error(`the harness could not be reached (${e.message})`);
+  }
+  const text = await res.text();
+  let answer;
+  try {
+    answer = JSON.parse(text);
+  } catch {
+    throw new Error(`the harness answered HTTP ${res.status}: ${text.slice(0, 200)}`);
+  }
+  if (answer.error) throw new Error(answer.error.message || `error ${answer.error.code}`);
+  if (!res.ok) throw new Error(`the harness answered HTTP ${res.status}`);
+  return answer.result;
+}
+
+// ------------------------------------------------------------------ safe markdown
+
+/// A link target that cannot run script: http(s) and mailto only.
+function safeHref(href) {
+  try {
+    const u = new URL(href, location.href);
+    return ['http:', 'https:', 'mailto:'].includes(u.protocol) ? u.href : null;
+  } catch {
+    return null;
+  }
+}
+
+/// Inline markdown (`code`, **strong**, *em*, [text](url)) as nodes appended to `parent`.
+function inline(parent, text) {
+  const re = /(`[^`]+`)|(\*\*[^*]+\*\*)|(\*[^*]+\*)|(\[[^\]]+\]\([^)\s]+\))/g;
+  let last = 0;
+  for (const m of text.matchAll(re)) {
+    if (m.index > last) parent.append(text.slice(last, m.index));
+    const t = m[0];
+    if (m[1]) parent.append(el('code', t.slice(1, -1)));
+    else if (m[2]) parent.append(el('strong', t.slice(2, -2)));
+    else if (m[3]) parent.append(el('em', t.slice(1, -1)));
+    else {
+      const [, label, href] = t.match(/^\[([^\]]+)\]\(([^)\s]+)\)$/);
+      const safe = safeHref(href);
+      if (safe) {
+        const a = el('a', label);
+        a.href = safe;
+        a.rel = 'noopener noreferrer nofollow';
+        a.target = '_blank';
+        parent.append(a);
+      } else {
+        parent.append(t);
+      }
+    }
+    last = m.index + t.length;
+  }
+  if (last < text.length) parent.append(text.slice(last));
+}
+
+/// Markdown blocks (headings, lists, fenced code, paragraphs) as a fragment of elements.
+function markdown(text) {
+  const out = document.createDocumentFragment();
+  const lines = String(text).split('\n');
+  let list = null;
+  let para = [];
+  const flush = () => {
+    if (para.length) {
+      const p = el('p');
+      inline(p, para.join(' '));
+      out.append(p);
+      para = [];
+    }
+  };
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i];
+    if (line.startsWith('```')) {
+      flush();
+      list = null;
+      const code = [];
+      for (i++; i < lines.length && !lines[i].startsWith('```'); i++) code.push(lines[i]);
+      out.append(el('pre', code.join('\n')));
+      continue;
+    }
+    const heading = line.match(/^(#{1,4})\s+(.*)$/);
+    const item = line.match(/^\s*(?:[-*]|\d+\.)\s+(.*)$/);
+    if (heading) {
+      flush();
+      list = null;
+      const h = el(`h${Math.min(heading[1].length + 3, 6)}`);
+      inline(h, heading[2]);
+      out.append(h);
+    } else if (item) {
+      flush();
+      if (!list) {
+        list = el(/^\s*\d/.test(line) ? 'ol' : 'ul');
+        out.append(list);
+      }
+      const li = el('li');
+      inline(li, item[1]);
+      list.append(li);
+    } else if (!line.trim()) {
+      flush();
+      list = null;
+    } else {
+      list = null;
+      para.push(line);
+    }
+  }
+  flush();
+  return out;
+}
+
+// ------------------------------------------------------------------ parts and messages
+
+function channelOf(message) {
+  const part = (message.parts || []).find((p) => p.mediaType === CHANNEL && p.data);
+  return part ? part.data : null;
+}
+
+/// Who said it: the participant it names, else its channel part's sender, else (for the
+/// agent's own words) the task's assignee.
+function senderOf(message, ext) {
+  const meta = message.metadata || {};
+  if (meta.participant_id) return meta.participant_id;
+  const ch = channelOf(message);
+  if (ch && ch.sender) return ch.sender;
+  const assignee = ((ext && ext.participants) || []).find((p) => p.role === 'assignee');
+  return message.role === 'ROLE_AGENT' && assignee ? assignee.id : 'someone';
+}
+
+/// A file part as a download link (its bytes, or its URL when http(s)).
+function fileLink(part) {
+  const name = part.filename || 'file';
+  const a = el('a', `Download ${name}`);
+  if (part.raw) {
+    const bytes = Uint8Array.from(atob(part.raw), (c) => c.charCodeAt(0));
+    a.href = URL.createObjectURL(new Blob([bytes], { type: 'application/octet-stream' }));
+    a.download = name;
+  } else {
+    const safe = safeHref(part.url);
+    if (!safe) return el('span', `${name} (not downloadable: ${part.url})`);
+    a.href = safe;
+    a.rel = 'noopener noreferrer nofollow';
+  }
+  return a;
+}
+
+function renderParts(parts, into) {
+  for (const part of parts || []) {
+    if (typeof part.text === 'string') {
+      const block = el('div', null, 'text');
+      block.append(markdown(part.text));
+      into.append(block);
+    } else if (part.raw !== undefined || part.url !== undefined) {
+      into.append(fileLink(part));
+    } else if (part.data !== undefined) {
+      if (part.mediaType === CHANNEL || part.mediaType === EVENT) continue;
+      into.append(el('pre', JSON.stringify(part.data, null, 2)));
+    }
+  }
+}
+
+function renderMessage(message, ext, extraClass) {
+  const li = el('li', null, `msg ${extraClass || ''}`);
+  const head = el('div');
+  head.append(el('span', senderOf(message, ext), 'who'));
+  const ch = channelOf(message);
+  if (ch && ch.kind && ch.kind !== 'message') head.append(el('span', ch.kind.replace('_', ' '), 'kind'));
+  const to = message.metadata && message.metadata.addressee;
+  if (to) head.append(el('span', `to ${to}`, 'kind'));
+  li.append(head);
+  renderParts(message.parts, li);
+  return li;
+}
+
+// ------------------------------------------------------------------ the task list
+
+function waitingOnMe(task) {
+  const msg = task.status && task.status.message;
+  return task.status && task.status.state === 'TASK_STATE_INPUT_REQUIRED' && msg && msg.metadata && msg.metadata.addressee === state.who;
+}
+
+function extOf(task) {
+  return (task.metadata && task.metadata[TASK_KEY]) || {};
+}
+
+function shortState(task) {
+  return (task.status ? task.status.state : 'TASK_STATE_UNSPECIFIED').replace('TASK_STATE_', '').replace('_', ' ').toLowerCase();
+}
+
+async function refreshList() {
+  const [waiting, all] = await Promise.all([
+    rpc('ListTasks', { waitingOnMe: true, pageSize: 100, historyLength: 0 }),
+    rpc('ListTasks', { pageSize: 100, historyLength: 0 }),
+  ]);
+  const first = waiting.tasks || [];
+  const seen = new Set(first.map((t) => t.id));
+  const rest = (all.tasks || []).filter((t) => !seen.has(t.id));
+  const list = $('task-list');
+  list.replaceChildren();
+  for (const task of [...first, ...rest]) {
+    const li = el('li');
+    li.dataset.taskId = task.id;
+    if (seen.has(task.id)) li.classList.add('waiting');
+    if (state.open === task.id) li.classList.add('open');
+    const b = el('button');
+    b.type = 'button';
+    b.append(el('span', extOf(task).name || task.id));
+    if (seen.has(task.id)) b.append(el('span', 'Waiting on you', 'badge'));
+    b.append(el('span', shortState(task), 'state'));
+    b.addEventListener('click', () => openTask(task.id).catch(showError));
+    li.append(b);
+    list.append(li);
+  }
+  $('no-tasks').hidden = first.length + rest.length > 0;
+}
+
+function startListing() {
+  clearTimeout(state.listTimer);
+  const tick = async () => {
+    try {
+      await refreshList();
+    } catch (e) {
+      showError(e);
+    }
+    state.listTimer = setTimeout(tick, LIST_EVERY_MS);
+  };
+  tick();
+}
+
+// ------------------------------------------------------------------ one task
+
+async function renderTask(task) {
+  const ext = extOf(task);
+  $('detail-heading').textContent = ext.name || task.id;
+  $('task-state').textContent = `State: ${shortState(task)}`;
+  $('task-goal').replaceChildren(markdown(ext.goal || ''));
+  const criteria = $('task-criteria');
+  criteria.replaceChildren(...(ext.acceptance_criteria || []).map((c) => el('li', `${c.met ? '✔' : '○'} ${c.text}`)));
+  $('task-people').replaceChildren(...(ext.participants || []).map((p) => el('li', `${p.display_name || p.id} (${p.role}${p.kind === 'agent' ? ', agent' : ''})${p.id === state.who ? ' — you' : ''}`)));
+
+  const convo = $('conversation');
+  convo.replaceChildren(...(task.history || []).map((m) => renderMessage(m, ext)));
+  const status = task.status || {};
+  if (status.message) convo.append(renderMessage(status.message, ext, waitingOnMe(task) ? 'question' : 'current'));
+
+  const asking = waitingOnMe(task);
+  $('ask').hidden = !asking;
+  if (asking) {
+    const q = $('ask-question');
+    q.replaceChildren();
+    renderParts(status.message.parts, q);
+    $('answer').dataset.inReplyTo = status.message.messageId;
+  }
+
+  const subs = $('subtasks');
+  subs.replaceChildren();
+  for (const ref of ext.sub_tasks || []) {
+    const li = el('li');
+    const b = el('button', ref.task_id);
+    b.type = 'button';
+    b.addEventListener('click', () => openTask(ref.task_id).catch(showError));
+    li.append(b);
+    subs.append(li);
+    rpc('GetTask', { id: ref.task_id, historyLength: 0 })
+      .then((t) => {
+        b.textContent = `${extOf(t).name || t.id}: ${shortState(t)}`;
+      })
+      .catch(() => li.append(el('span', ' (not visible to you)', 'state')));
+  }
+  if (!(ext.sub_tasks || []).length) subs.append(el('li', 'None.', 'state'));
+
+  const arts = $('artifacts');
+  arts.replaceChildren();
+  for (const a of task.artifacts || []) {
+    const li = el('li');
+    li.append(el('div', a.name || a.artifactId, 'who'));
+    renderParts(a.parts, li);
+    arts.append(li);
+  }
+  if (!(task.artifacts || []).length) arts.append(el('li', 'None.', 'state'));
+  $('cancel').hidden = TERMINAL.includes(status.state);
+}
+
+async function loadTask(id) {
+  const task = await rpc('GetTask', { id });
+  if (state.open === id) await renderTask(task);
+  return task;
+}
+
+/// Follows the open task: SubscribeToTask over SSE; every event reloads the task (so the
+/// page shows exactly what GetTask does), until the task ends or another is opened. A
+/// stream closes when the task waits on someone (an interrupted state): until it moves
+/// on, the task is read again every few seconds, then followed again.
+async function follow(id) {
+  if (state.stream) state.stream.abort();
+  const ctrl = new AbortController();
+  state.stream = ctrl;
+  await stream(id, ctrl);
+  while (state.stream === ctrl && state.open === id) {
+    const task = await loadTask(id);
+    const now = task.status && task.status.state;
+    if (TERMINAL.includes(now)) return;
+    if (!INTERRUPTED.includes(now)) return follow(id);
+    await new Promise((done) => setTimeout(done, LIST_EVERY_MS));
+  }
+}
+
+async function stream(id, ctrl) {
+  const body = JSON.stringify({ jsonrpc: '2.0', id: ++state.seq, method: 'SubscribeToTask', params: { id } });
+  try {
+    const res = await fetch(state.rpcPath, { method: 'POST', headers: headers({ Accept: 'text/event-stream' }), body, signal: ctrl.signal });
+    if (!res.ok || !res.body) return;
+    const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+    let buffer = '';
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buffer += value;
+      let cut;
+      while ((cut = buffer.indexOf('\n\n')) >= 0) {
+        buffer = buffer.slice(cut + 2);
+        if (state.open === id) await loadTask(id);
+      }
+    }
+  } catch (e) {
+    if (e.name !== 'AbortError') showError(e);
+  }
+}
+
+async function openTask(id) {
+  showError(null);
+  state.open = id;
+  $('start').hidden = true;
+  $('pick').hidden = true;
+  $('task').hidden = false;
+  for (const li of $('task-list').children) li.classList.toggle('open', li.dataset.taskId === id);
+  const task = await loadTask(id);
+  if (!TERMINAL.includes(task.status && task.status.state)) follow(id).catch(showError);
+}
+
+async function send(parts, extra) {
+  const message = { messageId: crypto.randomUUID(), role: 'ROLE_USER', parts, ...extra };
+  return rpc('SendMessage', { message, configuration: { returnImmediately: true } });
+}
+
+// ------------------------------------------------------------------ commands
+
+function commandsFor(text) {
+  if (!text.startsWith('/') || text.includes(' ') || text.includes('\n')) return [];
+  const typed = text.slice(1);
+  return state.commands.filter((c) => c.name.startsWith(typed));
+}
+
+function showCommands() {
+  const box = $('say-text');
+  const list = $('commands');
+  const matches = commandsFor(box.value);
+  list.replaceChildren(...matches.map((c, i) => {
+    const li = el('li', `/${c.name} ${c.argument_hint || ''} — ${c.description}`);
+    li.id = `command-${i}`;
+    li.setAttribute('role', 'option');
+    li.setAttribute('aria-selected', i === 0 ? 'true' : 'false');
+    li.dataset.name = c.name;
+    li.addEventListener('mousedown', (e) => {
+      e.preventDefault();
+      complete(c.name);
+    });
+    return li;
+  }));
+  list.hidden = matches.length === 0;
+  box.setAttribute('aria-expanded', String(matches.length > 0));
+  box.setAttribute('aria-activedescendant', matches.length ? 'command-0' : '');
+}
+
+function complete(name) {
+  const box = $('say-text');
+  box.value = `/${name} `;
+  $('commands').hidden = true;
+  box.setAttribute('aria-expanded', 'false');
+  box.focus();
+}
+
+function moveSelection(step) {
+  const items = [...$('commands').children];
+  if (!items.length) return;
+  let at = items.findIndex((li) => li.getAttribute('aria-selected') === 'true');
+  at = (at + step + items.length) % items.length;
+  items.forEach((li, i) => li.setAttribute('aria-selected', String(i === at)));
+  $('say-text').setAttribute('aria-activedescendant', items[at].id);
+}
+
+// ------------------------------------------------------------------ wiring
+
+/// The participant a token names (its `claim`), read without verifying it: the page only
+/// needs to know who "me" is; the harness verifies the token on every request.
+function claimOf(token, claim) {
+  try {
+    const payload = token.split('.')[1].replace(/-/g, '+').replace(/_/g, '/');
+    const value = JSON.parse(atob(payload))[claim];
+    return typeof value === 'string' && value ? value : null;
+  } catch {
+    return null;
+  }
+}
+
+function parseParticipants(text) {
+  const roles = ['assignee', 'reporter', 'watcher', 'admin'];
+  return text.split('\n').map((l) => l.trim()).filter(Boolean).map((line) => {
+    const [id, role, kind] = line.split(/\s+/);
+    if (!roles.includes(role)) throw new Error(`"${line}": the role must be one of ${roles.join(', ')}`);
+    return { id, role, kind: kind === 'agent' ? 'agent' : 'human' };
+  });
+}
+
+async function signedIn() {
+  $('sign-in').hidden = true;
+  $('app').hidden = false;
+  $('sign-out').hidden = false;
+  $('pick').hidden = false;
+  $('whoami').textContent = `You are ${state.who}`;
+  startListing();
+}
+
+async function main() {
+  let card;
+  try {
+    const res = await fetch('/.well-known/agent-card.json');
+    card = await res.json();
+  } catch (e) {
+    showError(new Error(`the agent card could not be read (${e.message})`));
+    return;
+  }
+  const rpcIface = (card.supportedInterfaces || []).find((i) => i.protocolBinding === 'JSONRPC');
+  if (rpcIface) state.rpcPath = new URL(rpcIface.url).pathname || '/';
+  const ext = ((card.capabilities || {}).extensions || []).find((e) => e.uri === COMMANDS);
+  state.commands = (ext && ext.params && ext.params.commands) || [];
+  const settings = await (await fetch('settings.json')).json();
+  state.tokenMode = settings.auth === 'jwt';
+  state.claim = settings.participant_claim;
+  $('participant-label').hidden = state.tokenMode;
+  $('token-label').hidden = !state.tokenMode;
+  $('sign-in-help').textContent = state.tokenMode
+    ? 'This harness verifies who you are: paste your token. It is kept in this page only; a reload asks again.'
+    : 'This harness runs without sign-in (local mode): your participant id is taken as given.';
+  document.title = `Inbox — ${card.name || 'harness'}`;
+
+  $('sign-in').addEventListener('submit', (e) => {
+    e.preventDefault();
+    if (state.tokenMode) {
+      state.token = $('token').value.trim();
+      state.who = claimOf(state.token, state.claim);
+      if (!state.who) {
+        showError(new Error(`that is not a token with a "${state.claim}" claim`));
+        return;
+      }
+    } else {
+      state.who = $('participant').value.trim();
+      sessionStorage.setItem('participant', state.who);
+    }
+    if (!state.token && !state.who) return;
+    signedIn().catch(showError);
+  });
+  $('sign-out').addEventListener('click', () => {
+    sessionStorage.removeItem('participant');
+    state.token = null;
+    location.reload();
+  });
+  $('new-task').addEventListener('click', () => {
+    state.open = null;
+    if (state.stream) state.stream.abort();
+    $('task').hidden = true;
+    $('pick').hidden = true;
+    $('start').hidden = false;
+    $('start-name').focus();
+  });
+  $('start-cancel').addEventListener('click', () => {
+    $('start').hidden = true;
+    $('pick').hidden = false;
+  });
+  $('start').addEventListener('submit', async (e) => {
+    e.preventDefault();
+    showError(null);
+    try {
+      const goal = $('start-goal').value.trim();
+      const payload = {
+        name: $('start-name').value.trim(),
+        goal,
+        acceptance_criteria: $('start-criteria').value.split('\n').map((t) => t.trim()).filter(Boolean).map((text) => ({ text })),
+        participants: parseParticipants($('start-participants').value),
+      };
+      const answer = await send([{ text: goal }, { mediaType: EVENT, data: { kind: 'task', payload } }]);
+      const task = answer.task;
+      $('start').reset();
+      await refreshList();
+      if (task) await openTask(task.id);
+    } catch (err) {
+      showError(err);
+    }
+  });
+  $('answer').addEventListener('submit', async (e) => {
+    e.preventDefault();
+    showError(null);
+    const text = $('answer-text').value.trim();
+    const id = state.open;
+    const reply = { channel_id: id, sender: state.who, kind: 'help_reply', text, in_reply_to: e.target.dataset.inReplyTo };
+    try {
+      await send([{ text }, { mediaType: CHANNEL, data: reply }], { taskId: id });
+      $('answer-text').value = '';
+      await loadTask(id);
+      follow(id).catch(showError);
+    } catch (err) {
+      showError(err);
+    }
+  });
+  $('say').addEventListener('submit', async (e) => {
+    e.preventDefault();
+    showError(null);
+    const id = state.open;
+    try {
+      await send([{ text: $('say-text').value }], { taskId: id });
+      $('say-text').value = '';
+      showCommands();
+      await loadTask(id);
+      follow(id).catch(showError);
+    } catch (err) {
+      showError(err);
+    }
+  });
+  const box = $('say-text');
+  box.addEventListener('input', showCommands);
+  box.addEventListener('keydown', (e) => {
+    const open = !$('commands').hidden;
+    if (open && (e.key === 'ArrowDown' || e.key === 'ArrowUp')) {
+      e.preventDefault();
+      moveSelection(e.key === 'ArrowDown' ? 1 : -1);
+    } else if (open && (e.key === 'Enter' || e.key === 'Tab')) {
+      e.preventDefault();
+      const chosen = [...$('commands').children].find((li) => li.getAttribute('aria-selected') === 'true');
+      if (chosen) complete(chosen.dataset.name);
+    } else if (open && e.key === 'Escape') {
+      $('commands').hidden = true;
+    } else if (e.key === 'Enter' && !e.shiftKey) {
+      e.preventDefault();
+      $('say').requestSubmit();
+    }
+  });
+  $('cancel').addEventListener('click', async () => {
+    showError(null);
+    try {
+      await rpc('CancelTask', { id: state.open });
+      await loadTask(state.open);
+    } catch (err) {
+      showError(err);
+    }
+  });
+
+  const remembered = sessionStorage.getItem('participant');
+  if (!state.tokenMode && remembered) {
+    state.who = remembered;
+    await signedIn();
+  } else {
+    $('sign-in').hidden = false;
+    (state.tokenMode ? $('token') : $('participant')).focus();
+  }
+}
+
+main().catch(showError);

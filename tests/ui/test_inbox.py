@@ -1,0 +1,206 @@
+"""The web inbox in headless Chromium (Debian's package, driven by Playwright).
+
+harness-local runs the LLM agent on the scripted model, which asks bob a question and
+then finishes. alice and bob each have their own browser context (their own tab
+storage), as two people on two machines would.
+
+1. alice starts a task in her inbox; the model asks bob; bob's inbox shows the task
+   first, marked as waiting on him, without a reload; bob answers in the page; alice sees
+   the task complete, live; typing `/` offers the card's commands.
+2. Markup in a task (its name, its goal, a message) renders as text: the DOM holds no
+   element it would have made, and no script it carried ran.
+
+A screenshot of each step goes to $HARNESS_UI_ARTIFACTS (default: a temporary folder,
+printed).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.request
+
+from pathlib import Path
+
+import pytest
+
+from playwright.sync_api import Page, expect, sync_playwright
+
+
+CHROMIUM = os.environ.get('HARNESS_CHROMIUM', '/usr/bin/chromium')
+WAIT_MS = 15_000
+QUESTION = 'Which colour should the shed be?'
+ANSWER = 'Painted it blue.'
+INJECTIONS = [
+    '<img src=x onerror="window.__pwned=1">',
+    '<script>window.__pwned=1</script>',
+    '"><svg onload="window.__pwned=1">',
+    '[click me](javascript:window.__pwned=1)',
+    '<a href="javascript:window.__pwned=1">x</a>',
+    '<iframe srcdoc="<script>parent.__pwned=1</script>"></iframe>',
+]
+
+
+def binary() -> Path:
+    if os.environ.get('HARNESS_BIN'):
+        return Path(os.environ['HARNESS_BIN'])
+    target = os.environ.get('CARGO_TARGET_DIR') or str(Path.home() / '.cache' / 'harness' / 'target')
+    return Path(target) / 'debug' / 'harness-local'
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope='module')
+def artifacts() -> Path:
+    path = Path(os.environ.get('HARNESS_UI_ARTIFACTS') or tempfile.mkdtemp(prefix='harness-ui-'))
+    path.mkdir(parents=True, exist_ok=True)
+    print(f'screenshots in {path}')
+    return path
+
+
+@pytest.fixture(scope='module')
+def harness():
+    work = Path(tempfile.mkdtemp(prefix='harness-ui-'))
+    script = work / 'script.json'
+    script.write_text(json.dumps({'turns': [
+        {'tool_calls': [{'name': 'ask_participant', 'arguments': {
+            'participant_id': 'bob', 'question': QUESTION}}]},
+        {'text': ANSWER},
+    ]}))
+    port = free_port()
+    log = open(work / 'server.log', 'wb')  # noqa: SIM115 - closed below
+    proc = subprocess.Popen(
+        [str(binary()), '--listen', f'127.0.0.1:{port}', '--state-dir', str(work / 'state'),
+         '--agent', 'llm', '--model', f'scripted:{script}'],
+        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        env={k: v for k, v in os.environ.items() if not k.startswith('HARNESS_')},
+    )
+    url = f'http://127.0.0.1:{port}'
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            urllib.request.urlopen(f'{url}/.well-known/agent-card.json', timeout=2)
+            break
+        except OSError:
+            if time.monotonic() > deadline or proc.poll() is not None:
+                proc.kill()
+                pytest.fail((work / 'server.log').read_text(errors='replace'))
+            time.sleep(0.1)
+    yield url
+    proc.kill()
+    proc.wait()
+    log.close()
+
+
+@pytest.fixture(scope='module')
+def browser():
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM)
+        yield b
+        b.close()
+
+
+def person(browser, harness: str, who: str) -> Page:
+    """A signed-in inbox for `who`, failing the test on any dialog or page error."""
+    page = browser.new_context().new_page()
+    page.on('dialog', lambda d: pytest.fail(f'a dialog opened: {d.message}'))
+    page.on('pageerror', lambda e: pytest.fail(f'the page threw: {e}'))
+    page.goto(f'{harness}/ui/')
+    page.get_by_label('Participant id').fill(who)
+    page.get_by_role('button', name='Open my inbox').click()
+    expect(page.locator('#whoami')).to_have_text(f'You are {who}')
+    return page
+
+
+def start_task(page: Page, name: str, goal: str, participants: str) -> None:
+    page.get_by_role('button', name='New task').click()
+    page.get_by_label('Name').fill(name)
+    page.get_by_label('Goal').fill(goal)
+    page.get_by_label('Acceptance criteria, one a line').fill('The shed is one colour')
+    page.get_by_label('Participants, one a line', exact=False).fill(participants)
+    page.get_by_role('button', name='Start').click()
+    expect(page.locator('#detail-heading')).to_have_text(name, timeout=WAIT_MS)
+
+
+def test_alice_asks_through_the_model_and_bob_answers_in_his_inbox(browser, harness, artifacts):
+    alice = person(browser, harness, 'alice')
+    bob = person(browser, harness, 'bob')
+    bob.screenshot(path=artifacts / '1-bob-empty-inbox.png')
+
+    start_task(alice, 'Paint the shed', 'Paint the garden shed', 'bob watcher')
+    expect(alice.locator('#task-state')).to_have_text('State: input required', timeout=WAIT_MS)
+    alice.screenshot(path=artifacts / '2-alice-started.png')
+
+    # bob's inbox shows it first, marked, with no reload.
+    first = bob.locator('#task-list li').first
+    expect(first).to_have_class('waiting', timeout=WAIT_MS)
+    expect(first).to_contain_text('Paint the shed')
+    expect(first).to_contain_text('Waiting on you')
+    bob.screenshot(path=artifacts / '3-bob-waiting-on-him.png')
+
+    first.get_by_role('button').click()
+    expect(bob.locator('#ask')).to_be_visible(timeout=WAIT_MS)
+    expect(bob.locator('#ask-question')).to_contain_text(QUESTION)
+    bob.get_by_label('Your answer').fill('Blue')
+    bob.screenshot(path=artifacts / '4-bob-answers.png')
+    bob.get_by_role('button', name='Answer').click()
+
+    # alice's open page follows the task to its end.
+    expect(alice.locator('#task-state')).to_have_text('State: completed', timeout=WAIT_MS)
+    expect(alice.locator('#conversation')).to_contain_text('Blue')
+    expect(alice.locator('#conversation')).to_contain_text(ANSWER)
+    alice.screenshot(path=artifacts / '5-alice-sees-it-complete.png')
+    expect(bob.locator('#ask')).to_be_hidden(timeout=WAIT_MS)
+
+    # `/` offers the commands the card lists.
+    card = json.load(urllib.request.urlopen(f'{harness}/.well-known/agent-card.json'))
+    ext = next(e for e in card['capabilities']['extensions'] if e['uri'].endswith('/commands/v1'))
+    names = [c['name'] for c in ext['params']['commands']]
+    assert names, card
+    box = alice.get_by_label('Message (type / for commands)')
+    box.fill('')
+    box.press_sequentially('/')
+    options = alice.get_by_role('option')
+    expect(options).to_have_count(len(names))
+    assert [o.split(' ')[0] for o in options.all_inner_texts()] == [f'/{n}' for n in names]
+    alice.screenshot(path=artifacts / '6-commands.png')
+    box.press('Enter')
+    expect(box).to_have_value(f'/{names[0]} ')
+
+
+def test_markup_from_a_task_renders_as_text_and_runs_nothing(browser, harness, artifacts):
+    alice = person(browser, harness, 'alice')
+    name = INJECTIONS[0]
+    start_task(alice, name, '\n\n'.join(INJECTIONS), 'bob watcher')
+    box = alice.get_by_label('Message (type / for commands)')
+    for text in INJECTIONS[1:]:
+        box.fill(text)
+        alice.get_by_role('button', name='Send').click()
+        expect(alice.locator('#conversation')).to_contain_text(text, timeout=WAIT_MS)
+    alice.screenshot(path=artifacts / '7-markup-as-text.png')
+
+    expect(alice.locator('#detail-heading')).to_have_text(name)
+    task = alice.locator('#task')
+    for tag in ['img', 'script', 'svg', 'iframe']:
+        expect(task.locator(tag)).to_have_count(0)
+    hrefs = task.locator('a').evaluate_all('as => as.map(a => a.href)')
+    assert not [h for h in hrefs if not h.startswith(('http:', 'https:', 'mailto:', 'blob:'))], hrefs
+    assert alice.evaluate('window.__pwned') is None
+    # And the list shows the name as text too.
+    expect(alice.locator('#task-list')).to_contain_text(name)
+    assert alice.locator('#task-list img').count() == 0
+
+
+def test_the_page_forbids_inline_script(harness):
+    with urllib.request.urlopen(f'{harness}/ui/') as resp:
+        policy = resp.headers['Content-Security-Policy']
+    assert "script-src 'self'" in policy and 'unsafe-inline' not in policy, policy
+    assert "default-src 'none'" in policy, policy
