@@ -72,6 +72,8 @@ pub struct Config {
     /// Address ranges webhooks may reach although they are private or special-purpose
     /// (one internal receiver, while the SSRF protection blocks the rest).
     pub webhook_allow: Vec<crate::push::target::Cidr>,
+    /// The participants' personal channels ([`crate::channels::personal`]): a TOML file.
+    pub personal_channels: Option<std::path::PathBuf>,
     /// Timeout of one webhook request.
     pub push_timeout: Duration,
     /// How a request's participant is known: self-asserted (`none`) or from a verified
@@ -117,6 +119,7 @@ impl Default for Config {
             push_in_process: true,
             push_allow_private_urls: false,
             webhook_allow: Vec::new(),
+            personal_channels: None,
             push_timeout: Duration::from_secs(10),
             auth: crate::auth::Auth::None,
             agent_id: DEFAULT_AGENT_ID.into(),

@@ -113,6 +113,7 @@ pub fn config_from_env() -> Result<Config, Error> {
             })
             .transpose()?
             .unwrap_or_default(),
+        personal_channels: var("HARNESS_PERSONAL_CHANNELS").map(Into::into),
         agent_id: checked_id("HARNESS_AGENT_ID")?.unwrap_or(defaults.agent_id),
         lease_ttl: Duration::from_secs(parse(
             "HARNESS_LEASE_SECONDS",

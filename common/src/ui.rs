@@ -1,7 +1,8 @@
-//! The web inbox at `/ui`: three static assets compiled into the binary (no CDN, no build
-//! step) and a small settings document the page reads (which identity mode, and in `jwt`
-//! mode the claim that names the participant). The page speaks this harness's own A2A API;
-//! nothing here reads or writes a task.
+//! The web inbox at `/ui`: static assets compiled into the binary (no CDN, no build step)
+//! and a small settings document the page reads (which identity mode, and in `jwt` mode
+//! the claim that names the participant). The page speaks this harness's own A2A API.
+//! Besides it, the answer page of a personal channel's link (`/ui/answer`), whose POST is
+//! the one route here that writes: a help reply, as the link's participant.
 //!
 //! Every answer carries a Content-Security-Policy that allows scripts and styles from
 //! this origin only (no inline script, no eval), connections to this origin only, no
@@ -13,13 +14,24 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::State;
+
+use crate::a2a::{Message, Part, Role, SendMessageConfiguration, SendMessageRequest, TaskState};
 use crate::auth::Auth;
+use crate::channels::personal::ANSWER_PATH;
+use crate::ext::channel::{ChannelKind, ChannelMessage};
+use crate::ops::{Caller, Harness};
 
 pub const PATH: &str = "/ui";
 
 const INDEX: &str = include_str!("../ui/index.html");
 const SCRIPT: &str = include_str!("../ui/app.js");
 const STYLE: &str = include_str!("../ui/app.css");
+const ANSWER_PAGE: &str = include_str!("../ui/answer.html");
+const ANSWER_SCRIPT: &str = include_str!("../ui/answer.js");
 
 pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; \
      style-src 'self'; connect-src 'self'; img-src 'self' data: blob:; \
@@ -57,10 +69,109 @@ fn settings(auth: &Auth) -> serde_json::Value {
     }
 }
 
+/// Longest answer a link takes, in bytes.
+pub const MAX_ANSWER_BYTES: usize = 16 * 1024;
+
+#[derive(serde::Deserialize)]
+struct AnswerBody {
+    token: String,
+    text: String,
+}
+
+fn refusal(status: StatusCode, why: &str) -> Response {
+    (status, axum::Json(serde_json::json!({"error": why}))).into_response()
+}
+
+/// A personal channel's answer link, used: the token proves who answers which request (no
+/// other identity is asked for), and only while that request is the one the task waits
+/// on, so a link answers once. The answer goes in as that participant's `help_reply`,
+/// under a message id of the request's own, so two submits of one link are one answer.
+async fn answer(State(h): State<Arc<Harness>>, body: Bytes) -> Response {
+    let Some(personal) = h.engine.personal() else {
+        return refusal(StatusCode::NOT_FOUND, "no personal channels here");
+    };
+    let Ok(body) = serde_json::from_slice::<AnswerBody>(&body) else {
+        return refusal(
+            StatusCode::BAD_REQUEST,
+            "expected {\"token\": ..., \"text\": ...}",
+        );
+    };
+    let text = body.text.trim();
+    if text.is_empty() || text.len() > MAX_ANSWER_BYTES {
+        return refusal(
+            StatusCode::BAD_REQUEST,
+            &format!("an answer is 1 to {MAX_ANSWER_BYTES} bytes of text"),
+        );
+    }
+    let now = crate::engine::lease::now_ms() / 1000;
+    let claim = match personal.links().verify(&body.token, now) {
+        Ok(claim) => claim,
+        Err(e) => return refusal(StatusCode::FORBIDDEN, &e.to_string()),
+    };
+    let open = match h.store.load_task(&claim.task_id).await {
+        Ok(Some(rec)) => {
+            rec.state() == TaskState::InputRequired
+                && (rec.agent.pending_help.as_ref()).is_some_and(|p| {
+                    p.message_id == claim.request_id && p.participant_id == claim.participant
+                })
+        }
+        Ok(None) => false,
+        Err(e) => return refusal(StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
+    };
+    if !open {
+        return refusal(
+            StatusCode::CONFLICT,
+            "this question was already answered or is no longer open",
+        );
+    }
+    let reply = ChannelMessage {
+        in_reply_to: Some(claim.request_id.clone()),
+        ..ChannelMessage::new(
+            &claim.task_id,
+            &claim.participant,
+            ChannelKind::HelpReply,
+            text,
+        )
+    };
+    let mut message = Message {
+        message_id: format!("answer:{}", claim.request_id),
+        task_id: claim.task_id.clone(),
+        role: Role::User,
+        parts: vec![Part::text(text), reply.part()],
+        ..Default::default()
+    };
+    crate::channels::assert_sender(&mut message, &claim.participant);
+    let request = SendMessageRequest {
+        message: Some(message),
+        configuration: Some(SendMessageConfiguration {
+            return_immediately: true,
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let caller = Caller {
+        participant: Some(claim.participant.clone()),
+        verified: true,
+        ..Default::default()
+    };
+    match crate::ops::send_message::send_message(&h, request, &caller).await {
+        Ok(_) => axum::Json(serde_json::json!({"answered": claim.task_id})).into_response(),
+        Err(e) => refusal(StatusCode::BAD_REQUEST, &e.to_string()),
+    }
+}
+
 /// The inbox's routes; `auth` is the harness's identity mode.
-pub fn routes<S: Clone + Send + Sync + 'static>(auth: &Auth) -> Router<S> {
+pub fn routes(auth: &Auth) -> Router<Arc<Harness>> {
     let settings = settings(auth).to_string();
     Router::new()
+        .route(
+            ANSWER_PATH,
+            get(|| async { asset("text/html; charset=utf-8", ANSWER_PAGE) }).post(answer),
+        )
+        .route(
+            "/ui/answer.js",
+            get(|| async { asset("text/javascript; charset=utf-8", ANSWER_SCRIPT) }),
+        )
         .route(
             PATH,
             get(|| async { axum::response::Redirect::permanent("/ui/") }),

@@ -9,6 +9,7 @@
 
 pub mod help;
 pub mod permissions;
+pub mod personal;
 pub mod subtask;
 
 use crate::a2a::{Message, Part};

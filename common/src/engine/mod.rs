@@ -94,6 +94,8 @@ pub struct Engine {
     lease_ttl: std::time::Duration,
     /// Serialises runs of one task inside this process.
     running: KeyedLocks,
+    /// Participants' own webhooks, told of the help requests addressed to them.
+    personal: Option<Arc<crate::channels::personal::PersonalChannels>>,
 }
 
 impl Engine {
@@ -101,8 +103,10 @@ impl Engine {
         store: Arc<dyn Store>,
         agent: Arc<dyn Agent>,
         config: &crate::config::Config,
+        personal: Option<Arc<crate::channels::personal::PersonalChannels>>,
     ) -> Arc<Self> {
         Arc::new(Engine {
+            personal,
             store,
             agent,
             agent_id: config.agent_id.clone(),
@@ -219,7 +223,19 @@ impl Engine {
         if let Some(ended) = last.as_ref().filter(|r| r.state().is_terminal()) {
             self.wake_parents(ended).await?;
         }
+        // A drive that asks ends waiting on the answer: the only drive that sees the
+        // question new, after it is committed.
+        if let (Some(personal), Some(asked)) = (&self.personal, last.as_ref()) {
+            if asked.state() == TaskState::InputRequired {
+                personal.tell(asked).await;
+            }
+        }
         Ok(last)
+    }
+
+    /// The participants' personal channels, when configured.
+    pub fn personal(&self) -> Option<&crate::channels::personal::PersonalChannels> {
+        self.personal.as_deref()
     }
 
     /// Runs the agent on the task if it is the agent's, has something to do and no other

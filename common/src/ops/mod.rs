@@ -98,7 +98,23 @@ impl Harness {
         } else {
             None
         };
-        let engine = Engine::new(store.clone(), agent, &config);
+        let personal = match (&config.personal_channels, &notifier, &config.push_key) {
+            (Some(path), Some(notifier), Some(key)) => {
+                Some(Arc::new(crate::channels::personal::PersonalChannels::load(
+                    path,
+                    key,
+                    &config.public_url,
+                    notifier.clone(),
+                )?))
+            }
+            (Some(_), _, _) => {
+                return Err(
+                    "personal channels need push notifications on (their guard and key)".into(),
+                )
+            }
+            _ => None,
+        };
+        let engine = Engine::new(store.clone(), agent, &config, personal);
         if config.detached_runs {
             engine.watch_wakeups();
         }

@@ -259,23 +259,8 @@ impl Notifier {
         event: &StreamResponse,
     ) -> Result<(), String> {
         let url = Url::parse(&config.url).map_err(|e| format!("bad url: {e}"))?;
-        // reqwest resolves names through the client's Resolver, never an address.
-        if let Some(ip) = target::literal(&url).filter(|&ip| !self.targets.permits(ip)) {
-            // Not the URL: a config stored before userinfo was refused could carry a password.
-            tracing::warn!(task_id = %config.task_id, config_id = %config.id, %ip, "webhook address refused");
-            return Err(Refused::Blocked(ip).to_string());
-        }
         let body = serde_json::to_vec(event).map_err(|e| e.to_string())?;
-        let client = self.client()?;
-        let mut why = String::new();
-        for attempt in 1..=ATTEMPTS {
-            if attempt > 1 {
-                tokio::time::sleep(BACKOFF * 2u32.pow(attempt - 2)).await;
-            }
-            let mut req = client
-                .post(url.clone())
-                .header(CONTENT_TYPE, "application/a2a+json")
-                .body(body.clone());
+        let sent = self.send(&url, "application/a2a+json", body, |mut req| {
             if let Some(auth) = &config.authentication {
                 let value = format!("{} {}", auth.scheme, auth.credentials);
                 req = req.header(AUTHORIZATION, value.trim());
@@ -283,7 +268,44 @@ impl Notifier {
             if !config.token.is_empty() {
                 req = req.header("x-a2a-notification-token", &config.token);
             }
-            match req.send().await {
+            req
+        });
+        sent.await.inspect_err(|why| {
+            tracing::info!(task_id = %config.task_id, config_id = %config.id, %why, "webhook not reached");
+        })
+    }
+
+    /// Posts `body` as JSON to `url`, a webhook that is not a push config (a participant's
+    /// personal channel), through the same guard and retries.
+    pub async fn post_json(&self, url: &Url, body: &serde_json::Value) -> Result<(), String> {
+        let body = serde_json::to_vec(body).map_err(|e| e.to_string())?;
+        self.send(url, "application/json", body, |req| req).await
+    }
+
+    /// Posts `body` to `url`, `ATTEMPTS` times at most; no address the targets refuse is
+    /// ever called. Errors never hold the URL, which may carry a secret.
+    async fn send(
+        &self,
+        url: &Url,
+        content_type: &str,
+        body: Vec<u8>,
+        decorate: impl Fn(reqwest::RequestBuilder) -> reqwest::RequestBuilder,
+    ) -> Result<(), String> {
+        // reqwest resolves names through the client's Resolver, never an address.
+        if let Some(ip) = target::literal(url).filter(|&ip| !self.targets.permits(ip)) {
+            return Err(Refused::Blocked(ip).to_string());
+        }
+        let client = self.client()?;
+        let mut why = String::new();
+        for attempt in 1..=ATTEMPTS {
+            if attempt > 1 {
+                tokio::time::sleep(BACKOFF * 2u32.pow(attempt - 2)).await;
+            }
+            let req = client
+                .post(url.clone())
+                .header(CONTENT_TYPE, content_type)
+                .body(body.clone());
+            match decorate(req).send().await {
                 Ok(resp) if resp.status().is_success() => return Ok(()),
                 // The receiver refused it; sending the same again will not help.
                 Ok(resp) if resp.status().is_client_error() && resp.status().as_u16() != 429 => {
@@ -295,11 +317,11 @@ impl Notifier {
                     Some(r @ Refused::Unresolved(_)) => why = r.to_string(),
                     Some(r) => return Err(r.to_string()),
                     None if e.is_timeout() => why = "timed out".into(),
-                    // Without the URL, which is the config's and could carry a user:password.
+                    // Without the URL, which could carry a user:password.
                     None => why = format!("unreachable ({})", e.without_url()),
                 },
             }
-            tracing::info!(task_id = %config.task_id, config_id = %config.id, attempt, %why, "webhook attempt failed");
+            tracing::info!(attempt, %why, "webhook attempt failed");
         }
         Err(format!("{why} after {ATTEMPTS} attempts"))
     }

@@ -55,6 +55,15 @@ impl std::str::FromStr for PushKey {
 }
 
 impl PushKey {
+    /// A key of its own for another use (`label` names it), derived with HMAC-SHA256, so
+    /// one secret of the deployment serves both without either use revealing the other.
+    pub fn derive(&self, label: &[u8]) -> [u8; 32] {
+        let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, self.0.as_slice());
+        let mut out = [0u8; 32];
+        out.copy_from_slice(ring::hmac::sign(&key, label).as_ref());
+        out
+    }
+
     /// A fresh random key.
     pub fn generate() -> Self {
         PushKey(Aes256Gcm::generate_key(OsRng))

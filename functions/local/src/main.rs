@@ -116,6 +116,10 @@ struct Args {
     /// --push-allow-private-urls false blocks the rest. Repeatable or comma-separated.
     #[arg(long, env = "HARNESS_WEBHOOK_ALLOW", value_delimiter = ',')]
     webhook_allow: Vec<common::push::target::Cidr>,
+    /// Participants' own webhooks (a TOML file, one `[participant]` table with `url`):
+    /// each help request addressed to them is posted there with a link to answer it.
+    #[arg(long, env = "HARNESS_PERSONAL_CHANNELS")]
+    personal_channels: Option<PathBuf>,
     /// Serve `/metrics` (Prometheus text format) on the listener. Default: on with `--auth
     /// none`, off with `jwt` (the counts are every participant's: turn it on there only
     /// where the listener is private).
@@ -242,6 +246,7 @@ async fn run() -> Result<(), common::lambda::Error> {
         },
         push_allow_private_urls: args.push_allow_private_urls,
         webhook_allow: args.webhook_allow,
+        personal_channels: args.personal_channels,
         auth,
         agent_id: args.agent_id,
         default_participant: args.default_participant,

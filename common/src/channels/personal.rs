@@ -1,0 +1,272 @@
+//! Personal channels: a participant's own webhook (a chat incoming-webhook URL, say), a
+//! second medium beside the task itself. The harness posts to it each help request
+//! addressed to that participant, after the request is committed, with a signed link that
+//! answers it once.
+//!
+//! Configured by a TOML file (`--personal-channels` / `HARNESS_PERSONAL_CHANNELS`), one
+//! table per participant: `[bob]` with `url = "https://…"`. A URL is a secret (an
+//! incoming-webhook URL is its own credential): it stays in the configuration, is never
+//! stored, logged or shown, and is called through the same SSRF guard as push webhooks.
+//!
+//! An answer link is `<public URL>/ui/answer#<token>`: the token rides in the fragment, so
+//! no server or proxy log holds it. It names the task, the request and the participant,
+//! expires after [`LINK_LIFETIME`], and is signed with HMAC-SHA256 under a key derived
+//! from the push key. It answers its request once: when the request is no longer the one
+//! pending, the link is refused.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
+use reqwest::Url;
+use ring::hmac;
+use serde::Deserialize;
+
+use super::HelpRequest;
+use crate::push::seal::PushKey;
+use crate::push::Notifier;
+use crate::store::TaskRecord;
+
+/// How long an answer link stays good.
+pub const LINK_LIFETIME: Duration = Duration::from_secs(7 * 24 * 3600);
+/// Where the answer page is served, under the harness's public URL.
+pub const ANSWER_PATH: &str = "/ui/answer";
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Entry {
+    url: String,
+}
+
+/// What a valid answer link says: who may answer which request of which task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AnswerClaim {
+    pub task_id: String,
+    pub request_id: String,
+    pub participant: String,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum LinkError {
+    #[error("this answer link is not valid")]
+    Invalid,
+    #[error("this answer link has expired")]
+    Expired,
+}
+
+pub struct PersonalChannels {
+    urls: HashMap<String, Url>,
+    links: AnswerLinks,
+    notifier: Arc<Notifier>,
+}
+
+/// Signs and checks answer links.
+pub struct AnswerLinks {
+    key: hmac::Key,
+    base: String,
+}
+
+impl std::fmt::Debug for PersonalChannels {
+    // The URLs are secrets: only who has a channel.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut who: Vec<&String> = self.urls.keys().collect();
+        who.sort();
+        f.debug_struct("PersonalChannels")
+            .field("participants", &who)
+            .finish()
+    }
+}
+
+impl PersonalChannels {
+    /// The channels of the file at `path`; links point at `public_url`.
+    pub fn load(
+        path: &Path,
+        key: &PushKey,
+        public_url: &str,
+        notifier: Arc<Notifier>,
+    ) -> Result<Self, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("personal channels file {}: {e}", path.display()))?;
+        Self::parse(&text, key, public_url, notifier)
+            .map_err(|e| format!("personal channels file {}: {e}", path.display()))
+    }
+
+    pub fn parse(
+        text: &str,
+        key: &PushKey,
+        public_url: &str,
+        notifier: Arc<Notifier>,
+    ) -> Result<Self, String> {
+        let entries: HashMap<String, Entry> = toml::from_str(text).map_err(|e| e.to_string())?;
+        let mut urls = HashMap::new();
+        for (participant, entry) in entries {
+            super::parse_id(&participant)?;
+            // Not the URL itself in the error: it is a secret.
+            let url = Url::parse(&entry.url)
+                .ok()
+                .filter(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some())
+                .ok_or_else(|| format!("[{participant}] url is not an http(s) URL"))?;
+            urls.insert(participant, url);
+        }
+        Ok(PersonalChannels {
+            urls,
+            links: AnswerLinks::new(key, public_url),
+            notifier,
+        })
+    }
+
+    pub fn links(&self) -> &AnswerLinks {
+        &self.links
+    }
+
+    /// Posts the help request `rec` waits on to its addressee's channel, if they have one.
+    /// A failure is logged (without the URL) and the question stays in their inbox.
+    pub async fn tell(&self, rec: &TaskRecord) {
+        let Some(request) = rec.agent.pending_help.as_ref() else {
+            return;
+        };
+        let Some(url) = self.urls.get(&request.participant_id) else {
+            return;
+        };
+        let now = crate::engine::lease::now_ms() / 1000;
+        let link = self.links.link(&rec.task.id, request, now);
+        let name = rec.ext().map(|e| e.name).unwrap_or_default();
+        let body = serde_json::json!({
+            "text": format!(
+                "You are asked on the task \"{name}\": {}\nAnswer: {link}",
+                request.display()
+            ),
+            "task_id": rec.task.id,
+            "question": request.display(),
+            "answer_url": link,
+        });
+        if let Err(why) = self.notifier.post_json(url, &body).await {
+            tracing::warn!(task_id = %rec.task.id, participant = %request.participant_id, %why, "personal channel not reached");
+        }
+    }
+}
+
+impl AnswerLinks {
+    /// Links to `<public_url>/ui/answer`, signed with a key derived from the push key.
+    pub fn new(key: &PushKey, public_url: &str) -> Self {
+        AnswerLinks {
+            key: hmac::Key::new(
+                hmac::HMAC_SHA256,
+                &key.derive(b"tiny-harness answer links v1"),
+            ),
+            base: public_url.trim_end_matches('/').to_owned(),
+        }
+    }
+
+    /// The link that answers `request` of task `task_id`, valid until `now` plus
+    /// [`LINK_LIFETIME`].
+    pub fn link(&self, task_id: &str, request: &HelpRequest, now: i64) -> String {
+        let expires = now + LINK_LIFETIME.as_secs() as i64;
+        let payload = [
+            task_id,
+            &request.message_id,
+            &request.participant_id,
+            &expires.to_string(),
+        ]
+        .join("\n");
+        let tag = hmac::sign(&self.key, payload.as_bytes());
+        format!(
+            "{}{ANSWER_PATH}#{}.{}",
+            self.base,
+            URL_SAFE_NO_PAD.encode(payload),
+            URL_SAFE_NO_PAD.encode(tag.as_ref())
+        )
+    }
+
+    /// What a link's token says, if this harness signed it and it has not expired (`now`
+    /// in seconds since the epoch).
+    pub fn verify(&self, token: &str, now: i64) -> Result<AnswerClaim, LinkError> {
+        let (payload, tag) = token.split_once('.').ok_or(LinkError::Invalid)?;
+        let payload = URL_SAFE_NO_PAD
+            .decode(payload)
+            .map_err(|_| LinkError::Invalid)?;
+        let tag = URL_SAFE_NO_PAD
+            .decode(tag)
+            .map_err(|_| LinkError::Invalid)?;
+        hmac::verify(&self.key, &payload, &tag).map_err(|_| LinkError::Invalid)?;
+        let text = String::from_utf8(payload).map_err(|_| LinkError::Invalid)?;
+        let [task_id, request_id, participant, expires] = text.split('\n').collect::<Vec<_>>()[..]
+        else {
+            return Err(LinkError::Invalid);
+        };
+        let expires: i64 = expires.parse().map_err(|_| LinkError::Invalid)?;
+        if now > expires {
+            return Err(LinkError::Expired);
+        }
+        Ok(AnswerClaim {
+            task_id: task_id.to_owned(),
+            request_id: request_id.to_owned(),
+            participant: participant.to_owned(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request() -> HelpRequest {
+        HelpRequest {
+            participant_id: "bob".into(),
+            question: "Which?".into(),
+            message_id: "t-1:help:2".into(),
+            ..Default::default()
+        }
+    }
+
+    fn token(link: &str) -> &str {
+        link.split_once('#').map(|(_, t)| t).unwrap_or_default()
+    }
+
+    #[test]
+    fn a_link_names_its_task_request_and_participant_until_it_expires() {
+        let links = AnswerLinks::new(&PushKey::generate(), "https://h.example/");
+        let link = links.link("t-1", &request(), 1_000);
+        assert!(link.starts_with("https://h.example/ui/answer#"), "{link}");
+        let claim = links.verify(token(&link), 1_000).unwrap();
+        assert_eq!(
+            claim,
+            AnswerClaim {
+                task_id: "t-1".into(),
+                request_id: "t-1:help:2".into(),
+                participant: "bob".into()
+            }
+        );
+        let last = 1_000 + LINK_LIFETIME.as_secs() as i64;
+        assert!(links.verify(token(&link), last).is_ok());
+        assert_eq!(
+            links.verify(token(&link), last + 1),
+            Err(LinkError::Expired)
+        );
+    }
+
+    #[test]
+    fn a_link_from_another_key_or_changed_is_invalid() {
+        let links = AnswerLinks::new(&PushKey::generate(), "https://h.example");
+        let other = AnswerLinks::new(&PushKey::generate(), "https://h.example");
+        let link = other.link("t-1", &request(), 1_000);
+        assert_eq!(links.verify(token(&link), 1_000), Err(LinkError::Invalid));
+        let mine = links.link("t-1", &request(), 1_000);
+        let (payload, tag) = token(&mine).split_once('.').unwrap();
+        let changed = URL_SAFE_NO_PAD.encode(
+            String::from_utf8(URL_SAFE_NO_PAD.decode(payload).unwrap())
+                .unwrap()
+                .replace("bob", "eve"),
+        );
+        for bad in [
+            format!("{changed}.{tag}"),
+            payload.to_owned(),
+            String::new(),
+        ] {
+            assert_eq!(links.verify(&bad, 1_000), Err(LinkError::Invalid), "{bad}");
+        }
+    }
+}

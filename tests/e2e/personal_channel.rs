@@ -1,0 +1,121 @@
+//! Issue 21, must-show 3: a participant's personal channel. bob has a webhook of his own
+//! (`--personal-channels`); the scripted model asks him a question; his webhook receives
+//! it with a signed link; answering through the link resumes the task; a forged link, an
+//! expired-looking one and the same link again are refused, and change nothing.
+
+use std::time::Duration;
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
+use harness_e2e::participants::{
+    participant, send_as, task_envelope_part, wait_for_state_as, Script,
+};
+use harness_e2e::webhook::Receiver;
+use harness_e2e::{state, status_text, task_id, unique, Backend, Server};
+use serde_json::{json, Value};
+
+const QUESTION: &str = "Which colour?";
+const WAIT: Duration = Duration::from_secs(20);
+
+async fn post_answer(s: &Server, token: &str, text: &str) -> (u16, Value) {
+    let resp = reqwest::Client::new()
+        .post(s.endpoint("/ui/answer"))
+        .json(&json!({"token": token, "text": text}))
+        .send()
+        .await
+        .expect("POST /ui/answer");
+    let status = resp.status().as_u16();
+    (status, resp.json().await.unwrap_or(Value::Null))
+}
+
+async fn answered_through_its_link(backend: Backend) {
+    let hook = Receiver::start().await;
+    let dir = std::env::temp_dir().join(unique("personal"));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let channels = dir.join("channels.toml");
+    std::fs::write(&channels, format!("[bob]\nurl = \"{}\"\n", hook.url)).expect("file");
+    let script = Script::new(json!([
+        {"tool_calls": [{"name": "ask_participant", "arguments": {
+            "participant_id": "bob", "question": QUESTION}}]},
+        {"text": "Painted it."}
+    ]));
+    let model = script.model();
+    let path = channels.display().to_string();
+    let args = [
+        "--agent",
+        "llm",
+        "--model",
+        &model,
+        "--personal-channels",
+        &path,
+    ];
+    let Some(s) = Server::start_on(backend, &args).await else {
+        return;
+    };
+    let people = json!([
+        participant("alice", "human", "reporter"),
+        participant("bob", "human", "watcher")
+    ]);
+    let message = json!({"messageId": unique("m"), "role": "ROLE_USER", "parts": [
+        {"text": "Paint the shed"}, task_envelope_part("Shed", "Paint the shed", people)]});
+    let task = send_as(&s, Some("alice"), message).await;
+    assert_eq!(state(&task), "TASK_STATE_INPUT_REQUIRED", "{task}");
+    let id = task_id(&task);
+
+    // bob's own webhook has the question and a link to answer it.
+    let told = hook.wait_until("the question", |got| !got.is_empty()).await;
+    let body = &told[0].body;
+    assert_eq!(body["task_id"], id.as_str(), "{body}");
+    assert_eq!(body["question"], QUESTION, "{body}");
+    let link = body["answer_url"].as_str().expect("a link").to_owned();
+    assert!(body["text"]
+        .as_str()
+        .is_some_and(|t| t.contains(QUESTION) && t.contains(&link)));
+    let (page, token) = link.split_once('#').expect("the token in the fragment");
+    assert_eq!(page, s.endpoint("/ui/answer"));
+
+    // Forged: the payload names alice, or the tag is someone else's.
+    let (payload, tag) = token.split_once('.').expect("payload.tag");
+    let text = String::from_utf8(URL_SAFE_NO_PAD.decode(payload).expect("b64")).expect("utf8");
+    let as_alice = URL_SAFE_NO_PAD.encode(text.replace("\nbob\n", "\nalice\n"));
+    let forged = [
+        format!("{as_alice}.{tag}"),
+        format!("{payload}.{}", URL_SAFE_NO_PAD.encode([7u8; 32])),
+        "not-a-token".to_owned(),
+    ];
+    for bad in &forged {
+        let (status, answer) = post_answer(&s, bad, "Red").await;
+        assert_eq!(status, 403, "{bad}: {answer}");
+        assert_eq!(answer["error"], "this answer link is not valid");
+    }
+    let still = wait_for_state_as(&s, "alice", &id, "TASK_STATE_INPUT_REQUIRED", WAIT).await;
+    assert_eq!(still["status"]["message"]["metadata"]["addressee"], "bob");
+
+    // The link answers: the task resumes with bob's reply.
+    let (status, answer) = post_answer(&s, token, "Blue").await;
+    assert_eq!(status, 200, "{answer}");
+    let done = wait_for_state_as(&s, "alice", &id, "TASK_STATE_COMPLETED", WAIT).await;
+    assert_eq!(status_text(&done), "Painted it.");
+    let replies: Vec<&Value> = (done["history"].as_array().expect("history").iter())
+        .filter(|m| m["metadata"]["participant_id"] == "bob")
+        .collect();
+    assert_eq!(replies.len(), 1, "{done}");
+    assert_eq!(replies[0]["parts"][0]["text"], "Blue");
+
+    // Replayed: refused, and nothing more is stored.
+    let (status, answer) = post_answer(&s, token, "Green").await;
+    assert_eq!(status, 409, "{answer}");
+    let after = wait_for_state_as(&s, "alice", &id, "TASK_STATE_COMPLETED", WAIT).await;
+    assert_eq!(after["history"], done["history"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn a_help_request_reaches_bobs_own_webhook_and_its_link_answers_once_on_the_embedded_store() {
+    answered_through_its_link(Backend::Embedded).await;
+}
+
+#[tokio::test]
+async fn a_help_request_reaches_bobs_own_webhook_and_its_link_answers_once_on_dynamodb() {
+    answered_through_its_link(Backend::DynamoDb).await;
+}
