@@ -21,7 +21,7 @@ use axum::extract::State;
 
 use crate::a2a::{Message, Part, Role, SendMessageConfiguration, SendMessageRequest, TaskState};
 use crate::auth::Auth;
-use crate::channels::personal::ANSWER_PATH;
+use crate::channels::personal::{LinkError, ANSWER_PATH};
 use crate::ext::channel::{ChannelKind, ChannelMessage};
 use crate::ops::{Caller, Harness};
 
@@ -71,6 +71,10 @@ fn settings(auth: &Auth) -> serde_json::Value {
 
 /// Longest answer a link takes, in bytes.
 pub const MAX_ANSWER_BYTES: usize = 16 * 1024;
+/// Longest token a link carries (ids of at most 256 characters, base64): more is not one.
+const MAX_TOKEN_BYTES: usize = 4 * 1024;
+/// Largest body the answer route reads.
+const MAX_ANSWER_BODY: usize = MAX_ANSWER_BYTES + MAX_TOKEN_BYTES + 1024;
 
 #[derive(serde::Deserialize)]
 struct AnswerBody {
@@ -103,27 +107,35 @@ async fn answer(State(h): State<Arc<Harness>>, body: Bytes) -> Response {
             &format!("an answer is 1 to {MAX_ANSWER_BYTES} bytes of text"),
         );
     }
+    if body.token.len() > MAX_TOKEN_BYTES {
+        return refusal(StatusCode::FORBIDDEN, &LinkError::Invalid.to_string());
+    }
     let now = crate::engine::lease::now_ms() / 1000;
     let claim = match personal.links().verify(&body.token, now) {
         Ok(claim) => claim,
         Err(e) => return refusal(StatusCode::FORBIDDEN, &e.to_string()),
     };
     let open = match h.store.load_task(&claim.task_id).await {
-        Ok(Some(rec)) => {
-            rec.state() == TaskState::InputRequired
-                && (rec.agent.pending_help.as_ref()).is_some_and(|p| {
-                    p.message_id == claim.request_id && p.participant_id == claim.participant
-                })
+        Ok(Some(rec)) => (rec.state() == TaskState::InputRequired
+            && (rec.agent.pending_help.as_ref()).is_some_and(|p| {
+                p.message_id == claim.request_id && p.participant_id == claim.participant
+            }))
+        .then_some(rec.tenant),
+        Ok(None) => None,
+        Err(e) => {
+            tracing::warn!(task_id = %claim.task_id, error = %e, "answer link: the task could not be read");
+            return refusal(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the harness cannot read the task now; try again",
+            );
         }
-        Ok(None) => false,
-        Err(e) => return refusal(StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
     };
-    if !open {
+    let Some(tenant) = open else {
         return refusal(
             StatusCode::CONFLICT,
             "this question was already answered or is no longer open",
         );
-    }
+    };
     let reply = ChannelMessage {
         in_reply_to: Some(claim.request_id.clone()),
         ..ChannelMessage::new(
@@ -142,6 +154,7 @@ async fn answer(State(h): State<Arc<Harness>>, body: Bytes) -> Response {
     };
     crate::channels::assert_sender(&mut message, &claim.participant);
     let request = SendMessageRequest {
+        tenant,
         message: Some(message),
         configuration: Some(SendMessageConfiguration {
             return_immediately: true,
@@ -166,7 +179,9 @@ pub fn routes(auth: &Auth) -> Router<Arc<Harness>> {
     Router::new()
         .route(
             ANSWER_PATH,
-            get(|| async { asset("text/html; charset=utf-8", ANSWER_PAGE) }).post(answer),
+            get(|| async { asset("text/html; charset=utf-8", ANSWER_PAGE) })
+                .post(answer)
+                .layer(axum::extract::DefaultBodyLimit::max(MAX_ANSWER_BODY)),
         )
         .route(
             "/ui/answer.js",

@@ -16,7 +16,7 @@ const INTERRUPTED = ['TASK_STATE_INPUT_REQUIRED', 'TASK_STATE_AUTH_REQUIRED'];
 const LIST_EVERY_MS = 2000;
 
 const $ = (id) => document.getElementById(id);
-const state = { who: null, token: null, tokenMode: false, claim: null, rpcPath: '/', commands: [], open: null, stream: null, seq: 0, listTimer: null };
+const state = { who: null, token: null, tokenMode: false, claim: null, waiting: new Set(), rpcPath: '/', commands: [], open: null, stream: null, seq: 0, listTimer: null };
 
 /// An element with text content only; children appended in order.
 function el(tag, text, cls) {
@@ -73,7 +73,8 @@ function safeHref(href) {
 
 /// Inline markdown (`code`, **strong**, *em*, [text](url)) as nodes appended to `parent`.
 function inline(parent, text) {
-  const re = /(`[^`]+`)|(\*\*[^*]+\*\*)|(\*[^*]+\*)|(\[[^\]]+\]\([^)\s]+\))/g;
+  // Bounded and without nesting, so no input makes matching slow.
+  const re = /(`[^`]{1,500}`)|(\*\*[^*]{1,500}\*\*)|(\*[^*]{1,500}\*)|(\[[^[\]]{1,500}\]\([^()\s]{1,2000}\))/g;
   let last = 0;
   for (const m of text.matchAll(re)) {
     if (m.index > last) parent.append(text.slice(last, m.index));
@@ -82,7 +83,7 @@ function inline(parent, text) {
     else if (m[2]) parent.append(el('strong', t.slice(2, -2)));
     else if (m[3]) parent.append(el('em', t.slice(1, -1)));
     else {
-      const [, label, href] = t.match(/^\[([^\]]+)\]\(([^)\s]+)\)$/);
+      const [, label, href] = t.match(/^\[([^[\]]+)\]\(([^()\s]+)\)$/);
       const safe = safeHref(href);
       if (safe) {
         const a = el('a', label);
@@ -217,9 +218,10 @@ function renderMessage(message, ext, extraClass) {
 
 // ------------------------------------------------------------------ the task list
 
+/// Whether the task waits on me: the harness says so ("waiting on me" listing), whatever
+/// its status message says now.
 function waitingOnMe(task) {
-  const msg = task.status && task.status.message;
-  return task.status && task.status.state === 'TASK_STATE_INPUT_REQUIRED' && msg && msg.metadata && msg.metadata.addressee === state.who;
+  return state.waiting.has(task.id) && task.status && INTERRUPTED.includes(task.status.state);
 }
 
 function extOf(task) {
@@ -237,6 +239,7 @@ async function refreshList() {
   ]);
   const first = waiting.tasks || [];
   const seen = new Set(first.map((t) => t.id));
+  state.waiting = seen;
   const rest = (all.tasks || []).filter((t) => !seen.has(t.id));
   const list = $('task-list');
   list.replaceChildren();
@@ -292,7 +295,10 @@ async function renderTask(task) {
     const q = $('ask-question');
     q.replaceChildren();
     renderParts(status.message.parts, q);
-    $('answer').dataset.inReplyTo = status.message.messageId;
+    // Only a question names what the reply answers; after another status (a command's
+    // reply) the answer goes without, and still answers the open question.
+    const asked = channelOf(status.message);
+    $('answer').dataset.inReplyTo = asked && asked.kind === 'help_request' ? status.message.messageId : '';
   }
 
   const subs = $('subtasks');
@@ -333,18 +339,24 @@ async function loadTask(id) {
 /// Follows the open task: SubscribeToTask over SSE; every event reloads the task (so the
 /// page shows exactly what GetTask does), until the task ends or another is opened. A
 /// stream closes when the task waits on someone (an interrupted state): until it moves
-/// on, the task is read again every few seconds, then followed again.
+/// on, the task is read again every few seconds, then followed again. A stream that ends
+/// at once (refused, say) is tried again later and later, never in a tight loop.
 async function follow(id) {
   if (state.stream) state.stream.abort();
   const ctrl = new AbortController();
   state.stream = ctrl;
-  await stream(id, ctrl);
+  let pause = 500;
+  let subscribe = true;
   while (state.stream === ctrl && state.open === id) {
+    const started = Date.now();
+    if (subscribe) await stream(id, ctrl);
+    if (state.stream !== ctrl || state.open !== id) return;
     const task = await loadTask(id);
     const now = task.status && task.status.state;
     if (TERMINAL.includes(now)) return;
-    if (!INTERRUPTED.includes(now)) return follow(id);
-    await new Promise((done) => setTimeout(done, LIST_EVERY_MS));
+    subscribe = !INTERRUPTED.includes(now);
+    pause = subscribe && Date.now() - started < 1000 ? Math.min(pause * 2, 15000) : 500;
+    await new Promise((done) => setTimeout(done, subscribe ? pause : LIST_EVERY_MS));
   }
 }
 
@@ -545,7 +557,7 @@ async function main() {
     showError(null);
     const text = $('answer-text').value.trim();
     const id = state.open;
-    const reply = { channel_id: id, sender: state.who, kind: 'help_reply', text, in_reply_to: e.target.dataset.inReplyTo };
+    const reply = { channel_id: id, sender: state.who, kind: 'help_reply', text, in_reply_to: e.target.dataset.inReplyTo || null };
     try {
       await send([{ text }, { mediaType: CHANNEL, data: reply }], { taskId: id });
       $('answer-text').value = '';

@@ -3,18 +3,17 @@
 //! it with a signed link; answering through the link resumes the task; a forged link, an
 //! expired-looking one and the same link again are refused, and change nothing.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
-use harness_e2e::participants::{
-    participant, send_as, task_envelope_part, wait_for_state_as, Script,
-};
+use harness_e2e::participants::{participant, rpc_ok_as, task_envelope_part, Script};
 use harness_e2e::webhook::Receiver;
 use harness_e2e::{state, status_text, task_id, unique, Backend, Server};
 use serde_json::{json, Value};
 
 const QUESTION: &str = "Which colour?";
+const TENANT: &str = "acme";
 const WAIT: Duration = Duration::from_secs(20);
 
 async fn post_answer(s: &Server, token: &str, text: &str) -> (u16, Value) {
@@ -26,6 +25,25 @@ async fn post_answer(s: &Server, token: &str, text: &str) -> (u16, Value) {
         .expect("POST /ui/answer");
     let status = resp.status().as_u16();
     (status, resp.json().await.unwrap_or(Value::Null))
+}
+
+/// The task (alice's, in [`TENANT`]) once it is in `want`.
+async fn state_of(s: &Server, id: &str, want: &str) -> Value {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let task = rpc_ok_as(
+            s,
+            Some("alice"),
+            "GetTask",
+            json!({"tenant": TENANT, "id": id}),
+        )
+        .await;
+        if state(&task) == want {
+            return task;
+        }
+        assert!(Instant::now() < deadline, "never {want}: {task}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 async fn answered_through_its_link(backend: Backend) {
@@ -58,9 +76,17 @@ async fn answered_through_its_link(backend: Backend) {
     ]);
     let message = json!({"messageId": unique("m"), "role": "ROLE_USER", "parts": [
         {"text": "Paint the shed"}, task_envelope_part("Shed", "Paint the shed", people)]});
-    let task = send_as(&s, Some("alice"), message).await;
-    assert_eq!(state(&task), "TASK_STATE_INPUT_REQUIRED", "{task}");
-    let id = task_id(&task);
+    // In a tenant of its own: the link answers there.
+    let sent = rpc_ok_as(
+        &s,
+        Some("alice"),
+        "SendMessage",
+        json!({"tenant": TENANT, "message": message}),
+    )
+    .await;
+    let task = &sent["task"];
+    assert_eq!(state(task), "TASK_STATE_INPUT_REQUIRED", "{task}");
+    let id = task_id(task);
 
     // bob's own webhook has the question and a link to answer it.
     let told = hook.wait_until("the question", |got| !got.is_empty()).await;
@@ -88,13 +114,13 @@ async fn answered_through_its_link(backend: Backend) {
         assert_eq!(status, 403, "{bad}: {answer}");
         assert_eq!(answer["error"], "this answer link is not valid");
     }
-    let still = wait_for_state_as(&s, "alice", &id, "TASK_STATE_INPUT_REQUIRED", WAIT).await;
+    let still = state_of(&s, &id, "TASK_STATE_INPUT_REQUIRED").await;
     assert_eq!(still["status"]["message"]["metadata"]["addressee"], "bob");
 
     // The link answers: the task resumes with bob's reply.
     let (status, answer) = post_answer(&s, token, "Blue").await;
     assert_eq!(status, 200, "{answer}");
-    let done = wait_for_state_as(&s, "alice", &id, "TASK_STATE_COMPLETED", WAIT).await;
+    let done = state_of(&s, &id, "TASK_STATE_COMPLETED").await;
     assert_eq!(status_text(&done), "Painted it.");
     let replies: Vec<&Value> = (done["history"].as_array().expect("history").iter())
         .filter(|m| m["metadata"]["participant_id"] == "bob")
@@ -105,7 +131,7 @@ async fn answered_through_its_link(backend: Backend) {
     // Replayed: refused, and nothing more is stored.
     let (status, answer) = post_answer(&s, token, "Green").await;
     assert_eq!(status, 409, "{answer}");
-    let after = wait_for_state_as(&s, "alice", &id, "TASK_STATE_COMPLETED", WAIT).await;
+    let after = state_of(&s, &id, "TASK_STATE_COMPLETED").await;
     assert_eq!(after["history"], done["history"]);
     let _ = std::fs::remove_dir_all(&dir);
 }

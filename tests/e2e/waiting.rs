@@ -89,6 +89,20 @@ async fn lists_exactly_what_waits_on_each_member(backend: Backend) {
     for other in ["alice", "carol"] {
         assert!(waiting_on(&s, other).await.is_empty(), "{other}");
     }
+    // carol's command replaces the status message; the task still waits on bob.
+    let help = json!({"messageId": unique("cmd"), "role": "ROLE_USER", "taskId": first,
+        "parts": [{"text": "/help"}]});
+    let after = send_as(&s, Some("carol"), help).await;
+    assert_eq!(
+        after["status"]["message"]["metadata"]["addressee"],
+        Value::Null,
+        "{after}"
+    );
+    assert_eq!(
+        waiting_on(&s, "bob").await,
+        both,
+        "a command does not end the wait"
+    );
 
     // bob answers the second: it gives him a sub-task, which waits on him instead.
     let reply = reply_message(&unique("reply"), &second, "Blue");

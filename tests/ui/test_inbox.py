@@ -42,6 +42,8 @@ INJECTIONS = [
     '[click me](javascript:window.__pwned=1)',
     '<a href="javascript:window.__pwned=1">x</a>',
     '<iframe srcdoc="<script>parent.__pwned=1</script>"></iframe>',
+    # Slow to match for a careless pattern: the page must stay responsive.
+    '[' * 100_000 + 'x](y',
 ]
 
 
@@ -179,12 +181,12 @@ def test_alice_asks_through_the_model_and_bob_answers_in_his_inbox(browser, harn
 def test_markup_from_a_task_renders_as_text_and_runs_nothing(browser, harness, artifacts):
     alice = person(browser, harness, 'alice')
     name = INJECTIONS[0]
-    start_task(alice, name, '\n\n'.join(INJECTIONS), 'bob watcher')
+    start_task(alice, name, '\n\n'.join(INJECTIONS[:-1]), 'bob watcher')
     box = alice.get_by_label('Message (type / for commands)')
     for text in INJECTIONS[1:]:
         box.fill(text)
         alice.get_by_role('button', name='Send').click()
-        expect(alice.locator('#conversation')).to_contain_text(text, timeout=WAIT_MS)
+        expect(alice.locator('#conversation')).to_contain_text(text[-200:], timeout=WAIT_MS)
     alice.screenshot(path=artifacts / '7-markup-as-text.png')
 
     expect(alice.locator('#detail-heading')).to_have_text(name)

@@ -100,17 +100,14 @@ impl PersonalChannels {
         public_url: &str,
         notifier: Arc<Notifier>,
     ) -> Result<Self, String> {
-        let entries: HashMap<String, Entry> = toml::from_str(text).map_err(|e| e.to_string())?;
-        let mut urls = HashMap::new();
-        for (participant, entry) in entries {
-            super::parse_id(&participant)?;
-            // Not the URL itself in the error: it is a secret.
-            let url = Url::parse(&entry.url)
-                .ok()
-                .filter(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some())
-                .ok_or_else(|| format!("[{participant}] url is not an http(s) URL"))?;
-            urls.insert(participant, url);
+        if public_url.is_empty() {
+            return Err(
+                "personal channels need the harness's public URL for their answer \
+                 links (HARNESS_PUBLIC_URL)"
+                    .into(),
+            );
         }
+        let urls = parse_urls(text)?;
         Ok(PersonalChannels {
             urls,
             links: AnswerLinks::new(key, public_url),
@@ -135,9 +132,12 @@ impl PersonalChannels {
         let link = self.links.link(&rec.task.id, request, now);
         let name = rec.ext().map(|e| e.name).unwrap_or_default();
         let body = serde_json::json!({
+            // Escaped as chat webhooks read markup, so a name or question cannot make a
+            // link of its own or mention everyone.
             "text": format!(
-                "You are asked on the task \"{name}\": {}\nAnswer: {link}",
-                request.display()
+                "You are asked on the task \"{}\": {}\nAnswer: {link}",
+                escape_markup(&name),
+                escape_markup(&request.display())
             ),
             "task_id": rec.task.id,
             "question": request.display(),
@@ -147,6 +147,38 @@ impl PersonalChannels {
             tracing::warn!(task_id = %rec.task.id, participant = %request.participant_id, %why, "personal channel not reached");
         }
     }
+}
+
+/// Each participant's URL from the file's text. No error holds a URL: they are secrets.
+fn parse_urls(text: &str) -> Result<HashMap<String, Url>, String> {
+    // The parser's messages quote values, which may be URLs: only where it went wrong.
+    let entries: HashMap<String, Entry> = toml::from_str(text).map_err(|e| {
+        let line = e
+            .span()
+            .map_or(0, |s| text[..s.start].lines().count().max(1));
+        format!(
+            "line {line}: expected one table per participant holding only url = \"https://...\""
+        )
+    })?;
+    let mut urls = HashMap::new();
+    for (participant, entry) in entries {
+        super::parse_id(&participant)?;
+        // Not the URL itself in the error: it is a secret.
+        let url = Url::parse(&entry.url)
+            .ok()
+            .filter(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some())
+            .ok_or_else(|| format!("[{participant}] url is not an http(s) URL"))?;
+        urls.insert(participant, url);
+    }
+    Ok(urls)
+}
+
+/// `&`, `<` and `>` as entities: the characters chat webhooks (Slack's `<url|text>`,
+/// `<!channel>`) read as markup.
+fn escape_markup(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 impl AnswerLinks {
@@ -224,6 +256,22 @@ mod tests {
 
     fn token(link: &str) -> &str {
         link.split_once('#').map(|(_, t)| t).unwrap_or_default()
+    }
+
+    #[test]
+    fn a_bad_file_is_refused_without_quoting_a_url() {
+        let secret = "https://hooks.example/T000/SECRET";
+        for text in [
+            format!("[bob]\nurll = \"{secret}\"\n"),
+            format!("[bob]\nurl = \"{secret}\"\n[bob]\nurl = \"{secret}\"\n"),
+            "[bob]\nurl = \"ftp://hooks.example/SECRET\"\n".to_owned(),
+            format!("url = \"{secret}\"\n"),
+        ] {
+            let err = parse_urls(&text).unwrap_err();
+            assert!(!err.contains("SECRET"), "{err}");
+        }
+        let urls = parse_urls(&format!("[bob]\nurl = \"{secret}\"\n")).unwrap();
+        assert_eq!(urls["bob"].as_str(), secret);
     }
 
     #[test]

@@ -82,6 +82,9 @@ pub const MAX_HANDOVERS: u32 = 10;
 
 const SWEEP_CONCURRENCY: usize = 8;
 
+/// Longest a drive waits for a personal channel to take a question.
+const TELL_WITHIN: std::time::Duration = std::time::Duration::from_secs(5);
+
 pub struct Engine {
     store: Arc<dyn Store>,
     agent: Arc<dyn Agent>,
@@ -225,9 +228,13 @@ impl Engine {
         }
         // A drive that asks ends waiting on the answer: the only drive that sees the
         // question new, after it is committed.
+        // Bounded, so a slow channel holds the drive (and a blocking send) a little only.
         if let (Some(personal), Some(asked)) = (&self.personal, last.as_ref()) {
             if asked.state() == TaskState::InputRequired {
-                personal.tell(asked).await;
+                let told = tokio::time::timeout(TELL_WITHIN, personal.tell(asked)).await;
+                if told.is_err() {
+                    tracing::warn!(task_id = %asked.task.id, "personal channel not reached in time");
+                }
             }
         }
         Ok(last)

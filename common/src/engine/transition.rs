@@ -63,8 +63,9 @@ pub fn created(rec: &TaskRecord) -> StreamResponse {
 /// start: INPUT_REQUIRED, with its goal as the status message, addressed to them.
 pub fn await_assignee(rec: &mut TaskRecord, goal: &str) {
     let mut message = agent_message(&rec.task, vec![Part::text(goal)]);
-    if let Some(assignee) = rec.ext().as_ref().and_then(|e| e.assignee()) {
-        crate::channels::address_to(&mut message, &assignee.id);
+    rec.waits_on = rec.ext().and_then(|e| e.assignee().map(|a| a.id.clone()));
+    if let Some(assignee) = &rec.waits_on {
+        crate::channels::address_to(&mut message, assignee);
     }
     rec.task.status = Some(TaskStatus {
         state: TaskState::InputRequired,
@@ -110,6 +111,13 @@ pub fn set_status(
 ) -> StreamResponse {
     if let Some(old) = rec.task.status.take().and_then(|s| s.message) {
         rec.task.history.push(old);
+    }
+    // Who it waits on: whom a new question is addressed to; no one once it moves on. A
+    // status that keeps it waiting (a command's reply) keeps them.
+    if state != TaskState::InputRequired {
+        rec.waits_on = None;
+    } else if let Some(to) = message.as_ref().and_then(crate::channels::addressee) {
+        rec.waits_on = Some(to.to_owned());
     }
     let status = TaskStatus {
         state,

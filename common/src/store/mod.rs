@@ -57,6 +57,12 @@ pub struct TaskRecord {
     /// bounded number of attempts.
     #[serde(skip_serializing_if = "is_zero")]
     pub handovers: u32,
+    /// The participant the task waits on while INPUT_REQUIRED: the one a help request
+    /// asks, a participant's task's assignee. Kept in the head, by the server, so what a
+    /// status message says later (a command's reply, say) cannot change it, and a
+    /// listing can check it without reading the task's parts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waits_on: Option<String>,
     /// What the store holds of this record (see [`layout`]); set by the store.
     #[serde(skip)]
     pub stored: layout::Stored,
@@ -100,12 +106,14 @@ impl TaskRecord {
         crate::ext::task::participant_ids(&self.task)
     }
 
-    /// The member this task waits on: the addressee its INPUT_REQUIRED status message
-    /// names (a help request's participant, a sub-task's assignee), if one of its members.
+    /// The member this task waits on ([`Self::waits_on`]), while it is INPUT_REQUIRED
+    /// and they are still one of its members.
     pub fn waiting_on(&self) -> Option<String> {
-        let status = (self.task.status.as_ref()).filter(|s| s.state == TaskState::InputRequired)?;
-        let addressee = crate::channels::addressee(status.message.as_ref()?)?;
-        self.members().into_iter().find(|m| m == addressee)
+        let waits_on = self
+            .waits_on
+            .as_ref()
+            .filter(|_| self.state() == TaskState::InputRequired)?;
+        self.members().into_iter().find(|m| m == waits_on)
     }
 
     /// The record as created with `events` (seq 0 onwards): version 1.
