@@ -8,16 +8,14 @@
 //! this origin only (no inline script, no eval), connections to this origin only, no
 //! frames, no plugins, and no form posts elsewhere; and `nosniff`, `no-referrer`.
 
-use axum::body::Body;
+use std::sync::Arc;
+
+use axum::body::{Body, Bytes};
+use axum::extract::State;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-
-use std::sync::Arc;
-
-use axum::body::Bytes;
-use axum::extract::State;
 
 use crate::a2a::{Message, Part, Role, SendMessageConfiguration, SendMessageRequest, TaskState};
 use crate::auth::Auth;
@@ -34,7 +32,7 @@ const ANSWER_PAGE: &str = include_str!("../ui/answer.html");
 const ANSWER_SCRIPT: &str = include_str!("../ui/answer.js");
 
 pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; \
-     style-src 'self'; connect-src 'self'; img-src 'self' data: blob:; \
+     style-src 'self'; connect-src 'self'; img-src 'self'; \
      base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 fn asset(content_type: &'static str, body: impl Into<Body>) -> Response {
