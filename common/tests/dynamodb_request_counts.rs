@@ -515,6 +515,7 @@ async fn waiting_on_me_reads_only_what_waits() {
                     ..Default::default()
                 };
                 common::channels::address_to(&mut question, "carol");
+                rec.waits_on = Some("carol".into());
                 if let Some(status) = rec.task.status.as_mut() {
                     status.state = TaskState::InputRequired;
                     status.message = Some(question);
