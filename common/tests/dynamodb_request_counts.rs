@@ -425,7 +425,6 @@ async fn long_task_turns(store: Arc<DynamoStore>, recorder: &Recorder) -> Vec<Ve
 /// participant's partition of the listing index, never the tenant's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn list_tasks_costs_the_same_in_a_tenant_of_5000_as_in_a_tenant_of_5() {
-    use futures::StreamExt;
     let Some((recorder, client, table)) = recorded_table().await else {
         return;
     };
@@ -433,19 +432,8 @@ async fn list_tasks_costs_the_same_in_a_tenant_of_5000_as_in_a_tenant_of_5() {
     let h = Harness::new(store.clone(), common::agent::conformance(), with_push_key())
         .expect("harness");
     for (tenant, size) in [("small", 5), ("big", 5000)] {
-        let creates = (0..size).map(|i| {
-            let store = store.clone();
-            async move {
-                let owner = if i < 3 { "carol" } else { "someone-else" };
-                let rec = listed_task(tenant, owner, i);
-                store.create_task(&rec, &[], None).await.map(|_| ())
-            }
-        });
-        let created: Vec<_> = futures::stream::iter(creates)
-            .buffer_unordered(32)
-            .collect()
-            .await;
-        assert!(created.iter().all(Result::is_ok), "tasks created");
+        let owner = |i| if i < 3 { "carol" } else { "someone-else" };
+        create_all(&store, (0..size).map(|i| listed_task(tenant, owner(i), i))).await;
     }
     recorder.take();
 
@@ -496,39 +484,31 @@ async fn list_tasks_costs_the_same_in_a_tenant_of_5000_as_in_a_tenant_of_5() {
 /// one BatchGetItem of their heads.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn waiting_on_me_reads_only_what_waits() {
-    use futures::StreamExt;
     let Some((recorder, client, table)) = recorded_table().await else {
         return;
     };
     let store = Arc::new(DynamoStore::new(client.clone(), table.clone()));
     let h = Harness::new(store.clone(), common::agent::conformance(), with_push_key())
         .expect("harness");
-    let creates = (0..300).map(|i| {
-        let store = store.clone();
-        async move {
-            let mut rec = listed_task("t", "carol", i);
-            if i % 150 == 7 {
-                let mut question = Message {
-                    message_id: format!("q-{i}"),
-                    role: Role::Agent,
-                    parts: vec![Part::text("Which colour?")],
-                    ..Default::default()
-                };
-                common::channels::address_to(&mut question, "carol");
-                rec.waits_on = Some("carol".into());
-                if let Some(status) = rec.task.status.as_mut() {
-                    status.state = TaskState::InputRequired;
-                    status.message = Some(question);
-                }
+    let tasks = (0..300).map(|i| {
+        let mut rec = listed_task("t", "carol", i);
+        if i % 150 == 7 {
+            let mut question = Message {
+                message_id: format!("q-{i}"),
+                role: Role::Agent,
+                parts: vec![Part::text("Which colour?")],
+                ..Default::default()
+            };
+            common::channels::address_to(&mut question, "carol");
+            rec.waits_on = Some("carol".into());
+            if let Some(status) = rec.task.status.as_mut() {
+                status.state = TaskState::InputRequired;
+                status.message = Some(question);
             }
-            store.create_task(&rec, &[], None).await.map(|_| ())
         }
+        rec
     });
-    let created: Vec<_> = futures::stream::iter(creates)
-        .buffer_unordered(32)
-        .collect()
-        .await;
-    assert!(created.iter().all(Result::is_ok), "tasks created");
+    create_all(&store, tasks).await;
     recorder.take();
 
     let request = ListTasksRequest {
@@ -603,6 +583,17 @@ async fn a_quiet_subscription_reads_the_log_less_and_less_often() {
 }
 
 /// Task `<tenant>-<i>` of `owner` (its reporter) in `tenant`.
+/// Creates `tasks`, 32 at a time.
+async fn create_all(store: &DynamoStore, tasks: impl Iterator<Item = common::store::TaskRecord>) {
+    use futures::StreamExt;
+    let creates = tasks.map(|rec| async move { store.create_task(&rec, &[], None).await });
+    let created: Vec<_> = futures::stream::iter(creates)
+        .buffer_unordered(32)
+        .collect()
+        .await;
+    assert!(created.iter().all(Result::is_ok), "tasks created");
+}
+
 fn listed_task(tenant: &str, owner: &str, i: usize) -> common::store::TaskRecord {
     use common::ext::task::{Participant, ParticipantKind, Role as ParticipantRole, TaskExtension};
     let mut rec = common::store::TaskRecord {

@@ -120,11 +120,16 @@ pub struct Listing {
 
 impl Listing {
     pub fn of(rec: &TaskRecord) -> Self {
+        // The roster is parsed once a commit: `waiting_on` would parse it again.
+        let members = rec.members();
+        let waiting = (rec.waits_on.as_ref())
+            .filter(|w| rec.state() == crate::a2a::TaskState::InputRequired && members.contains(w))
+            .cloned();
         Listing {
-            members: rec.members(),
+            members,
             status_ms: rec.status_millis(),
             state: rec.state().number(),
-            waiting: rec.waiting_on(),
+            waiting,
         }
     }
 }
