@@ -17,8 +17,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 
-use crate::a2a::{Message, Part, Role, SendMessageConfiguration, SendMessageRequest, TaskState};
+use crate::a2a::{Message, Part, Role, SendMessageConfiguration, SendMessageRequest};
 use crate::auth::Auth;
+use crate::channels::medium::{Addressed, Asks};
 use crate::channels::personal::{LinkError, ANSWER_PATH};
 use crate::ext::channel::{ChannelKind, ChannelMessage};
 use crate::ops::{Caller, Harness};
@@ -89,7 +90,7 @@ fn refusal(status: StatusCode, why: &str) -> Response {
 /// on, so a link answers once. The answer goes in as that participant's `help_reply`,
 /// under a message id of the request's own, so two submits of one link are one answer.
 async fn answer(State(h): State<Arc<Harness>>, body: Bytes) -> Response {
-    let Some(personal) = h.engine.personal() else {
+    let Some(personal) = h.personal.as_ref() else {
         return refusal(StatusCode::NOT_FOUND, "no personal channels here");
     };
     let Ok(body) = serde_json::from_slice::<AnswerBody>(&body) else {
@@ -114,11 +115,9 @@ async fn answer(State(h): State<Arc<Harness>>, body: Bytes) -> Response {
         Err(e) => return refusal(StatusCode::FORBIDDEN, &e.to_string()),
     };
     let open = match h.store.load_task(&claim.task_id).await {
-        Ok(Some(rec)) => (rec.state() == TaskState::InputRequired
-            && (rec.agent.pending_help.as_ref()).is_some_and(|p| {
-                p.message_id == claim.request_id && p.participant_id == claim.participant
-            }))
-        .then_some(rec.tenant),
+        Ok(Some(rec)) => Addressed::of(&rec)
+            .filter(|r| r.request_id == claim.request_id && r.to == claim.participant)
+            .map(|r| (rec.tenant, r.asks)),
         Ok(None) => None,
         Err(e) => {
             tracing::warn!(task_id = %claim.task_id, error = %e, "answer link: the task could not be read");
@@ -128,20 +127,29 @@ async fn answer(State(h): State<Arc<Harness>>, body: Bytes) -> Response {
             );
         }
     };
-    let Some(tenant) = open else {
+    let Some((tenant, asks)) = open else {
         return refusal(
             StatusCode::CONFLICT,
             "this question was already answered or is no longer open",
         );
     };
-    let reply = ChannelMessage {
-        in_reply_to: Some(claim.request_id.clone()),
-        ..ChannelMessage::new(
+    // An answer to a question names it; the work of an assigned task is their message.
+    let reply = match asks {
+        Asks::Answer => ChannelMessage {
+            in_reply_to: Some(claim.request_id.clone()),
+            ..ChannelMessage::new(
+                &claim.task_id,
+                &claim.participant,
+                ChannelKind::HelpReply,
+                text,
+            )
+        },
+        Asks::Work => ChannelMessage::new(
             &claim.task_id,
             &claim.participant,
-            ChannelKind::HelpReply,
+            ChannelKind::Message,
             text,
-        )
+        ),
     };
     let mut message = Message {
         message_id: format!("answer:{}", claim.request_id),

@@ -1,8 +1,10 @@
 //! Issue 21, must-show 3: a participant's personal channel. bob has a webhook of his own
 //! (`--personal-channels`); the scripted model asks him a question; his webhook receives
 //! it with a signed link; answering through the link resumes the task; a forged link, an
-//! expired-looking one and the same link again are refused, and change nothing.
+//! expired-looking one and the same link again are refused, and change nothing. A task
+//! the model assigns to bob reaches his webhook the same way, and its link does his work.
 
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -46,17 +48,15 @@ async fn state_of(s: &Server, id: &str, want: &str) -> Value {
     }
 }
 
-async fn answered_through_its_link(backend: Backend) {
+/// A harness on `backend` whose model follows `steps`, bob's webhook and its files; alice
+/// has started her task with bob on it, in [`TENANT`]. None without the backend.
+async fn started(backend: Backend, steps: Value) -> Option<(Server, Receiver, String, PathBuf)> {
     let hook = Receiver::start().await;
     let dir = std::env::temp_dir().join(unique("personal"));
     std::fs::create_dir_all(&dir).expect("dir");
     let channels = dir.join("channels.toml");
     std::fs::write(&channels, format!("[bob]\nurl = \"{}\"\n", hook.url)).expect("file");
-    let script = Script::new(json!([
-        {"tool_calls": [{"name": "ask_participant", "arguments": {
-            "participant_id": "bob", "question": QUESTION}}]},
-        {"text": "Painted it."}
-    ]));
+    let script = Script::new(steps);
     let model = script.model();
     let path = channels.display().to_string();
     let args = [
@@ -67,9 +67,7 @@ async fn answered_through_its_link(backend: Backend) {
         "--personal-channels",
         &path,
     ];
-    let Some(s) = Server::start_on(backend, &args).await else {
-        return;
-    };
+    let s = Server::start_on(backend, &args).await?;
     let people = json!([
         participant("alice", "human", "reporter"),
         participant("bob", "human", "watcher")
@@ -84,9 +82,19 @@ async fn answered_through_its_link(backend: Backend) {
         json!({"tenant": TENANT, "message": message}),
     )
     .await;
-    let task = &sent["task"];
-    assert_eq!(state(task), "TASK_STATE_INPUT_REQUIRED", "{task}");
-    let id = task_id(task);
+    Some((s, hook, task_id(&sent["task"]), dir))
+}
+
+async fn answered_through_its_link(backend: Backend) {
+    let steps = json!([
+        {"tool_calls": [{"name": "ask_participant", "arguments": {
+            "participant_id": "bob", "question": QUESTION}}]},
+        {"text": "Painted it."}
+    ]);
+    let Some((s, hook, id, dir)) = started(backend, steps).await else {
+        return;
+    };
+    state_of(&s, &id, "TASK_STATE_INPUT_REQUIRED").await;
 
     // bob's own webhook has the question and a link to answer it.
     let told = hook.wait_until("the question", |got| !got.is_empty()).await;
@@ -136,6 +144,43 @@ async fn answered_through_its_link(backend: Backend) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+async fn assigned_through_its_link(backend: Backend) {
+    let steps = json!([
+        {"tool_calls": [{"name": "create_task_for_participant", "arguments": {
+            "participant_id": "bob", "name": "Measure", "goal": "Measure the shed"}}]},
+        {"text": "Painted."}
+    ]);
+    let Some((s, hook, id, dir)) = started(backend, steps).await else {
+        return;
+    };
+    let told = hook.wait_until("the assignment", |got| !got.is_empty()).await;
+    let body = &told[0].body;
+    let sub_task = format!("{id}.1");
+    assert_eq!(body["task_id"], sub_task.as_str(), "{body}");
+    assert_eq!(body["question"], "Measure the shed", "{body}");
+    assert!(body["text"]
+        .as_str()
+        .is_some_and(|t| t.starts_with("A task is assigned to you: \"Measure\"")));
+    let link = body["answer_url"].as_str().expect("a link");
+    let token = link.split_once('#').expect("the token").1;
+
+    // The link does bob's work: his message completes the sub-task, which wakes alice's.
+    let (status, answer) = post_answer(&s, token, "3 by 4 metres").await;
+    assert_eq!(status, 200, "{answer}");
+    let done = state_of(&s, &sub_task, "TASK_STATE_COMPLETED").await;
+    let from_bob: Vec<&Value> = (done["history"].as_array().expect("history").iter())
+        .filter(|m| m["metadata"]["participant_id"] == "bob")
+        .collect();
+    assert_eq!(from_bob.len(), 1, "{done}");
+    assert_eq!(from_bob[0]["parts"][0]["text"], "3 by 4 metres");
+    let parent = state_of(&s, &id, "TASK_STATE_COMPLETED").await;
+    assert_eq!(status_text(&parent), "Painted.");
+    let (status, _) = post_answer(&s, token, "again").await;
+    assert_eq!(status, 409);
+    assert_eq!(hook.all().len(), 1, "told once");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[tokio::test]
 async fn a_help_request_reaches_bobs_own_webhook_and_its_link_answers_once_on_the_embedded_store() {
     answered_through_its_link(Backend::Embedded).await;
@@ -144,4 +189,14 @@ async fn a_help_request_reaches_bobs_own_webhook_and_its_link_answers_once_on_th
 #[tokio::test]
 async fn a_help_request_reaches_bobs_own_webhook_and_its_link_answers_once_on_dynamodb() {
     answered_through_its_link(Backend::DynamoDb).await;
+}
+
+#[tokio::test]
+async fn a_task_assigned_to_bob_reaches_his_webhook_and_its_link_does_it_on_the_embedded_store() {
+    assigned_through_its_link(Backend::Embedded).await;
+}
+
+#[tokio::test]
+async fn a_task_assigned_to_bob_reaches_his_webhook_and_its_link_does_it_on_dynamodb() {
+    assigned_through_its_link(Backend::DynamoDb).await;
 }

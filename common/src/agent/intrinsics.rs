@@ -260,7 +260,9 @@ async fn create_task(run: &mut TaskRun, call: &ToolCall, a: CreateArgs) -> Resul
         rec.agent.conversation.push(result.clone());
         Vec::new()
     })
-    .await
+    .await?;
+    run.created.push(child);
+    Ok(())
 }
 
 #[derive(Deserialize)]

@@ -1,7 +1,7 @@
 //! Personal channels: a participant's own webhook (a chat incoming-webhook URL, say), a
-//! second medium beside the task itself. The harness posts to it each help request
-//! addressed to that participant, after the request is committed, with a signed link that
-//! answers it once.
+//! pushed [`Medium`] beside the task itself. The harness posts to it each request
+//! addressed to that participant (a help request, a task assigned to them), after the
+//! request is committed, with a signed link that answers it once.
 //!
 //! Configured by a TOML file (`--personal-channels` / `HARNESS_PERSONAL_CHANNELS`), one
 //! table per participant: `[bob]` with `url = "https://…"`. A URL is a secret (an
@@ -25,10 +25,9 @@ use reqwest::Url;
 use ring::hmac;
 use serde::Deserialize;
 
-use super::HelpRequest;
+use super::medium::{Addressed, Asks, Medium};
 use crate::push::seal::PushKey;
 use crate::push::Notifier;
-use crate::store::TaskRecord;
 
 /// How long an answer link stays good.
 pub const LINK_LIFETIME: Duration = Duration::from_secs(7 * 24 * 3600);
@@ -118,33 +117,39 @@ impl PersonalChannels {
     pub fn links(&self) -> &AnswerLinks {
         &self.links
     }
+}
 
-    /// Posts the help request `rec` waits on to its addressee's channel, if they have one.
-    /// A failure is logged (without the URL) and the question stays in their inbox.
-    pub async fn tell(&self, rec: &TaskRecord) {
-        let Some(request) = rec.agent.pending_help.as_ref() else {
-            return;
-        };
-        let Some(url) = self.urls.get(&request.participant_id) else {
+#[async_trait::async_trait]
+impl Medium for PersonalChannels {
+    fn reaches(&self, participant: &str) -> bool {
+        self.urls.contains_key(participant)
+    }
+
+    /// Posts `request` to its addressee's webhook. A failure is logged (without the URL).
+    async fn send(&self, request: &Addressed) {
+        let Some(url) = self.urls.get(&request.to) else {
             return;
         };
         let now = crate::engine::lease::now_ms() / 1000;
-        let link = self.links.link(&rec.task.id, request, now);
-        let name = rec.ext().map(|e| e.name).unwrap_or_default();
+        let link = self.links.link(request, now);
+        let asked = match request.asks {
+            Asks::Answer => "You are asked on the task",
+            Asks::Work => "A task is assigned to you:",
+        };
         let body = serde_json::json!({
             // Escaped as chat webhooks read markup, so a name or question cannot make a
             // link of its own or mention everyone.
             "text": format!(
-                "You are asked on the task \"{}\": {}\nAnswer: {link}",
-                escape_markup(&name),
-                escape_markup(&request.display())
+                "{asked} \"{}\": {}\nAnswer: {link}",
+                escape_markup(&request.task_name),
+                escape_markup(&request.text)
             ),
-            "task_id": rec.task.id,
-            "question": request.display(),
+            "task_id": request.task_id,
+            "question": request.text,
             "answer_url": link,
         });
         if let Err(why) = self.notifier.post_json(url, &body).await {
-            tracing::warn!(task_id = %rec.task.id, participant = %request.participant_id, %why, "personal channel not reached");
+            tracing::warn!(task_id = %request.task_id, participant = %request.to, %why, "personal channel not reached");
         }
     }
 }
@@ -193,14 +198,13 @@ impl AnswerLinks {
         }
     }
 
-    /// The link that answers `request` of task `task_id`, valid until `now` plus
-    /// [`LINK_LIFETIME`].
-    pub fn link(&self, task_id: &str, request: &HelpRequest, now: i64) -> String {
+    /// The link that answers `request`, valid until `now` plus [`LINK_LIFETIME`].
+    pub fn link(&self, request: &Addressed, now: i64) -> String {
         let expires = now + LINK_LIFETIME.as_secs() as i64;
         let payload = [
-            task_id,
-            &request.message_id,
-            &request.participant_id,
+            request.task_id.as_str(),
+            &request.request_id,
+            &request.to,
             &expires.to_string(),
         ]
         .join("\n");
@@ -245,12 +249,14 @@ impl AnswerLinks {
 mod tests {
     use super::*;
 
-    fn request() -> HelpRequest {
-        HelpRequest {
-            participant_id: "bob".into(),
-            question: "Which?".into(),
-            message_id: "t-1:help:2".into(),
-            ..Default::default()
+    fn request() -> Addressed {
+        Addressed {
+            task_id: "t-1".into(),
+            task_name: "T".into(),
+            to: "bob".into(),
+            request_id: "t-1:help:2".into(),
+            asks: Asks::Answer,
+            text: "Which?".into(),
         }
     }
 
@@ -277,7 +283,7 @@ mod tests {
     #[test]
     fn a_link_names_its_task_request_and_participant_until_it_expires() {
         let links = AnswerLinks::new(&PushKey::generate(), "https://h.example/");
-        let link = links.link("t-1", &request(), 1_000);
+        let link = links.link(&request(), 1_000);
         assert!(link.starts_with("https://h.example/ui/answer#"), "{link}");
         let claim = links.verify(token(&link), 1_000).unwrap();
         assert_eq!(
@@ -300,9 +306,9 @@ mod tests {
     fn a_link_from_another_key_or_changed_is_invalid() {
         let links = AnswerLinks::new(&PushKey::generate(), "https://h.example");
         let other = AnswerLinks::new(&PushKey::generate(), "https://h.example");
-        let link = other.link("t-1", &request(), 1_000);
+        let link = other.link(&request(), 1_000);
         assert_eq!(links.verify(token(&link), 1_000), Err(LinkError::Invalid));
-        let mine = links.link("t-1", &request(), 1_000);
+        let mine = links.link(&request(), 1_000);
         let (payload, tag) = token(&mine).split_once('.').unwrap();
         let changed = URL_SAFE_NO_PAD.encode(
             String::from_utf8(URL_SAFE_NO_PAD.decode(payload).unwrap())

@@ -176,6 +176,7 @@ async fn task(call: &mut Invocation<'_>, arguments: &str) -> Result<Reply, Comma
                 Err(CreateError::Store(e)) => return Err(e.into()),
             }
             subtask::link(parent, &id, None);
+            call.harness.engine.media().announce(&child).await;
             id
         }
         None => {
@@ -185,6 +186,7 @@ async fn task(call: &mut Invocation<'_>, arguments: &str) -> Result<Reply, Comma
                 .store
                 .create_task(&task, &[crate::engine::transition::created(&task)], None)
                 .await?;
+            call.harness.engine.media().announce(&task).await;
             id
         }
     };

@@ -30,6 +30,7 @@ use tokio::task::JoinHandle;
 
 use crate::a2a::TaskState;
 use crate::agent::Agent;
+use crate::channels::medium::Media;
 use crate::keyed_lock::KeyedLocks;
 use crate::store::{Store, StoreError, TaskRecord};
 pub use run::{RunError, TaskRun};
@@ -82,9 +83,6 @@ pub const MAX_HANDOVERS: u32 = 10;
 
 const SWEEP_CONCURRENCY: usize = 8;
 
-/// Longest a drive waits for a personal channel to take a question.
-const TELL_WITHIN: std::time::Duration = std::time::Duration::from_secs(5);
-
 pub struct Engine {
     store: Arc<dyn Store>,
     agent: Arc<dyn Agent>,
@@ -97,8 +95,8 @@ pub struct Engine {
     lease_ttl: std::time::Duration,
     /// Serialises runs of one task inside this process.
     running: KeyedLocks,
-    /// Participants' own webhooks, told of the help requests addressed to them.
-    personal: Option<Arc<crate::channels::personal::PersonalChannels>>,
+    /// The pushed media that carry the requests addressed to members to them.
+    media: Media,
 }
 
 impl Engine {
@@ -106,10 +104,10 @@ impl Engine {
         store: Arc<dyn Store>,
         agent: Arc<dyn Agent>,
         config: &crate::config::Config,
-        personal: Option<Arc<crate::channels::personal::PersonalChannels>>,
+        media: Media,
     ) -> Arc<Self> {
         Arc::new(Engine {
-            personal,
+            media,
             store,
             agent,
             agent_id: config.agent_id.clone(),
@@ -219,39 +217,36 @@ impl Engine {
         task_id: &str,
         deadline: Option<std::time::Instant>,
     ) -> Result<Option<TaskRecord>, RunError> {
+        let mut created = Vec::new();
         let last = self
             .running
-            .run(task_id, self.drive_locked(task_id, deadline))
+            .run(task_id, self.drive_locked(task_id, deadline, &mut created))
             .await?;
         if let Some(ended) = last.as_ref().filter(|r| r.state().is_terminal()) {
             self.wake_parents(ended).await?;
         }
         // A drive that asks ends waiting on the answer: the only drive that sees the
         // question new, after it is committed.
-        // Bounded, so a slow channel holds the drive (and a blocking send) a little only.
-        if let (Some(personal), Some(asked)) = (&self.personal, last.as_ref()) {
-            if asked.state() == TaskState::InputRequired {
-                let told = tokio::time::timeout(TELL_WITHIN, personal.tell(asked)).await;
-                if told.is_err() {
-                    tracing::warn!(task_id = %asked.task.id, "personal channel not reached in time");
-                }
-            }
+        for rec in created.iter().chain(last.as_ref()) {
+            self.media.announce(rec).await;
         }
         Ok(last)
     }
 
-    /// The participants' personal channels, when configured.
-    pub fn personal(&self) -> Option<&crate::channels::personal::PersonalChannels> {
-        self.personal.as_deref()
+    /// The pushed media, for the requests addressed to members outside a drive.
+    pub fn media(&self) -> &Media {
+        &self.media
     }
 
     /// Runs the agent on the task if it is the agent's, has something to do and no other
     /// drive holds it; returns the task as this drive left it (or found it, ended), so the
     /// caller need not read it again (and an ended task's parents may be waiting on it).
+    /// The tasks the run created for participants are added to `created`.
     async fn drive_locked(
         &self,
         task_id: &str,
         deadline: Option<std::time::Instant>,
+        created: &mut Vec<TaskRecord>,
     ) -> Result<Option<TaskRecord>, RunError> {
         let record = self.store.load_task(task_id).await?.ok_or(RunError::Gone)?;
         if record.state().is_terminal() {
@@ -271,7 +266,9 @@ impl Engine {
             .unwrap_or_default();
         let mut run =
             TaskRun::new(self.store.clone(), record).leased(&self.owner, self.lease_ttl, deadline);
-        match self.agent.run(&mut run, &input).await {
+        let outcome = self.agent.run(&mut run, &input).await;
+        created.append(&mut run.created);
+        match outcome {
             // Cut off: handed over, which the release below makes the wake-up.
             Ok(()) | Err(RunError::Ended(_)) | Err(RunError::CutOff) => {}
             Err(RunError::LeaseLost) => return Ok(None),

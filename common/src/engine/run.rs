@@ -38,6 +38,8 @@ pub struct TaskRun {
     /// When the invocation running this must have stopped.
     deadline: Option<Instant>,
     handed_over: bool,
+    /// The tasks this run created for participants, committed: to announce once it ends.
+    pub created: Vec<TaskRecord>,
 }
 
 /// How long before its deadline a step in progress is dropped, so the run can still
@@ -57,6 +59,7 @@ impl TaskRun {
             lease: None,
             deadline: None,
             handed_over: false,
+            created: Vec::new(),
         }
     }
 

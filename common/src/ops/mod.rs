@@ -37,6 +37,8 @@ pub struct Harness {
     pub commands: CommandRegistry,
     /// Push notifications; None when they are off.
     pub notifier: Option<Arc<Notifier>>,
+    /// The participants' personal channels (their answer links); None when there are none.
+    pub personal: Option<Arc<crate::channels::personal::PersonalChannels>>,
     /// Verifies bearer tokens in `jwt` mode; None in `none` mode.
     pub verifier: Option<Arc<Verifier>>,
     /// The SubscribeToTask streams open in this process, so a task's are bounded.
@@ -114,7 +116,13 @@ impl Harness {
             }
             _ => None,
         };
-        let engine = Engine::new(store.clone(), agent, &config, personal);
+        let media = crate::channels::medium::Media::new(
+            (personal
+                .iter()
+                .map(|p| p.clone() as Arc<dyn crate::channels::medium::Medium>))
+            .collect(),
+        );
+        let engine = Engine::new(store.clone(), agent, &config, media);
         if config.detached_runs {
             engine.watch_wakeups();
         }
@@ -126,6 +134,7 @@ impl Harness {
             card,
             commands,
             notifier,
+            personal,
             verifier,
             subscribers: Default::default(),
         }))

@@ -1,0 +1,168 @@
+//! The media a task's channel reaches its members by.
+//!
+//! The channel itself is the task (see [`super`]): its messages are events in the task's
+//! log, and that medium is pulled: members read it with GetTask, SubscribeToTask,
+//! ListTasks `waitingOnMe` and the inbox, and their own push configs carry it. A
+//! [`Medium`] is pushed: after a commit leaves a task waiting on a member (a help request
+//! asked of them, a task assigned to them), the harness sends them the request
+//! ([`Addressed`]) by each medium that reaches them, with a way to answer that comes back
+//! as their message on the task. The request is committed first, so a medium that fails
+//! loses nothing: it stays in the log and the inbox.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::a2a::TaskState;
+use crate::store::TaskRecord;
+
+/// Longest the harness waits for one medium to take a request, so a slow one holds the
+/// drive (or the request that created a task) a little only.
+pub const SEND_WITHIN: Duration = Duration::from_secs(5);
+
+/// What a request asks of its addressee.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Asks {
+    /// An answer to the agent's question: a `help_reply`.
+    Answer,
+    /// The work of a task assigned to them: their message completes it.
+    Work,
+}
+
+/// A request a task waits on, addressed to one member: what a pushed medium sends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Addressed {
+    pub task_id: String,
+    pub task_name: String,
+    /// The member it is addressed to.
+    pub to: String,
+    /// Names the request within its task: the help request's message id, or the task's
+    /// assignment (a task waits on its assignee once).
+    pub request_id: String,
+    pub asks: Asks,
+    /// The question, with its options, or the task's goal.
+    pub text: String,
+}
+
+impl Addressed {
+    /// The request `rec` waits on, if it waits on one of its members.
+    pub fn of(rec: &TaskRecord) -> Option<Addressed> {
+        if rec.state() != TaskState::InputRequired {
+            return None;
+        }
+        let to = rec.waiting_on()?;
+        let ext = rec.ext().unwrap_or_default();
+        let (request_id, asks, text) = match &rec.agent.pending_help {
+            Some(help) if help.participant_id == to => {
+                (help.message_id.clone(), Asks::Answer, help.display())
+            }
+            Some(_) => return None,
+            None if ext.assignee().is_some_and(|a| a.id == to) => (
+                format!("{}:assigned", rec.task.id),
+                Asks::Work,
+                ext.goal.clone(),
+            ),
+            None => return None,
+        };
+        Some(Addressed {
+            task_id: rec.task.id.clone(),
+            task_name: ext.name,
+            to,
+            request_id,
+            asks,
+            text,
+        })
+    }
+}
+
+/// A pushed medium: reaches some members, and sends them the requests addressed to them.
+#[async_trait::async_trait]
+pub trait Medium: Send + Sync + std::fmt::Debug {
+    /// Whether it reaches `participant`.
+    fn reaches(&self, participant: &str) -> bool;
+    /// Sends `request` to its addressee. A failure is the medium's to log (without its
+    /// secrets); the request stays in the task either way.
+    async fn send(&self, request: &Addressed);
+}
+
+/// The pushed media of this harness (none by default: the task alone).
+#[derive(Debug, Clone, Default)]
+pub struct Media(Vec<Arc<dyn Medium>>);
+
+impl Media {
+    pub fn new(media: Vec<Arc<dyn Medium>>) -> Self {
+        Media(media)
+    }
+
+    /// After a commit: sends the request `rec` now waits on, if any, by each medium that
+    /// reaches its addressee, each within [`SEND_WITHIN`].
+    pub async fn announce(&self, rec: &TaskRecord) {
+        if self.0.is_empty() {
+            return;
+        }
+        let Some(request) = Addressed::of(rec) else {
+            return;
+        };
+        let sends = (self.0.iter())
+            .filter(|m| m.reaches(&request.to))
+            .map(|m| tokio::time::timeout(SEND_WITHIN, m.send(&request)));
+        for sent in futures::future::join_all(sends).await {
+            if sent.is_err() {
+                tracing::warn!(task_id = %request.task_id, participant = %request.to, "a medium did not take the request in time");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::channels::subtask::{standalone, ParticipantTask};
+    use crate::channels::HelpRequest;
+
+    fn assigned() -> TaskRecord {
+        let req = ParticipantTask {
+            participant_id: "bob".into(),
+            name: "Review".into(),
+            goal: "Review the draft".into(),
+            acceptance_criteria: Vec::new(),
+        };
+        standalone("", "ctx", &req, "alice")
+    }
+
+    #[test]
+    fn a_task_waiting_on_its_assignee_asks_for_their_work() {
+        let rec = assigned();
+        let request = Addressed::of(&rec).unwrap();
+        assert_eq!(request.to, "bob");
+        assert_eq!(request.asks, Asks::Work);
+        assert_eq!(request.text, "Review the draft");
+        assert_eq!(request.request_id, format!("{}:assigned", rec.task.id));
+    }
+
+    #[test]
+    fn a_pending_help_request_asks_its_participant_and_nothing_else_asks() {
+        let mut rec = assigned();
+        rec.agent.pending_help = Some(HelpRequest {
+            participant_id: "bob".into(),
+            question: "Which?".into(),
+            options: vec!["a".into(), "b".into()],
+            message_id: "m-1".into(),
+            call_id: "c".into(),
+        });
+        let request = Addressed::of(&rec).unwrap();
+        assert_eq!(
+            (
+                request.asks,
+                request.request_id.as_str(),
+                request.text.as_str()
+            ),
+            (Asks::Answer, "m-1", "Which?\nOptions: a, b")
+        );
+        // Waiting on someone the pending request is not for, or no longer waiting.
+        rec.waits_on = Some("alice".into());
+        assert_eq!(Addressed::of(&rec), None);
+        let mut done = assigned();
+        crate::engine::transition::set_status(&mut done, TaskState::Completed, None, None);
+        assert_eq!(Addressed::of(&done), None);
+    }
+}
