@@ -72,8 +72,8 @@ pub struct Config {
     /// Address ranges webhooks may reach although they are private or special-purpose
     /// (one internal receiver, while the SSRF protection blocks the rest).
     pub webhook_allow: Vec<crate::push::target::Cidr>,
-    /// The participants' personal channels ([`crate::channels::personal`]): a TOML file.
-    pub personal_channels: Option<std::path::PathBuf>,
+    /// The participants' personal channels ([`crate::channels::personal`]).
+    pub personal_channels: Option<crate::channels::personal::Source>,
     /// Timeout of one webhook request.
     pub push_timeout: Duration,
     /// How a request's participant is known: self-asserted (`none`) or from a verified

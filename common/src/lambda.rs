@@ -30,6 +30,8 @@
 //! | `HARNESS_PUSH_KEY` | required while push is on | 32 bytes, base64: seals webhook secrets at rest |
 //! | `HARNESS_PUSH_ALLOW_PRIVATE_URLS` | `false` | webhooks on private addresses |
 //! | `HARNESS_WEBHOOK_ALLOW` | none | address ranges (comma-separated CIDRs) webhooks may reach although private |
+//! | `HARNESS_PERSONAL_CHANNELS` | none | a TOML file of participants' own webhooks ([`crate::channels::personal`]); needs push on and `HARNESS_PUBLIC_URL` |
+//! | `HARNESS_PERSONAL_CHANNELS_SECRET` | none | the same TOML in a Secrets Manager secret (ARN), read once per cold start by the functions that send to them or take their answers |
 //! | `HARNESS_REDACT_PATTERNS` | none | extra credential patterns (one regular expression per line) redacted at intake, in tool results and in logs, besides the built-in table |
 //! | `HARNESS_MAX_BLOCKING_WAIT_SECONDS` | `600` | longest a blocking SendMessage waits for `resume` to settle the task before answering with it as it stands (the jsonrpc function behind the front door: 50) |
 //! | `HARNESS_MAX_BODY_BYTES` | `1048576` | largest request body |
@@ -113,7 +115,8 @@ pub fn config_from_env() -> Result<Config, Error> {
             })
             .transpose()?
             .unwrap_or_default(),
-        personal_channels: var("HARNESS_PERSONAL_CHANNELS").map(Into::into),
+        personal_channels: var("HARNESS_PERSONAL_CHANNELS")
+            .map(|path| crate::channels::personal::Source::File(path.into())),
         agent_id: checked_id("HARNESS_AGENT_ID")?.unwrap_or(defaults.agent_id),
         lease_ttl: Duration::from_secs(parse(
             "HARNESS_LEASE_SECONDS",
@@ -209,7 +212,14 @@ pub enum ModelCalls {
 
 /// Everything a function needs, from the environment.
 pub async fn harness_from_env(calls: ModelCalls) -> Result<Arc<Harness>, Error> {
-    let config = config_from_env()?;
+    let mut config = config_from_env()?;
+    if let Some(arn) = var("HARNESS_PERSONAL_CHANNELS_SECRET") {
+        let text = crate::secrets::text(&arn, "personal channels").await?;
+        config.personal_channels = Some(crate::channels::personal::Source::Text {
+            origin: format!("secret {arn}"),
+            text,
+        });
+    }
     let kind: AgentKind = parse("HARNESS_AGENT", AgentKind::Conformance)?;
     let mut catalog = match var("HARNESS_MODELS") {
         Some(path) => ModelCatalog::load(std::path::Path::new(&path))?,

@@ -1,9 +1,10 @@
-//! Secrets a deployment keeps in AWS Secrets Manager: the model provider's API key, read
-//! once per cold start by the function that calls the model, and never put in the
-//! environment, the template or a log.
+//! Secrets a deployment keeps in AWS Secrets Manager, read once per cold start by the
+//! functions that need them and never put in the environment, the template or a log: the
+//! model provider's API key (for the function that calls the model) and the participants'
+//! personal channels (for those that send to them or take their answers).
 //!
-//! The secret's `SecretString` is the key itself, or a JSON object holding it as
-//! `api_key` (the shape the console's "other type of secret" key/value editor writes).
+//! A key's `SecretString` is the key itself, or a JSON object holding it as `api_key`
+//! (the shape the console's "other type of secret" key/value editor writes).
 
 use serde_json::Value;
 
@@ -11,13 +12,26 @@ use serde_json::Value;
 pub enum SecretError {
     #[error("cannot read the secret {arn}: {reason}")]
     Unreadable { arn: String, reason: String },
-    #[error("the secret {arn} holds no API key: {reason}")]
-    Empty { arn: String, reason: &'static str },
+    #[error("the secret {arn} holds no {what}: {reason}")]
+    Empty {
+        arn: String,
+        what: &'static str,
+        reason: &'static str,
+    },
 }
 
-/// The API key held by the secret `arn`, through the SDK configuration the other clients
-/// use (`AWS_ENDPOINT_URL_SECRETS_MANAGER` points it elsewhere).
+/// The API key held by the secret `arn`.
 pub async fn api_key(arn: &str) -> Result<String, SecretError> {
+    key_of(&text(arn, "API key").await?).ok_or_else(|| SecretError::Empty {
+        arn: arn.to_owned(),
+        what: "API key",
+        reason: "expected the key, or a JSON object with a non-empty \"api_key\"",
+    })
+}
+
+/// The text of the secret `arn` (which should hold `what`), through the SDK configuration
+/// the other clients use (`AWS_ENDPOINT_URL_SECRETS_MANAGER` points it elsewhere).
+pub async fn text(arn: &str, what: &'static str) -> Result<String, SecretError> {
     let sdk = crate::https::sdk_config().await;
     let mut config = aws_sdk_secretsmanager::config::Builder::from(&sdk);
     if let Some(url) = crate::https::service_endpoint("SECRETS_MANAGER") {
@@ -34,14 +48,13 @@ pub async fn api_key(arn: &str) -> Result<String, SecretError> {
             // The error's own text names the service's reason; it never holds the value.
             reason: aws_sdk_secretsmanager::error::DisplayErrorContext(&e).to_string(),
         })?;
-    let text = out.secret_string().ok_or_else(|| SecretError::Empty {
-        arn: arn.to_owned(),
-        reason: "it has no SecretString (a binary secret)",
-    })?;
-    key_of(text).ok_or_else(|| SecretError::Empty {
-        arn: arn.to_owned(),
-        reason: "expected the key, or a JSON object with a non-empty \"api_key\"",
-    })
+    out.secret_string()
+        .map(str::to_owned)
+        .ok_or_else(|| SecretError::Empty {
+            arn: arn.to_owned(),
+            what,
+            reason: "it has no SecretString (a binary secret)",
+        })
 }
 
 /// The key in a secret's text: the text itself, or a JSON object's `api_key`.

@@ -46,6 +46,11 @@ impl Endpoint {
         matches!(self, Endpoint::All | Endpoint::AgentCard)
     }
 
+    /// Whether it takes personal channels' answers, which are sends.
+    fn answers(self) -> bool {
+        matches!(self, Endpoint::All | Endpoint::Rest(Operation::SendMessage))
+    }
+
     fn json_rpc(self) -> bool {
         matches!(self, Endpoint::All | Endpoint::JsonRpc)
     }
@@ -76,6 +81,9 @@ pub fn router(h: Arc<Harness>, endpoint: Endpoint) -> Router {
     if endpoint.card() {
         // The inbox is static, like the card: the same function serves both on AWS.
         router = router.merge(crate::ui::routes(&h.config.auth));
+    }
+    if endpoint.answers() {
+        router = router.merge(crate::ui::answer_routes());
     }
     router
         .fallback(

@@ -14,7 +14,7 @@ use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::Router;
 
 use crate::a2a::{Message, Part, Role, SendMessageConfiguration, SendMessageRequest};
@@ -179,15 +179,23 @@ async fn answer(State(h): State<Arc<Harness>>, body: Bytes) -> Response {
     }
 }
 
-/// The inbox's routes; `auth` is the harness's identity mode.
+/// The answer link's POST: a send of a message, served where SendMessage is (on AWS the
+/// send-message function, which may write the task).
+pub fn answer_routes() -> Router<Arc<Harness>> {
+    Router::new().route(
+        ANSWER_PATH,
+        post(answer).layer(axum::extract::DefaultBodyLimit::max(MAX_ANSWER_BODY)),
+    )
+}
+
+/// The inbox's routes, all static (the answer page's included); `auth` is the harness's
+/// identity mode.
 pub fn routes(auth: &Auth) -> Router<Arc<Harness>> {
     let settings = settings(auth).to_string();
     Router::new()
         .route(
             ANSWER_PATH,
-            get(|| async { asset("text/html; charset=utf-8", ANSWER_PAGE) })
-                .post(answer)
-                .layer(axum::extract::DefaultBodyLimit::max(MAX_ANSWER_BODY)),
+            get(|| async { asset("text/html; charset=utf-8", ANSWER_PAGE) }),
         )
         .route(
             "/ui/answer.js",

@@ -81,7 +81,7 @@ impl Deployment {
     }
 
     /// `config` with what every function has: no rate limit (API Gateway throttles) and
-    /// no public URL unless one is given.
+    /// no public URL (the request's) unless personal channels need one.
     fn with_config(name: &str, config: Config) -> Self {
         // The recorded events carry no identity: one participant stands for it.
         Self::build(name, config, Some("anonymous".into()))
@@ -94,8 +94,12 @@ impl Deployment {
         ));
         std::fs::create_dir_all(&dir).expect("create the store directory");
         let store = EmbeddedStore::open(&dir).expect("open the embedded store");
+        let public_url = match config.personal_channels {
+            Some(_) => "https://harness.example".into(),
+            None => String::new(),
+        };
         let config = Config {
-            public_url: String::new(),
+            public_url,
             rate_limit_per_minute: 0,
             default_participant,
             push_key: Some(common::push::seal::PushKey::generate()),
@@ -891,4 +895,50 @@ async fn a_verifying_function_refuses_events_without_a_token_and_serves_its_bear
         state(&read_all(body).await["result"]["task"]),
         "TASK_STATE_COMPLETED"
     );
+}
+
+/// A personal channel's answer link POSTs to `/ui/answer`: on AWS the route goes to the
+/// send-message function (which may write tasks), not to the agent-card function that
+/// serves the page. Its answer here, to a forged token, shows which function takes it.
+#[tokio::test]
+async fn the_answer_link_is_taken_by_the_send_message_function() {
+    let mut v: Value =
+        serde_json::from_str(&fixture_text("apigw-v2-get-agent-card.json")).expect("JSON");
+    for (at, value) in [
+        ("/routeKey", "POST /ui/answer"),
+        ("/rawPath", "/ui/answer"),
+        ("/requestContext/routeKey", "POST /ui/answer"),
+        ("/requestContext/http/method", "POST"),
+        ("/requestContext/http/path", "/ui/answer"),
+        ("/headers/content-type", "application/json"),
+        ("/body", r#"{"token": "forged.token", "text": "Blue"}"#),
+    ] {
+        let (parent, key) = at.rsplit_once('/').expect("a pointer");
+        v.pointer_mut(if parent.is_empty() { "" } else { parent })
+            .and_then(Value::as_object_mut)
+            .expect("an object")
+            .insert(key.to_owned(), value.into());
+    }
+    let answer = || parse_event("answer", &v.to_string());
+    let d = Deployment::with_config(
+        "answer",
+        Config {
+            personal_channels: Some(common::channels::personal::Source::Text {
+                origin: "a test".into(),
+                text: "[bob]\nurl = \"https://hooks.example/bob\"\n".into(),
+            }),
+            ..Config::default()
+        },
+    );
+    let taken = d
+        .invoke(Endpoint::Rest(Operation::SendMessage), answer())
+        .await;
+    assert_eq!(taken["statusCode"], 403, "{taken:#}");
+    assert_eq!(
+        json_body(&taken),
+        serde_json::json!({"error": "this answer link is not valid"})
+    );
+    let card = d.invoke(Endpoint::AgentCard, answer()).await;
+    assert_ne!(card["statusCode"], 403, "{card:#}");
+    assert_ne!(card["statusCode"], 200, "{card:#}");
 }

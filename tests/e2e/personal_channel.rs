@@ -153,7 +153,9 @@ async fn assigned_through_its_link(backend: Backend) {
     let Some((s, hook, id, dir)) = started(backend, steps).await else {
         return;
     };
-    let told = hook.wait_until("the assignment", |got| !got.is_empty()).await;
+    let told = hook
+        .wait_until("the assignment", |got| !got.is_empty())
+        .await;
     let body = &told[0].body;
     let sub_task = format!("{id}.1");
     assert_eq!(body["task_id"], sub_task.as_str(), "{body}");

@@ -53,6 +53,9 @@ BUFFERED = {
 # The agent-card function also serves the web inbox's static assets.
 UNTENANTED = {"agent-card": [("GET", "/.well-known/agent-card.json"), ("GET", "/ui"),
                              ("GET", "/ui/{asset+}")]}
+# A personal channel's answer link is a send: send-message takes it, with no tenant and no
+# authorizer (the signed token in its body is the credential).
+ANSWER_ROUTE = ("POST", "/ui/answer")
 STREAMING = {"send-streaming-message", "subscribe-to-task", "jsonrpc"}
 # Invoked by AWS, not by clients: no HTTP route, no Function URL.
 EVENT_FUNCTIONS = {"resume", "sweeper", "notifier"}
@@ -327,6 +330,8 @@ def test_buffered_routes(binary, template, functions):
     expected = set(routes)
     if binary in BUFFERED:
         expected |= {(m, "/{tenant}" + p) for m, p in routes}
+    if binary == "send-message":
+        expected.add(ANSWER_ROUTE)
     assert http_routes(template, binary) == expected
     assert "FunctionUrlConfig" not in res["Properties"]
     assert res["Properties"].get("Timeout", 30) == 30
@@ -357,7 +362,8 @@ def test_streaming_functions_use_a_function_url(binary, template, functions):
 
 def test_no_two_routes_collide(template, functions):
     # api_routes refuses a route declared twice.
-    assert len(api_routes(template)) == 2 * len(BUFFERED) + sum(map(len, UNTENANTED.values()))
+    assert len(api_routes(template)) == \
+        2 * len(BUFFERED) + sum(map(len, UNTENANTED.values())) + 1
 
 
 def test_event_functions_have_no_http_entry(template, functions):
@@ -395,7 +401,7 @@ def test_the_default_deployment_requires_a_token_on_every_route(template, functi
     routes = api_routes(template)
     for (method, path), (binary, props) in routes.items():
         props = resolve(props, conditions)
-        if binary == "agent-card":
+        if binary == "agent-card" or (method, path) == ANSWER_ROUTE:
             assert props["AuthorizationType"] == "NONE", "the card is public"
             assert "AuthorizerId" not in props
         else:
@@ -1121,3 +1127,33 @@ def test_every_checkov_skip_says_why(template):
             assert len(skip.get("comment", "").split()) >= 8, (logical_id, skip)
             skipped += 1
     assert skipped > 0
+
+
+# The functions that send participants the requests addressed to them (the drive's help
+# requests and sub-tasks, the /task command's tasks), and send-message, which also takes
+# their answers.
+ANNOUNCERS = {"send-message", "send-streaming-message", "jsonrpc", "resume"}
+
+
+def test_personal_channels_are_read_from_their_secret_by_the_functions_that_use_them(
+        template, functions):
+    arn = "arn:aws:secretsmanager:us-east-1:123456789012:secret:harness-channels-AbCdEf"
+    grant = {"Effect": "Allow", "Action": "secretsmanager:GetSecretValue",
+             "Resource": {"Ref": "PersonalChannelsSecretArn"}}
+    on = conditions_for(template, PersonalChannelsSecretArn=arn)
+    off = conditions_for(template)
+    assert on["HasPersonalChannels"] and not off["HasPersonalChannels"]
+    for binary, res in functions.items():
+        own = res["Properties"].get("Environment", {}).get("Variables", {})
+        for conditions in (on, off):
+            granted = grant in model_statements(res, conditions)
+            env = drop_novalue(resolve(own, conditions))
+            reads = env.get("HARNESS_PERSONAL_CHANNELS_SECRET") == \
+                {"Ref": "PersonalChannelsSecretArn"}
+            expected = binary in ANNOUNCERS and conditions is on
+            assert granted == expected and reads == expected, (binary, conditions is on)
+    rule = template["Rules"]["PersonalChannelsNeedPushAndPublicUrl"]
+    assert "PushNotifications" in repr(rule) and "PublicUrl" in repr(rule)
+    assert params_pattern_accepts(template, "PersonalChannelsSecretArn", arn)
+    assert not params_pattern_accepts(
+        template, "PersonalChannelsSecretArn", "https://hooks.example/secret")

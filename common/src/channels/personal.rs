@@ -3,8 +3,9 @@
 //! addressed to that participant (a help request, a task assigned to them), after the
 //! request is committed, with a signed link that answers it once.
 //!
-//! Configured by a TOML file (`--personal-channels` / `HARNESS_PERSONAL_CHANNELS`), one
-//! table per participant: `[bob]` with `url = "https://…"`. A URL is a secret (an
+//! Configured by a TOML file (`--personal-channels` / `HARNESS_PERSONAL_CHANNELS`), or on
+//! AWS by the same text in a Secrets Manager secret (`HARNESS_PERSONAL_CHANNELS_SECRET`),
+//! one table per participant: `[bob]` with `url = "https://…"`. A URL is a secret (an
 //! incoming-webhook URL is its own credential): it stays in the configuration, is never
 //! stored, logged or shown, and is called through the same SSRF guard as push webhooks.
 //!
@@ -15,7 +16,7 @@
 //! pending, the link is refused.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -38,6 +39,25 @@ pub const ANSWER_PATH: &str = "/ui/answer";
 #[serde(deny_unknown_fields)]
 struct Entry {
     url: String,
+}
+
+/// Where the channels' TOML comes from.
+#[derive(Clone)]
+pub enum Source {
+    /// A file (harness-local, `cargo lambda watch`).
+    File(PathBuf),
+    /// The text itself, read from `origin` (a deployment's secret).
+    Text { origin: String, text: String },
+}
+
+impl std::fmt::Debug for Source {
+    // The text holds the URLs, which are secrets: only where it came from.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Source::File(path) => write!(f, "file {}", path.display()),
+            Source::Text { origin, .. } => f.write_str(origin),
+        }
+    }
 }
 
 /// What a valid answer link says: who may answer which request of which task.
@@ -80,17 +100,20 @@ impl std::fmt::Debug for PersonalChannels {
 }
 
 impl PersonalChannels {
-    /// The channels of the file at `path`; links point at `public_url`.
+    /// The channels `source` holds; links point at `public_url`.
     pub fn load(
-        path: &Path,
+        source: &Source,
         key: &PushKey,
         public_url: &str,
         notifier: Arc<Notifier>,
     ) -> Result<Self, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("personal channels file {}: {e}", path.display()))?;
+        let text = match source {
+            Source::File(path) => std::fs::read_to_string(path)
+                .map_err(|e| format!("personal channels file {}: {e}", path.display()))?,
+            Source::Text { text, .. } => text.clone(),
+        };
         Self::parse(&text, key, public_url, notifier)
-            .map_err(|e| format!("personal channels file {}: {e}", path.display()))
+            .map_err(|e| format!("personal channels {source:?}: {e}"))
     }
 
     pub fn parse(

@@ -101,9 +101,9 @@ impl Harness {
             None
         };
         let personal = match (&config.personal_channels, &notifier, &config.push_key) {
-            (Some(path), Some(notifier), Some(key)) => {
+            (Some(source), Some(notifier), Some(key)) => {
                 Some(Arc::new(crate::channels::personal::PersonalChannels::load(
-                    path,
+                    source,
                     key,
                     &config.public_url,
                     notifier.clone(),

@@ -117,7 +117,8 @@ struct Args {
     #[arg(long, env = "HARNESS_WEBHOOK_ALLOW", value_delimiter = ',')]
     webhook_allow: Vec<common::push::target::Cidr>,
     /// Participants' own webhooks (a TOML file, one `[participant]` table with `url`):
-    /// each help request addressed to them is posted there with a link to answer it.
+    /// each request addressed to them (a question, a task assigned) is posted there with a
+    /// link to answer it.
     #[arg(long, env = "HARNESS_PERSONAL_CHANNELS")]
     personal_channels: Option<PathBuf>,
     /// Serve `/metrics` (Prometheus text format) on the listener. Default: on with `--auth
@@ -246,7 +247,9 @@ async fn run() -> Result<(), common::lambda::Error> {
         },
         push_allow_private_urls: args.push_allow_private_urls,
         webhook_allow: args.webhook_allow,
-        personal_channels: args.personal_channels,
+        personal_channels: args
+            .personal_channels
+            .map(common::channels::personal::Source::File),
         auth,
         agent_id: args.agent_id,
         default_participant: args.default_participant,
