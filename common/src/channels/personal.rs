@@ -183,7 +183,7 @@ fn parse_urls(text: &str) -> Result<HashMap<String, Url>, String> {
     let entries: HashMap<String, Entry> = toml::from_str(text).map_err(|e| {
         let line = e
             .span()
-            .map_or(0, |s| text[..s.start].lines().count().max(1));
+            .map_or(0, |s| text[..s.start].matches('\n').count() + 1);
         format!(
             "line {line}: expected one table per participant holding only url = \"https://...\""
         )
