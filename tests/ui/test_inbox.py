@@ -9,6 +9,9 @@ storage), as two people on two machines would.
    the task complete, live; typing `/` offers the card's commands.
 2. Markup in a task (its name, its goal, a message) renders as text: the DOM holds no
    element it would have made, and no script it carried ran.
+3. With `--auth jwt`, each person signs in with a token from `harness-local token`: the
+   same round trip works, the token is in no URL or storage, and a forged token (alice's
+   name, another key's signature) is refused in words and shows none of her tasks.
 
 A screenshot of each step goes to $HARNESS_UI_ARTIFACTS (default: a temporary folder,
 printed).
@@ -68,9 +71,8 @@ def artifacts() -> Path:
     return path
 
 
-@pytest.fixture(scope='module')
-def harness():
-    work = Path(tempfile.mkdtemp(prefix='harness-ui-'))
+def serve(work: Path, *flags: str):
+    """harness-local on a free port with the scripted model that asks bob; its URL."""
     script = work / 'script.json'
     script.write_text(json.dumps({'turns': [
         {'tool_calls': [{'name': 'ask_participant', 'arguments': {
@@ -81,7 +83,7 @@ def harness():
     log = open(work / 'server.log', 'wb')  # noqa: SIM115 - closed below
     proc = subprocess.Popen(
         [str(binary()), '--listen', f'127.0.0.1:{port}', '--state-dir', str(work / 'state'),
-         '--agent', 'llm', '--model', f'scripted:{script}'],
+         '--agent', 'llm', '--model', f'scripted:{script}', *flags],
         stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
         env={k: v for k, v in os.environ.items() if not k.startswith('HARNESS_')},
     )
@@ -96,10 +98,33 @@ def harness():
                 proc.kill()
                 pytest.fail((work / 'server.log').read_text(errors='replace'))
             time.sleep(0.1)
-    yield url
-    proc.kill()
-    proc.wait()
-    log.close()
+    try:
+        yield url
+    finally:
+        proc.kill()
+        proc.wait()
+        log.close()
+
+
+@pytest.fixture(scope='module')
+def harness():
+    yield from serve(Path(tempfile.mkdtemp(prefix='harness-ui-')))
+
+
+@pytest.fixture(scope='module')
+def jwt_harness():
+    """A harness verifying tokens, and how to mint one for a participant."""
+    work = Path(tempfile.mkdtemp(prefix='harness-ui-jwt-'))
+
+    def token(who: str, state: Path = work / 'state') -> str:
+        return subprocess.run(
+            [str(binary()), 'token', who, '--state-dir', str(state)],
+            check=True, capture_output=True, text=True,
+            env={k: v for k, v in os.environ.items() if not k.startswith('HARNESS_')},
+        ).stdout.strip()
+
+    for url in serve(work, '--auth', 'jwt'):
+        yield url, token
 
 
 @pytest.fixture(scope='module')
@@ -110,13 +135,17 @@ def browser():
         b.close()
 
 
-def person(browser, harness: str, who: str) -> Page:
-    """A signed-in inbox for `who`, failing the test on any dialog or page error."""
+def person(browser, harness: str, who: str, token: str | None = None) -> Page:
+    """A signed-in inbox for `who` (with `token` where the harness verifies one), failing
+    the test on any dialog or page error."""
     page = browser.new_context().new_page()
     page.on('dialog', lambda d: pytest.fail(f'a dialog opened: {d.message}'))
     page.on('pageerror', lambda e: pytest.fail(f'the page threw: {e}'))
     page.goto(f'{harness}/ui/')
-    page.get_by_label('Participant id').fill(who)
+    if token is None:
+        page.get_by_label('Participant id').fill(who)
+    else:
+        page.get_by_label('Token').fill(token)
     page.get_by_role('button', name='Open my inbox').click()
     expect(page.locator('#whoami')).to_have_text(f'You are {who}')
     return page
@@ -132,35 +161,42 @@ def start_task(page: Page, name: str, goal: str, participants: str) -> None:
     expect(page.locator('#detail-heading')).to_have_text(name, timeout=WAIT_MS)
 
 
-def test_alice_asks_through_the_model_and_bob_answers_in_his_inbox(browser, harness, artifacts):
-    alice = person(browser, harness, 'alice')
-    bob = person(browser, harness, 'bob')
-    bob.screenshot(path=artifacts / '1-bob-empty-inbox.png')
+def round_trip(alice: Page, bob: Page, artifacts: Path, prefix: str = '') -> None:
+    """alice starts a task; the model asks bob; bob answers from his inbox; alice sees
+    the task complete. A screenshot of each step, named with `prefix`."""
+    shot = lambda page, name: page.screenshot(path=artifacts / f'{prefix}{name}.png')  # noqa: E731
+    shot(bob, '1-bob-empty-inbox')
 
     start_task(alice, 'Paint the shed', 'Paint the garden shed', 'bob watcher')
     expect(alice.locator('#task-state')).to_have_text('State: input required', timeout=WAIT_MS)
-    alice.screenshot(path=artifacts / '2-alice-started.png')
+    shot(alice, '2-alice-started')
 
     # bob's inbox shows it first, marked, with no reload.
     first = bob.locator('#task-list li').first
     expect(first).to_have_class('waiting', timeout=WAIT_MS)
     expect(first).to_contain_text('Paint the shed')
     expect(first).to_contain_text('Waiting on you')
-    bob.screenshot(path=artifacts / '3-bob-waiting-on-him.png')
+    shot(bob, '3-bob-waiting-on-him')
 
     first.get_by_role('button').click()
     expect(bob.locator('#ask')).to_be_visible(timeout=WAIT_MS)
     expect(bob.locator('#ask-question')).to_contain_text(QUESTION)
     bob.get_by_label('Your answer').fill('Blue')
-    bob.screenshot(path=artifacts / '4-bob-answers.png')
+    shot(bob, '4-bob-answers')
     bob.get_by_role('button', name='Answer').click()
 
     # alice's open page follows the task to its end.
     expect(alice.locator('#task-state')).to_have_text('State: completed', timeout=WAIT_MS)
     expect(alice.locator('#conversation')).to_contain_text('Blue')
     expect(alice.locator('#conversation')).to_contain_text(ANSWER)
-    alice.screenshot(path=artifacts / '5-alice-sees-it-complete.png')
+    shot(alice, '5-alice-sees-it-complete')
     expect(bob.locator('#ask')).to_be_hidden(timeout=WAIT_MS)
+
+
+def test_alice_asks_through_the_model_and_bob_answers_in_his_inbox(browser, harness, artifacts):
+    alice = person(browser, harness, 'alice')
+    bob = person(browser, harness, 'bob')
+    round_trip(alice, bob, artifacts)
 
     # `/` offers the commands the card lists.
     card = json.load(urllib.request.urlopen(f'{harness}/.well-known/agent-card.json'))
@@ -176,6 +212,27 @@ def test_alice_asks_through_the_model_and_bob_answers_in_his_inbox(browser, harn
     alice.screenshot(path=artifacts / '6-commands.png')
     box.press('Enter')
     expect(box).to_have_value(f'/{names[0]} ')
+
+
+
+def test_with_jwt_each_person_signs_in_with_a_token_kept_in_the_page_only(
+        browser, jwt_harness, artifacts):
+    url, token = jwt_harness
+    alice_token, bob_token = token('alice'), token('bob')
+    alice = person(browser, url, 'alice', alice_token)
+    bob = person(browser, url, 'bob', bob_token)
+    round_trip(alice, bob, artifacts, prefix='jwt-')
+    for page in (alice, bob):
+        held = page.evaluate('JSON.stringify([location.href, {...localStorage}, {...sessionStorage}])')
+        assert alice_token not in held and bob_token not in held, held
+
+    # alice's name under another key's signature: the page cannot tell, the harness can.
+    other = Path(tempfile.mkdtemp(prefix='harness-ui-other-'))
+    forged = token('alice', other)
+    mallory = person(browser, url, 'alice', forged)
+    expect(mallory.locator('#error')).to_contain_text('Unauthenticated', timeout=WAIT_MS)
+    mallory.screenshot(path=artifacts / 'jwt-6-forged-token-refused.png')
+    expect(mallory.locator('#task-list')).not_to_contain_text('Paint the shed')
 
 
 def test_markup_from_a_task_renders_as_text_and_runs_nothing(browser, harness, artifacts):
