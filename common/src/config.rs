@@ -72,6 +72,8 @@ pub struct Config {
     /// Address ranges webhooks may reach although they are private or special-purpose
     /// (one internal receiver, while the SSRF protection blocks the rest).
     pub webhook_allow: Vec<crate::push::target::Cidr>,
+    /// The registry of remote agents tasks may delegate to ([`crate::remote::registry`]).
+    pub remote_agents: Option<std::path::PathBuf>,
     /// The participants' personal channels ([`crate::channels::personal`]).
     pub personal_channels: Option<crate::channels::personal::Source>,
     /// Timeout of one webhook request.
@@ -120,6 +122,7 @@ impl Default for Config {
             push_allow_private_urls: false,
             webhook_allow: Vec::new(),
             personal_channels: None,
+            remote_agents: None,
             push_timeout: Duration::from_secs(10),
             auth: crate::auth::Auth::None,
             agent_id: DEFAULT_AGENT_ID.into(),

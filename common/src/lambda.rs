@@ -30,6 +30,7 @@
 //! | `HARNESS_PUSH_KEY` | required while push is on | 32 bytes, base64: seals webhook secrets at rest |
 //! | `HARNESS_PUSH_ALLOW_PRIVATE_URLS` | `false` | webhooks on private addresses |
 //! | `HARNESS_WEBHOOK_ALLOW` | none | address ranges (comma-separated CIDRs) webhooks may reach although private |
+//! | `HARNESS_AGENTS` | none | a TOML file of remote A2A agents tasks may delegate to ([`crate::remote::registry`]); needs push on and `HARNESS_PUBLIC_URL` |
 //! | `HARNESS_PERSONAL_CHANNELS` | none | a TOML file of participants' own webhooks ([`crate::channels::personal`]); needs push on and `HARNESS_PUBLIC_URL` |
 //! | `HARNESS_PERSONAL_CHANNELS_SECRET` | none | the same TOML in a Secrets Manager secret (ARN), read once per cold start by the functions that send to them or take their answers |
 //! | `HARNESS_REDACT_PATTERNS` | none | extra credential patterns (one regular expression per line) redacted at intake, in tool results and in logs, besides the built-in table |
@@ -115,6 +116,7 @@ pub fn config_from_env() -> Result<Config, Error> {
             })
             .transpose()?
             .unwrap_or_default(),
+        remote_agents: var("HARNESS_AGENTS").map(Into::into),
         personal_channels: var("HARNESS_PERSONAL_CHANNELS")
             .map(|path| crate::channels::personal::Source::File(path.into())),
         agent_id: checked_id("HARNESS_AGENT_ID")?.unwrap_or(defaults.agent_id),
@@ -249,6 +251,7 @@ pub async fn harness_from_env(calls: ModelCalls) -> Result<Arc<Harness>, Error> 
         context_tokens: var("HARNESS_CONTEXT_TOKENS")
             .map(|_| parse("HARNESS_CONTEXT_TOKENS", 0))
             .transpose()?,
+        delegates: config.remote_agents.is_some(),
     };
     let agent = agent::build(kind, &settings).await?;
     Ok(Harness::new(store_from_env().await?, agent, config)?)

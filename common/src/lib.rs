@@ -20,6 +20,7 @@ pub mod models;
 pub mod ops;
 pub mod push;
 pub mod redact;
+pub mod remote;
 pub mod resume;
 pub mod secret_file;
 pub mod secrets;

@@ -39,6 +39,8 @@ pub enum Endpoint {
     JsonRpc,
     /// One HTTP+JSON operation.
     Rest(Operation),
+    /// The callback remote agents' webhooks call ([`crate::remote::callback`]).
+    RemoteCallback,
 }
 
 impl Endpoint {
@@ -84,6 +86,10 @@ pub fn router(h: Arc<Harness>, endpoint: Endpoint) -> Router {
     }
     if endpoint.answers() {
         router = router.merge(crate::ui::answer_routes());
+    }
+    if matches!(endpoint, Endpoint::All | Endpoint::RemoteCallback) {
+        // Authenticated by the link's token, not a participant's.
+        router = router.merge(crate::remote::callback::routes());
     }
     router
         .fallback(

@@ -13,6 +13,9 @@
 //!   or a negation). An admin's "ok" cannot lend the call to text earlier in the context
 //!   (a tool result, another member's message).
 //! - `request_help`: `help.decided` picks one of the first two.
+//! - With remote agents configured (`crate::remote`): `create_task_for_participant` for an
+//!   agent of the registry delegates to it (a remote task, linked to this one), and
+//!   `reply_to_agent` answers the question such a task asks.
 //!
 //! Refusals are error results `[code] message` that reveal nothing about who is on the
 //! task beyond what the model already sees.
@@ -37,6 +40,7 @@ pub const NAMES: &[&str] = &[
     "create_task_for_participant",
     "set_participant_role",
     "request_help",
+    "reply_to_agent",
 ];
 
 const NOT_A_MEMBER: &str = "channel.not_a_member";
@@ -79,6 +83,16 @@ pub async fn call(ctx: &Context<'_>, run: &mut TaskRun, call: &ToolCall) -> Resu
         "request_help" => match parse(call) {
             Ok(a) => return request_help(ctx, run, call, a).await,
             Err(e) => e,
+        },
+        "reply_to_agent" => match (parse::<ReplyArgs>(call), run.remotes.clone()) {
+            (Ok(a), Some(remotes)) => {
+                let said =
+                    crate::remote::delegate::reply(&remotes, run, &a.participant_id, &a.text)
+                        .await?;
+                return commit_result(run, call, said).await;
+            }
+            (Err(e), _) => e,
+            (_, None) => ToolError::new("unknown_tool", "no tool named \"reply_to_agent\""),
         },
         other => ToolError::new("unknown_tool", format!("no tool named {other:?}")),
     };
@@ -201,6 +215,12 @@ async fn ask(run: &mut TaskRun, call: &ToolCall, a: AskArgs) -> Result<(), RunEr
 }
 
 #[derive(Deserialize)]
+struct ReplyArgs {
+    participant_id: String,
+    text: String,
+}
+
+#[derive(Deserialize)]
 struct CreateArgs {
     participant_id: String,
     name: String,
@@ -227,6 +247,17 @@ async fn create_task(run: &mut TaskRun, call: &ToolCall, a: CreateArgs) -> Resul
     }
     let parent = run.record().clone();
     let parent_ext = ext_of(&parent);
+    // An agent of the registry is delegated to, on this task or not yet.
+    let remote =
+        (run.remotes.clone()).and_then(|r| Some((r.registry.get(&a.participant_id)?.clone(), r)));
+    if let Some((agent, remotes)) = remote {
+        let mut text = format!("{}\n\n{}", a.name, a.goal);
+        for c in &a.acceptance_criteria {
+            text.push_str(&format!("\n- {c}"));
+        }
+        let said = crate::remote::delegate::start(&remotes, run, &agent, text).await?;
+        return commit_result(run, call, said).await;
+    }
     if parent_ext.participant(&a.participant_id).is_none() {
         return commit_result(run, call, Err(no_such_participant())).await;
     }

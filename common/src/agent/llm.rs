@@ -359,13 +359,29 @@ fn live_turns(state: &AgentState) -> usize {
 impl LlmAgent {
     /// The request for the task's next turn: the system prompt (the same bytes on every
     /// turn), the task section, the summary of compacted turns, and the turns after them.
-    fn request(&self, rec: &crate::store::TaskRecord, model_id: &str) -> ChatRequest {
+    fn request(
+        &self,
+        rec: &crate::store::TaskRecord,
+        model_id: &str,
+        remotes: Option<&crate::remote::Remotes>,
+    ) -> ChatRequest {
         let state = &rec.agent;
         // Ids and display names are written by participants: framed like the task.
-        let participants = rec
+        let mut participants = rec
             .ext()
-            .map(|e| untrusted(&state.nonce, "participants", &e.render_participants()))
+            .map(|e| e.render_participants())
             .unwrap_or_default();
+        if let Some(agents) = remotes.filter(|r| !r.registry.is_empty()) {
+            participants.push_str(
+                "\nRemote agents any task may delegate to (create_task_for_participant):\n",
+            );
+            participants.push_str(&agents.describe());
+        }
+        let participants = if participants.is_empty() {
+            participants
+        } else {
+            untrusted(&state.nonce, "participants", &participants)
+        };
         let from = state.conversation.len() - live_turns(state);
         let summary = (state.compaction.as_ref())
             .map(|c| compaction::summary_message(&state.nonce, &c.summary));
@@ -398,7 +414,7 @@ impl LlmAgent {
         let rec = run.record();
         let state = &rec.agent;
         let from = state.conversation.len() - live_turns(state);
-        let mut fixed = self.request(rec, &choice.id);
+        let mut fixed = self.request(rec, &choice.id, run.remotes.as_deref());
         fixed
             .messages
             .truncate(fixed.messages.len() - live_turns(state));
@@ -572,7 +588,11 @@ impl Agent for LlmAgent {
                 run.set_status(TaskState::Working, None).await?;
             }
             Self::take_inputs(run).await?;
-            if Self::take_sub_tasks(run).await? {
+            let remote_working = match run.remotes.clone() {
+                Some(remotes) => crate::remote::delegate::take(&remotes, run).await?,
+                None => false,
+            };
+            if Self::take_sub_tasks(run).await? || remote_working {
                 // A parent does not go on while a sub-task is unresolved.
                 return Ok(());
             }
@@ -602,11 +622,11 @@ impl Agent for LlmAgent {
                     return Self::fail(run, &notice).await;
                 }
             };
-            let mut request = self.request(run.record(), &choice.id);
+            let mut request = self.request(run.record(), &choice.id, run.remotes.as_deref());
             if let Some(budget) = choice.budget {
                 if estimate_tokens(&request) > budget {
                     self.compact(run, &choice, budget).await?;
-                    request = self.request(run.record(), &choice.id);
+                    request = self.request(run.record(), &choice.id, run.remotes.as_deref());
                     let fixed = request.messages.len() - live_turns(&run.record().agent);
                     compaction::truncate(&mut request, fixed, budget);
                 }

@@ -82,6 +82,9 @@ pub struct LlmSettings {
     pub turn_limit: usize,
     /// The context budget (tokens) of models whose configuration names none.
     pub context_tokens: Option<usize>,
+    /// Remote agents are configured: the model may answer their questions
+    /// (`reply_to_agent`).
+    pub delegates: bool,
 }
 
 impl Default for LlmSettings {
@@ -92,6 +95,7 @@ impl Default for LlmSettings {
             prompt: Default::default(),
             turn_limit: llm::DEFAULT_TURN_LIMIT,
             context_tokens: None,
+            delegates: false,
         }
     }
 }
@@ -128,15 +132,16 @@ pub async fn build(
                 )
             }
         };
-    let agent = llm::LlmAgent::new(
-        model,
-        model_id,
-        tools::ToolRegistry::builtin(),
-        settings.prompt.clone(),
-    )
-    .with_catalog(settings.catalog.clone())
-    .with_turn_limit(settings.turn_limit)
-    .with_context_budget(budget, fallback)
-    .named(name.unwrap_or(crate::models::offline::NAME));
+    let mut tools = tools::ToolRegistry::builtin();
+    if settings.delegates {
+        tools
+            .register_intrinsic(tools::REPLY_TO_AGENT_SCHEMA)
+            .map_err(|e| e.to_string())?;
+    }
+    let agent = llm::LlmAgent::new(model, model_id, tools, settings.prompt.clone())
+        .with_catalog(settings.catalog.clone())
+        .with_turn_limit(settings.turn_limit)
+        .with_context_budget(budget, fallback)
+        .named(name.unwrap_or(crate::models::offline::NAME));
     Ok(std::sync::Arc::new(agent))
 }

@@ -27,6 +27,10 @@ pub const INTRINSIC_SCHEMAS: &[&str] = &[
     include_str!("../../../schemas/tools/request_help.json"),
 ];
 
+/// The schema file of `reply_to_agent`, an intrinsic offered where remote agents are
+/// configured.
+pub const REPLY_TO_AGENT_SCHEMA: &str = include_str!("../../../schemas/tools/reply_to_agent.json");
+
 /// Why a tool failed; reaches the model as `[code] message`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("[{code}] {message}")]

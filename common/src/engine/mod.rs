@@ -97,6 +97,8 @@ pub struct Engine {
     running: KeyedLocks,
     /// The pushed media that carry the requests addressed to members to them.
     media: Media,
+    /// The remote agents tasks may delegate to.
+    remotes: Option<Arc<crate::remote::Remotes>>,
 }
 
 impl Engine {
@@ -105,9 +107,11 @@ impl Engine {
         agent: Arc<dyn Agent>,
         config: &crate::config::Config,
         media: Media,
+        remotes: Option<Arc<crate::remote::Remotes>>,
     ) -> Arc<Self> {
         Arc::new(Engine {
             media,
+            remotes,
             store,
             agent,
             agent_id: config.agent_id.clone(),
@@ -266,6 +270,7 @@ impl Engine {
             .unwrap_or_default();
         let mut run =
             TaskRun::new(self.store.clone(), record).leased(&self.owner, self.lease_ttl, deadline);
+        run.remotes = self.remotes.clone();
         let outcome = self.agent.run(&mut run, &input).await;
         created.append(&mut run.created);
         match outcome {
@@ -518,6 +523,13 @@ impl Engine {
         if let Err(e) = self.wake_parents(child).await {
             tracing::warn!(task_id = %child.task.id, error = %e, "could not wake the parents; the sweep will");
         }
+    }
+
+    /// Marks the task `id` runnable, unless it has ended or is gone (a remote agent's
+    /// callback).
+    pub async fn wake_task(&self, id: &str) -> Result<(), RunError> {
+        let found = self.store.load_task(id).await?;
+        self.wake(found).await
     }
 
     /// Marks a task runnable, unless it has ended.

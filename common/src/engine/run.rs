@@ -40,6 +40,8 @@ pub struct TaskRun {
     handed_over: bool,
     /// The tasks this run created for participants, committed: to announce once it ends.
     pub created: Vec<TaskRecord>,
+    /// The remote agents the task may delegate to.
+    pub remotes: Option<Arc<crate::remote::Remotes>>,
 }
 
 /// How long before its deadline a step in progress is dropped, so the run can still
@@ -60,6 +62,7 @@ impl TaskRun {
             deadline: None,
             handed_over: false,
             created: Vec::new(),
+            remotes: None,
         }
     }
 

@@ -28,6 +28,9 @@ pub async fn cancel_task(
         match h.store.commit(&next, rec.version, &[event], None).await {
             Ok(stored) => {
                 h.engine.wake_parents_logged(&stored).await;
+                if let Some(remotes) = &h.remotes {
+                    crate::remote::delegate::cancel_open(remotes, &stored).await;
+                }
                 return Ok(view(&stored.task, None, true));
             }
             // The task moved on meanwhile: decide again on its fresh state.

@@ -39,6 +39,8 @@ pub struct Harness {
     pub notifier: Option<Arc<Notifier>>,
     /// The participants' personal channels (their answer links); None when there are none.
     pub personal: Option<Arc<crate::channels::personal::PersonalChannels>>,
+    /// The remote agents tasks may delegate to; None without a registry.
+    pub remotes: Option<Arc<crate::remote::Remotes>>,
     /// Verifies bearer tokens in `jwt` mode; None in `none` mode.
     pub verifier: Option<Arc<Verifier>>,
     /// The SubscribeToTask streams open in this process, so a task's are bounded.
@@ -122,7 +124,8 @@ impl Harness {
                 .map(|p| p.clone() as Arc<dyn crate::channels::medium::Medium>))
             .collect(),
         );
-        let engine = Engine::new(store.clone(), agent, &config, media);
+        let remotes = crate::remote::Remotes::from_config(&config)?;
+        let engine = Engine::new(store.clone(), agent, &config, media, remotes.clone());
         if config.detached_runs {
             engine.watch_wakeups();
         }
@@ -135,6 +138,7 @@ impl Harness {
             commands,
             notifier,
             personal,
+            remotes,
             verifier,
             subscribers: Default::default(),
         }))

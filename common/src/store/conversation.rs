@@ -44,6 +44,9 @@ pub struct AgentState {
     pub compaction: Option<Compaction>,
     /// Summary calls committed so far (each is one compaction).
     pub summaries: usize,
+    /// The tasks delegated to remote agents (see `crate::remote`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub remote: Vec<crate::remote::Link>,
 }
 
 /// Turns of the conversation replaced, in what the model is given, by a summary.

@@ -121,6 +121,10 @@ struct Args {
     /// link to answer it.
     #[arg(long, env = "HARNESS_PERSONAL_CHANNELS")]
     personal_channels: Option<PathBuf>,
+    /// Remote A2A agents tasks may delegate to (a TOML file, one `[agents.<id>]` table with
+    /// `card_url`, optional `description` and `token_env`).
+    #[arg(long = "agents", env = "HARNESS_AGENTS")]
+    remote_agents: Option<PathBuf>,
     /// Serve `/metrics` (Prometheus text format) on the listener. Default: on with `--auth
     /// none`, off with `jwt` (the counts are every participant's: turn it on there only
     /// where the listener is private).
@@ -247,6 +251,7 @@ async fn run() -> Result<(), common::lambda::Error> {
         },
         push_allow_private_urls: args.push_allow_private_urls,
         webhook_allow: args.webhook_allow,
+        remote_agents: args.remote_agents.clone(),
         personal_channels: args
             .personal_channels
             .map(common::channels::personal::Source::File),
@@ -270,6 +275,7 @@ async fn run() -> Result<(), common::lambda::Error> {
         prompt: common::lambda::prompt_from(args.prompt.as_deref())?,
         turn_limit: args.turn_limit,
         context_tokens: args.context_tokens,
+        delegates: args.remote_agents.is_some(),
     };
     let agent = common::agent::build(args.agent, &settings).await?;
     let (store, undelivered): (Arc<dyn Store>, Vec<String>) = match &args.table {

@@ -1,0 +1,186 @@
+//! A remote agent's card: what the harness needs of it before it sends anything, and why
+//! a card will not do. A card is usable when it has an interface this client speaks
+//! (JSON-RPC or HTTP+JSON, protocol 1.x), requires no extension the harness does not
+//! support, asks for no credentials the registry lacks (no requirement, or one made only
+//! of HTTP bearer schemes, with a token), and offers push notifications (the parent waits
+//! for the remote's webhook and nothing polls).
+
+use crate::a2a::{AgentCard, AgentInterface};
+
+/// The bindings this client speaks, in the order it prefers them.
+pub const BINDINGS: &[&str] = &["JSONRPC", "HTTP+JSON"];
+
+/// How the harness talks to a remote agent, chosen from its card.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chosen {
+    pub binding: Binding,
+    /// The interface's URL.
+    pub url: reqwest::Url,
+    /// The interface's tenant (sent as the requests' `tenant`).
+    pub tenant: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Binding {
+    JsonRpc,
+    Rest,
+}
+
+/// Why a card cannot be used: each says what the card lacks, in words the model and the
+/// operator can act on.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unusable {
+    #[error("its card offers no interface this harness speaks (JSONRPC or HTTP+JSON at protocol 1.x); it offers {0}")]
+    NoInterface(String),
+    #[error("its card requires the extension {0}, which this harness does not support")]
+    RequiredExtension(String),
+    #[error("its card asks for credentials ({0}) that the registry does not hold for it")]
+    NoCredentials(String),
+    #[error("its card does not offer push notifications, which delegation waits on")]
+    NoPush,
+}
+
+/// What of `card` the harness uses, or why it cannot. `has_token`: the registry holds a
+/// bearer token for the agent.
+pub fn choose(card: &AgentCard, has_token: bool) -> Result<Chosen, Unusable> {
+    let chosen = BINDINGS
+        .iter()
+        .find_map(|b| {
+            card.supported_interfaces
+                .iter()
+                .find(|i| i.protocol_binding == *b && speaks(i))
+        })
+        .and_then(|i| {
+            let url = reqwest::Url::parse(&i.url)
+                .ok()
+                .filter(|u| matches!(u.scheme(), "http" | "https"))?;
+            Some(Chosen {
+                binding: if i.protocol_binding == "JSONRPC" {
+                    Binding::JsonRpc
+                } else {
+                    Binding::Rest
+                },
+                url,
+                tenant: i.tenant.clone(),
+            })
+        })
+        .ok_or_else(|| {
+            let offered: Vec<String> = (card.supported_interfaces.iter())
+                .map(|i| format!("{} {}", i.protocol_binding, i.protocol_version))
+                .collect();
+            Unusable::NoInterface(if offered.is_empty() {
+                "none".into()
+            } else {
+                offered.join(", ")
+            })
+        })?;
+    if let Some(ext) = (card.capabilities.extensions.iter())
+        .find(|e| e.required && !crate::ext::SUPPORTED.contains(&e.uri.as_str()))
+    {
+        return Err(Unusable::RequiredExtension(ext.uri.clone()));
+    }
+    let satisfiable = |r: &crate::a2a::SecurityRequirement| {
+        r.schemes.keys().all(|name| {
+            has_token
+                && card.security_schemes.get(name).is_some_and(|s| {
+                    s.http_auth_security_scheme
+                        .as_ref()
+                        .is_some_and(|h| h.scheme.eq_ignore_ascii_case("bearer"))
+                })
+        })
+    };
+    let requirements = &card.security_requirements;
+    if !requirements.is_empty() && !requirements.iter().any(satisfiable) {
+        let asked: Vec<&str> = (requirements.iter())
+            .flat_map(|r| r.schemes.keys().map(String::as_str))
+            .collect();
+        return Err(Unusable::NoCredentials(asked.join(", ")));
+    }
+    if card.capabilities.push_notifications != Some(true) {
+        return Err(Unusable::NoPush);
+    }
+    Ok(chosen)
+}
+
+fn speaks(i: &AgentInterface) -> bool {
+    i.protocol_version == "1" || i.protocol_version.starts_with("1.")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::a2a::{AgentExtension, HttpAuthSecurityScheme, SecurityRequirement, SecurityScheme};
+    use serde_json::json;
+
+    fn card() -> AgentCard {
+        serde_json::from_value(json!({
+            "name": "B", "description": "b", "version": "1",
+            "supportedInterfaces": [
+                {"url": "grpc://b.example", "protocolBinding": "GRPC", "protocolVersion": "1.0"},
+                {"url": "https://b.example/rest", "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"},
+                {"url": "https://b.example/", "protocolBinding": "JSONRPC", "protocolVersion": "0.3"}
+            ],
+            "capabilities": {"pushNotifications": true},
+            "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"], "skills": []
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn the_first_binding_it_speaks_at_protocol_one() {
+        let chosen = choose(&card(), false).unwrap();
+        assert_eq!(chosen.binding, Binding::Rest);
+        assert_eq!(chosen.url.as_str(), "https://b.example/rest");
+    }
+
+    #[test]
+    fn each_unusable_card_says_why() {
+        let mut grpc = card();
+        grpc.supported_interfaces
+            .retain(|i| i.protocol_binding == "GRPC");
+        assert_eq!(
+            choose(&grpc, true),
+            Err(Unusable::NoInterface("GRPC 1.0".into()))
+        );
+
+        let mut ext = card();
+        ext.capabilities.extensions.push(AgentExtension {
+            uri: "https://x.example/ext/v9".into(),
+            required: true,
+            ..Default::default()
+        });
+        assert_eq!(
+            choose(&ext, true),
+            Err(Unusable::RequiredExtension(
+                "https://x.example/ext/v9".into()
+            ))
+        );
+        // One it supports may be required.
+        ext.capabilities.extensions[0].uri = crate::ext::CHANNEL_EXTENSION.into();
+        assert!(choose(&ext, true).is_ok());
+
+        let mut secured = card();
+        secured.security_schemes.insert(
+            "bearer".into(),
+            SecurityScheme {
+                http_auth_security_scheme: Some(HttpAuthSecurityScheme {
+                    scheme: "Bearer".into(),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+        );
+        let mut req = SecurityRequirement::default();
+        req.schemes.insert("bearer".into(), Default::default());
+        secured.security_requirements.push(req);
+        assert_eq!(
+            choose(&secured, false),
+            Err(Unusable::NoCredentials("bearer".into()))
+        );
+        assert!(choose(&secured, true).is_ok());
+
+        let mut quiet = card();
+        quiet.capabilities.push_notifications = Some(false);
+        assert_eq!(choose(&quiet, true), Err(Unusable::NoPush));
+    }
+}

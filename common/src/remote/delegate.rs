@@ -1,0 +1,427 @@
+//! The drive's side of a delegation: starting one ([`start`]), taking the remote tasks'
+//! news into the conversation ([`take`]), answering a remote's question ([`reply`]) and
+//! passing a cancel on ([`cancel_open`]).
+//!
+//! What a remote says reaches the model inside the untrusted block, attributed to the
+//! agent: its status message and its artifacts' text (data parts as JSON, files as a
+//! reference), at most [`MAX_NOTE_CHARS`] characters.
+
+use super::card::Chosen;
+use super::client::RemoteError;
+use super::registry::RemoteAgent;
+use super::{Link, Remotes};
+use crate::a2a::{
+    Message, Part, Role as MessageRole, SendMessageConfiguration, SendMessageRequest, Task,
+    TaskPushNotificationConfig, TaskState,
+};
+use crate::agent::context::untrusted;
+use crate::agent::tools::ToolError;
+use crate::engine::{RunError, TaskRun};
+use crate::ext::task::{Participant, ParticipantKind, Role, TaskRef};
+use crate::models::ChatMessage;
+use crate::store::TaskRecord;
+
+/// Longest note of a remote task's news the model is given.
+pub const MAX_NOTE_CHARS: usize = 8_000;
+/// Most delegations one task may make.
+pub const MAX_LINKS: usize = 20;
+
+/// Delegates `text` to `agent` from the task `run` drives: checks the agent's card (a
+/// card it cannot use sends nothing), commits the link with the agent as a participant,
+/// sends, and completes the link. The tool's result text, or why it failed.
+pub async fn start(
+    remotes: &Remotes,
+    run: &mut TaskRun,
+    agent: &RemoteAgent,
+    text: String,
+) -> Result<Result<String, ToolError>, RunError> {
+    if run.record().agent.remote.len() >= MAX_LINKS {
+        return Ok(Err(ToolError::new(
+            "remote.limit",
+            format!("a task may delegate at most {MAX_LINKS} times"),
+        )));
+    }
+    let chosen = match remotes.client.choose(agent).await {
+        Ok(c) => c,
+        Err(e) => return Ok(Err(unusable(&agent.id, &e))),
+    };
+    let link = Link {
+        n: run.record().agent.remote.len() + 1,
+        agent: agent.id.clone(),
+        text,
+        ..Default::default()
+    };
+    let n = link.n;
+    run.apply(|rec| {
+        if let Some(mut ext) = rec.ext() {
+            ext.add(Participant::new(
+                &link.agent,
+                ParticipantKind::Agent,
+                Role::Watcher,
+            ));
+            ext.store(&mut rec.task);
+        }
+        rec.agent.remote.push(link.clone());
+        Vec::new()
+    })
+    .await?;
+    match send(remotes, run, n, &chosen).await? {
+        Ok(remote_task) => Ok(Ok(format!(
+            "task for {} created (remote task {remote_task})",
+            agent.id
+        ))),
+        Err(e) => {
+            end(run, n).await?;
+            Ok(Err(unusable(&agent.id, &e)))
+        }
+    }
+}
+
+fn unusable(agent: &str, e: &RemoteError) -> ToolError {
+    let code = match e {
+        RemoteError::Unusable(_) => "remote.unusable",
+        _ => "remote.failed",
+    };
+    ToolError::new(code, format!("{agent}: {e}"))
+}
+
+/// Sends link `n`'s message (again, after a crash: the same message id) and completes the
+/// link with the remote task; the remote task's id.
+async fn send(
+    remotes: &Remotes,
+    run: &mut TaskRun,
+    n: usize,
+    chosen: &Chosen,
+) -> Result<Result<String, RemoteError>, RunError> {
+    let task_id = run.record().task.id.clone();
+    let Some(link) = run.record().agent.remote.get(n - 1).cloned() else {
+        return Err(RunError::Gone);
+    };
+    let Some(agent) = remotes.registry.get(&link.agent) else {
+        return Ok(Err(RemoteError::Malformed(
+            "no longer in the registry".into(),
+        )));
+    };
+    let (url, token) = remotes.callback(&task_id, n);
+    let mut message = Message {
+        message_id: link.message_id(&task_id),
+        role: MessageRole::User,
+        parts: vec![Part::text(link.text.clone())],
+        ..Default::default()
+    };
+    crate::channels::assert_sender(&mut message, remotes.client.sender());
+    let request = SendMessageRequest {
+        message: Some(message),
+        configuration: Some(SendMessageConfiguration {
+            return_immediately: true,
+            task_push_notification_config: Some(TaskPushNotificationConfig {
+                url,
+                token,
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let answer = match run
+        .keeping_lease(remotes.client.send(agent, chosen, request))
+        .await?
+    {
+        Ok(a) => a,
+        Err(e) => return Ok(Err(e)),
+    };
+    let Some(task) = answer.task else {
+        // An agent that answers at once, with no task: that answer is the outcome.
+        let said = answer.message.map(|m| message_note(&m)).unwrap_or_default();
+        let note = note(&run.record().agent.nonce, &link.agent, "answered", &said);
+        run.apply(|rec| {
+            if let Some(l) = rec.agent.remote.get_mut(n - 1) {
+                l.ended = true;
+            }
+            rec.agent.conversation.push(note.clone());
+            Vec::new()
+        })
+        .await?;
+        return Ok(Ok("(none: it answered at once)".into()));
+    };
+    let remote_id = task.id.clone();
+    run.apply(|rec| {
+        if let Some(l) = rec.agent.remote.get_mut(n - 1) {
+            l.remote_task = Some(task.id.clone());
+            l.context_id = Some(task.context_id.clone());
+        }
+        if let Some(mut ext) = rec.ext() {
+            ext.sub_tasks.push(TaskRef {
+                task_id: task.id.clone(),
+                agent: Some(serde_json::json!({"kind": "agent", "id": link.agent})),
+            });
+            ext.store(&mut rec.task);
+        }
+        Vec::new()
+    })
+    .await?;
+    Ok(Ok(remote_id))
+}
+
+async fn end(run: &mut TaskRun, n: usize) -> Result<(), RunError> {
+    run.update_agent(|a| {
+        if let Some(l) = a.remote.get_mut(n - 1) {
+            l.ended = true;
+        }
+    })
+    .await
+}
+
+/// Takes the news of the task's open remote tasks into the conversation: repairs a link
+/// whose send was never answered, reads each remote task, and notes an outcome or a new
+/// question. True while one is still at work (the task then waits for its callback).
+pub async fn take(remotes: &Remotes, run: &mut TaskRun) -> Result<bool, RunError> {
+    let open: Vec<Link> = (run.record().agent.remote.iter())
+        .filter(|l| !l.ended)
+        .cloned()
+        .collect();
+    let mut working = false;
+    for link in open {
+        let Some(agent) = remotes.registry.get(&link.agent).cloned() else {
+            fail(run, &link, "it is no longer in the registry").await?;
+            continue;
+        };
+        let chosen = match remotes.client.choose(&agent).await {
+            Ok(c) => c,
+            Err(e) => {
+                fail(run, &link, &e.to_string()).await?;
+                continue;
+            }
+        };
+        let remote_id = match &link.remote_task {
+            Some(id) => id.clone(),
+            // Committed, then the harness stopped before the answer was: the same message
+            // again finds the task the first made.
+            None => match send(remotes, run, link.n, &chosen).await? {
+                Ok(id) => id,
+                Err(e) => {
+                    fail(run, &link, &e.to_string()).await?;
+                    continue;
+                }
+            },
+        };
+        let task = match run
+            .keeping_lease(remotes.client.get_task(&agent, &chosen, &remote_id))
+            .await?
+        {
+            Ok(t) => t,
+            Err(e) => {
+                fail(run, &link, &e.to_string()).await?;
+                continue;
+            }
+        };
+        let state = task.status.as_ref().map(|s| s.state).unwrap_or_default();
+        let status_id = (task.status.as_ref())
+            .and_then(|s| s.message.as_ref())
+            .map(|m| m.message_id.clone())
+            .unwrap_or_default();
+        let nonce = run.record().agent.nonce.clone();
+        if state.is_terminal() {
+            let said = outcome(&task);
+            let word = state.as_str().trim_start_matches("TASK_STATE_");
+            let note = note(&nonce, &link.agent, &format!("is {word}"), &said);
+            let n = link.n;
+            run.apply(|rec| {
+                if let Some(l) = rec.agent.remote.get_mut(n - 1) {
+                    l.ended = true;
+                    l.noted = Some((state, status_id.clone()));
+                }
+                rec.agent.conversation.push(note.clone());
+                Vec::new()
+            })
+            .await?;
+        } else if state == TaskState::InputRequired {
+            let new = link.noted.as_ref().is_none_or(|(_, id)| *id != status_id);
+            if new {
+                let asked = outcome(&task);
+                let note = note(
+                    &nonce,
+                    &link.agent,
+                    "asks (answer with reply_to_agent, or ask a participant)",
+                    &asked,
+                );
+                let n = link.n;
+                run.apply(|rec| {
+                    if let Some(l) = rec.agent.remote.get_mut(n - 1) {
+                        l.noted = Some((state, status_id.clone()));
+                    }
+                    rec.agent.conversation.push(note.clone());
+                    Vec::new()
+                })
+                .await?;
+            } else if link.answered.as_deref() == Some(status_id.as_str()) {
+                // Answered; the remote has not taken the answer in yet.
+                working = true;
+            }
+        } else {
+            working = true;
+        }
+    }
+    Ok(working)
+}
+
+/// Ends a link that cannot go on, telling the model why.
+async fn fail(run: &mut TaskRun, link: &Link, why: &str) -> Result<(), RunError> {
+    let note = note(
+        &run.record().agent.nonce,
+        &link.agent,
+        "cannot be followed",
+        why,
+    );
+    let n = link.n;
+    run.apply(|rec| {
+        if let Some(l) = rec.agent.remote.get_mut(n - 1) {
+            l.ended = true;
+        }
+        rec.agent.conversation.push(note.clone());
+        Vec::new()
+    })
+    .await
+}
+
+/// Answers the question the remote task of `agent` asks, on that task.
+pub async fn reply(
+    remotes: &Remotes,
+    run: &mut TaskRun,
+    agent_id: &str,
+    text: &str,
+) -> Result<Result<String, ToolError>, RunError> {
+    let asking = (run.record().agent.remote.iter()).rfind(|l| {
+        l.agent == agent_id
+            && !l.ended
+            && matches!(&l.noted, Some((TaskState::InputRequired, id)) if l.answered.as_ref() != Some(id))
+    });
+    let Some(link) = asking.cloned() else {
+        return Ok(Err(ToolError::new(
+            "remote.not_asking",
+            format!("no task delegated to {agent_id} is waiting for an answer"),
+        )));
+    };
+    let (Some(agent), Some(remote_id)) = (remotes.registry.get(agent_id), &link.remote_task) else {
+        return Ok(Err(ToolError::new(
+            "remote.not_asking",
+            format!("no task delegated to {agent_id} is waiting for an answer"),
+        )));
+    };
+    let chosen = match remotes.client.choose(agent).await {
+        Ok(c) => c,
+        Err(e) => return Ok(Err(unusable(agent_id, &e))),
+    };
+    let task_id = run.record().task.id.clone();
+    let mut message = Message {
+        // The same on a retry after a crash, so the remote takes it once.
+        message_id: format!("{}:reply:{}", link.message_id(&task_id), link.replies + 1),
+        task_id: remote_id.clone(),
+        context_id: link.context_id.clone().unwrap_or_default(),
+        role: MessageRole::User,
+        parts: vec![Part::text(text)],
+        ..Default::default()
+    };
+    crate::channels::assert_sender(&mut message, remotes.client.sender());
+    let request = SendMessageRequest {
+        message: Some(message),
+        configuration: Some(SendMessageConfiguration {
+            return_immediately: true,
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    if let Err(e) = run
+        .keeping_lease(remotes.client.send(agent, &chosen, request))
+        .await?
+    {
+        return Ok(Err(unusable(agent_id, &e)));
+    }
+    let n = link.n;
+    let question = link.noted.as_ref().map(|(_, id)| id.clone());
+    run.update_agent(|a| {
+        if let Some(l) = a.remote.get_mut(n - 1) {
+            l.replies += 1;
+            l.answered = question.clone();
+        }
+    })
+    .await?;
+    Ok(Ok(format!("answer sent to {agent_id}")))
+}
+
+/// Cancels the open remote tasks of `rec` (a task being cancelled), each at most once;
+/// a failure is logged, the task's own cancel stands.
+pub async fn cancel_open(remotes: &Remotes, rec: &TaskRecord) {
+    for link in rec.agent.remote.iter().filter(|l| !l.ended) {
+        let (Some(agent), Some(remote_id)) = (remotes.registry.get(&link.agent), &link.remote_task)
+        else {
+            continue;
+        };
+        let cancelled = match remotes.client.choose(agent).await {
+            Ok(chosen) => remotes
+                .client
+                .cancel(agent, &chosen, remote_id)
+                .await
+                .map(|_| ()),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = cancelled {
+            tracing::warn!(task_id = %rec.task.id, agent = %link.agent, error = %e, "the remote task could not be cancelled");
+        }
+    }
+}
+
+/// How a remote's news reaches the model: `Remote task of agent <id> <what>:` and what it
+/// said, inside the untrusted block (source `agent:<id>`).
+fn note(nonce: &str, agent: &str, what: &str, said: &str) -> ChatMessage {
+    let said: String = said.chars().take(MAX_NOTE_CHARS).collect();
+    ChatMessage::User {
+        text: untrusted(
+            nonce,
+            &format!("agent:{agent}"),
+            &format!("Remote task of agent {agent} {what}:\n{said}"),
+        ),
+    }
+}
+
+/// A remote task's status message and artifacts as text.
+fn outcome(task: &Task) -> String {
+    let mut out = Vec::new();
+    if let Some(m) = task.status.as_ref().and_then(|s| s.message.as_ref()) {
+        out.push(message_note(m));
+    }
+    for a in &task.artifacts {
+        let name = if a.name.is_empty() {
+            "artifact"
+        } else {
+            &a.name
+        };
+        out.push(format!("[{name}]\n{}", parts_text(&a.parts)));
+    }
+    out.join("\n")
+}
+
+/// A message's text for the model (its channel part only when it has no text).
+fn message_note(m: &Message) -> String {
+    crate::channels::message_text(m)
+}
+
+/// Text as it is, data as JSON, a file as a reference (its name, type and URL).
+fn parts_text(parts: &[Part]) -> String {
+    parts
+        .iter()
+        .filter_map(|p| {
+            if let Some(t) = &p.text {
+                return Some(t.clone());
+            }
+            if let Some(d) = &p.data {
+                return Some(d.to_string());
+            }
+            let file = serde_json::json!({
+                "file": p.filename, "mediaType": p.media_type, "url": p.url,
+            });
+            (p.url.is_some() || p.raw.is_some()).then(|| file.to_string())
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}

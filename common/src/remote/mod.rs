@@ -1,0 +1,192 @@
+//! Remote A2A agents as participants: the registry of agents the model may delegate to
+//! ([`registry`]), their cards ([`card`]), the client that calls them ([`client`]), the
+//! links a task keeps to the tasks it delegated ([`Link`], driven by [`delegate`]) and the
+//! callback their webhooks wake it through ([`callback`]).
+//!
+//! A delegation is a link committed before anything is sent (agent, deterministic message
+//! id), then SendMessage to the remote with the harness as sender, `returnImmediately`, and
+//! a push notification config whose URL is this harness's callback for that link with a
+//! token of the link's own; then the link is completed with the remote task's id. A crash
+//! between the send and the completion is repaired on the next drive by sending the same
+//! message again: the remote answers a repeated message id with the task it made the first
+//! time, so no second task is created. The parent then waits with no lease and nothing
+//! polling; the callback wakes it when the remote task ends or asks for input.
+
+pub mod callback;
+pub mod card;
+pub mod client;
+pub mod delegate;
+pub mod registry;
+
+use std::sync::Arc;
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
+use ring::hmac;
+use serde::{Deserialize, Serialize};
+
+use crate::a2a::TaskState;
+use crate::push::seal::PushKey;
+use client::Client;
+use registry::Registry;
+
+/// Where the remote's webhook calls, under the harness's public URL:
+/// `/remote/callback/<task id>/<link number>`.
+pub const CALLBACK_PATH: &str = "/remote/callback";
+
+/// A task's link to a task it delegated to a remote agent. Kept in the agent's state
+/// (never on the wire: the task extension's `sub_tasks` names the remote task once known).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Link {
+    /// Its number on the task, from 1: it names the link's message and callback.
+    pub n: usize,
+    /// The registry id of the agent.
+    pub agent: String,
+    /// The message that asks for the work, sent again as it was to repair a lost answer.
+    pub text: String,
+    /// The remote task, once the remote has answered the send.
+    pub remote_task: Option<String>,
+    pub context_id: Option<String>,
+    /// The remote state and status message last taken into the conversation.
+    pub noted: Option<(TaskState, String)>,
+    /// Messages sent on the remote task after the first (answers to its questions).
+    pub replies: usize,
+    /// The status message id of the question last answered.
+    pub answered: Option<String>,
+    /// Its outcome is in the conversation, or it failed: nothing more is asked of it.
+    pub ended: bool,
+}
+
+impl Link {
+    /// The id of the message that asks for the work: the same on every send.
+    pub fn message_id(&self, task_id: &str) -> String {
+        format!("{task_id}:remote:{}", self.n)
+    }
+}
+
+/// The remote agents of this harness and how to reach them.
+pub struct Remotes {
+    pub registry: Registry,
+    pub client: Client,
+    key: hmac::Key,
+    public_url: String,
+}
+
+impl std::fmt::Debug for Remotes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Remotes")
+            .field("registry", &self.registry)
+            .finish()
+    }
+}
+
+impl Remotes {
+    /// `registry`'s agents, called with `client`; callbacks under `public_url`, their
+    /// tokens signed with a key derived from the push key.
+    pub fn new(registry: Registry, client: Client, key: &PushKey, public_url: &str) -> Self {
+        Remotes {
+            registry,
+            client,
+            key: hmac::Key::new(
+                hmac::HMAC_SHA256,
+                &key.derive(b"tiny-harness remote callbacks v1"),
+            ),
+            public_url: public_url.trim_end_matches('/').to_owned(),
+        }
+    }
+
+    /// The harness's remote agents from its configuration, if it names a registry.
+    pub fn from_config(config: &crate::config::Config) -> Result<Option<Arc<Self>>, String> {
+        let Some(path) = &config.remote_agents else {
+            return Ok(None);
+        };
+        let key = config.push_key.as_ref().ok_or(
+            "remote agents need the push key (HARNESS_PUSH_KEY), which signs their callbacks",
+        )?;
+        if config.public_url.is_empty() {
+            return Err(
+                "remote agents need the harness's public URL for their callbacks \
+                 (HARNESS_PUBLIC_URL)"
+                    .into(),
+            );
+        }
+        let targets = crate::push::target::Targets::new(
+            config.push_allow_private_urls,
+            config.webhook_allow.clone(),
+        );
+        let client = Client::new(targets, config.push_timeout, &config.agent_id)?;
+        let registry = Registry::load(path)?;
+        Ok(Some(Arc::new(Remotes::new(
+            registry,
+            client,
+            key,
+            &config.public_url,
+        ))))
+    }
+
+    /// The callback URL of link `n` of task `task_id`, and its token.
+    pub fn callback(&self, task_id: &str, n: usize) -> (String, String) {
+        let url = format!(
+            "{}{CALLBACK_PATH}/{}/{n}",
+            self.public_url,
+            percent_encoding::utf8_percent_encode(task_id, percent_encoding::NON_ALPHANUMERIC)
+        );
+        (url, self.token(task_id, n))
+    }
+
+    fn token(&self, task_id: &str, n: usize) -> String {
+        URL_SAFE_NO_PAD.encode(hmac::sign(&self.key, format!("{task_id}\n{n}").as_bytes()))
+    }
+
+    /// Whether `token` is the callback token of link `n` of `task_id` (in constant time).
+    pub fn verify(&self, task_id: &str, n: usize, token: &str) -> bool {
+        URL_SAFE_NO_PAD.decode(token).is_ok_and(|tag| {
+            hmac::verify(&self.key, format!("{task_id}\n{n}").as_bytes(), &tag).is_ok()
+        })
+    }
+
+    /// The system prompt's lines on the agents the model may delegate to.
+    pub fn describe(&self) -> String {
+        self.registry
+            .agents()
+            .map(|a| match &a.description {
+                Some(d) => format!("- {} (remote agent): {d}", a.id),
+                None => format!("- {} (remote agent)", a.id),
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn remotes() -> Remotes {
+        let client = Client::new(
+            crate::push::target::Targets::new(false, Vec::new()),
+            std::time::Duration::from_secs(1),
+            "tiny-harness",
+        )
+        .unwrap();
+        Remotes::new(
+            Registry::default(),
+            client,
+            &PushKey::generate(),
+            "https://a.example/",
+        )
+    }
+
+    #[test]
+    fn a_callback_token_is_its_links_alone() {
+        let r = remotes();
+        let (url, token) = r.callback("t 1", 2);
+        assert_eq!(url, "https://a.example/remote/callback/t%201/2");
+        assert!(r.verify("t 1", 2, &token));
+        assert!(!r.verify("t 1", 3, &token));
+        assert!(!r.verify("t 2", 2, &token));
+        assert!(!r.verify("t 1", 2, "not-a-token"));
+        assert!(!remotes().verify("t 1", 2, &token), "another key");
+    }
+}

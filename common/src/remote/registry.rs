@@ -1,0 +1,182 @@
+//! The registry of remote A2A agents the model may delegate to: `--agents FILE` /
+//! `HARNESS_AGENTS`, a TOML file with one table per agent.
+//!
+//! ```toml
+//! [agents.translator]
+//! card_url = "https://translator.example/.well-known/agent-card.json"
+//! description = "Translates documents"   # optional: shown to the model instead of the card's
+//! token_env = "TRANSLATOR_TOKEN"         # optional: a bearer token, from this variable
+//! ```
+//!
+//! A token is a secret: it is read from the environment at start, never stored, logged or
+//! shown to the model, and sent only to the agent's own interface.
+
+use std::collections::BTreeMap;
+
+use reqwest::Url;
+use serde::Deserialize;
+
+/// Most agents one registry may hold (each is a line of every system prompt).
+pub const MAX_AGENTS: usize = 32;
+/// Longest description shown to the model.
+pub const MAX_DESCRIPTION: usize = 500;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    #[serde(default)]
+    agents: BTreeMap<String, Entry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Entry {
+    card_url: String,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(default)]
+    token_env: Option<String>,
+}
+
+/// One remote agent.
+#[derive(Clone)]
+pub struct RemoteAgent {
+    /// Its participant id on the tasks it joins.
+    pub id: String,
+    pub card_url: Url,
+    /// Shown to the model instead of the card's description.
+    pub description: Option<String>,
+    /// A bearer token for its interface.
+    pub token: Option<String>,
+}
+
+impl std::fmt::Debug for RemoteAgent {
+    // The token is a secret.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteAgent")
+            .field("id", &self.id)
+            .field("card_url", &self.card_url.as_str())
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
+}
+
+/// The remote agents, by id.
+#[derive(Debug, Clone, Default)]
+pub struct Registry {
+    agents: BTreeMap<String, RemoteAgent>,
+}
+
+impl Registry {
+    /// The registry of the file at `path`; tokens from the process environment.
+    pub fn load(path: &std::path::Path) -> Result<Self, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("agents file {}: {e}", path.display()))?;
+        Self::parse(&text, |name| std::env::var(name).ok())
+            .map_err(|e| format!("agents file {}: {e}", path.display()))
+    }
+
+    /// The registry `text` describes, with tokens from `env`.
+    pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
+        let file: File = toml::from_str(text).map_err(|e| {
+            let line = e
+                .span()
+                .map_or(0, |s| text[..s.start].matches('\n').count() + 1);
+            format!("line {line}: {}", e.message())
+        })?;
+        if file.agents.len() > MAX_AGENTS {
+            return Err(format!("at most {MAX_AGENTS} agents"));
+        }
+        let mut agents = BTreeMap::new();
+        for (id, entry) in file.agents {
+            crate::channels::parse_id(&id)?;
+            let card_url = Url::parse(&entry.card_url)
+                .ok()
+                .filter(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some())
+                .ok_or_else(|| format!("[agents.{id}] card_url is not an http(s) URL"))?;
+            if entry
+                .description
+                .as_ref()
+                .is_some_and(|d| d.chars().count() > MAX_DESCRIPTION)
+            {
+                return Err(format!(
+                    "[agents.{id}] description is longer than {MAX_DESCRIPTION} characters"
+                ));
+            }
+            let token = match &entry.token_env {
+                Some(var) => Some(env(var).filter(|t| !t.trim().is_empty()).ok_or_else(|| {
+                    format!("[agents.{id}] token_env names {var}, which is not set")
+                })?),
+                None => None,
+            };
+            agents.insert(
+                id.clone(),
+                RemoteAgent {
+                    id,
+                    card_url,
+                    description: entry.description,
+                    token,
+                },
+            );
+        }
+        Ok(Registry { agents })
+    }
+
+    pub fn get(&self, id: &str) -> Option<&RemoteAgent> {
+        self.agents.get(id)
+    }
+
+    pub fn agents(&self) -> impl Iterator<Item = &RemoteAgent> {
+        self.agents.values()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.agents.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agents_with_their_cards_and_tokens_from_the_environment() {
+        let text = r#"
+[agents.translator]
+card_url = "https://t.example/.well-known/agent-card.json"
+description = "Translates"
+token_env = "T_TOKEN"
+
+[agents.b]
+card_url = "http://127.0.0.1:9/.well-known/agent-card.json"
+"#;
+        let r = Registry::parse(text, |v| (v == "T_TOKEN").then(|| "s3cret".into())).unwrap();
+        let t = r.get("translator").unwrap();
+        assert_eq!(t.token.as_deref(), Some("s3cret"));
+        assert_eq!(t.description.as_deref(), Some("Translates"));
+        assert!(r.get("b").unwrap().token.is_none());
+        assert!(!format!("{r:?}").contains("s3cret"));
+    }
+
+    #[test]
+    fn a_bad_file_names_the_agent_and_the_reason() {
+        for (text, want) in [
+            (
+                "[agents.a]\ncard_url = \"ftp://x/\"\n",
+                "[agents.a] card_url",
+            ),
+            (
+                "[agents.a]\ncard_url = \"https://x/\"\ntoken_env = \"NOPE\"\n",
+                "NOPE, which is not set",
+            ),
+            ("[agents.a]\ncard = \"https://x/\"\n", "line 2"),
+            (
+                "[agents.\"a\\u0001\"]\ncard_url = \"https://x/\"\n",
+                "not a participant id",
+            ),
+        ] {
+            let err = Registry::parse(text, |_| None).unwrap_err();
+            assert!(err.contains(want), "{text}: {err}");
+        }
+    }
+}
