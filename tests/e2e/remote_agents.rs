@@ -11,6 +11,9 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
 use harness_e2e::participants::{rpc_ok_as, send_as, Script};
 use harness_e2e::{state, task_id, unique, Backend, Server};
 use serde_json::{json, Value};
@@ -35,22 +38,29 @@ fn card_url(s: &Server) -> String {
 
 /// Harness A on `backend` with `agents`, its model following `a`.
 async fn harness_a(backend: Backend, a: &Script, agents: &Path) -> Option<Server> {
+    harness_a_with(backend, a, agents, &[]).await
+}
+
+async fn harness_a_with(
+    backend: Backend,
+    a: &Script,
+    agents: &Path,
+    extra: &[&str],
+) -> Option<Server> {
     let model = a.model();
     let agents = agents.display().to_string();
-    Server::start_on(
-        backend,
-        &[
-            "--agent",
-            "llm",
-            "--model",
-            &model,
-            "--agents",
-            &agents,
-            "--agent-id",
-            A_ID,
-        ],
-    )
-    .await
+    let mut args = vec![
+        "--agent",
+        "llm",
+        "--model",
+        &model,
+        "--agents",
+        &agents,
+        "--agent-id",
+        A_ID,
+    ];
+    args.extend_from_slice(extra);
+    Server::start_on(backend, &args).await
 }
 
 async fn task_of(s: &Server, who: &str, id: &str) -> Value {
@@ -178,4 +188,207 @@ async fn a_delegates_to_b_and_resumes_on_its_callback_on_the_embedded_store() {
 #[tokio::test]
 async fn a_delegates_to_b_and_resumes_on_its_callback_on_dynamodb() {
     delegates_and_resumes_on_the_callback(Backend::DynamoDb).await;
+}
+
+/// Remote agents whose cards A cannot use, on one loopback server: `/<case>/card` serves
+/// each case's card, and every other request is counted (none may come).
+struct Cards {
+    url: String,
+    calls: Arc<AtomicUsize>,
+}
+
+impl Cards {
+    async fn start() -> Cards {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let url = format!("http://{}", listener.local_addr().expect("addr"));
+        let calls = Arc::new(AtomicUsize::new(0));
+        let card = |interfaces: Value, extensions: Value, security: Value| {
+            json!({
+                "name": "R", "description": "r", "version": "1",
+                "supportedInterfaces": interfaces,
+                "capabilities": {"pushNotifications": true, "extensions": extensions},
+                "securitySchemes": {"bearer": {"httpAuthSecurityScheme": {"scheme": "Bearer"}}},
+                "securityRequirements": security,
+                "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
+                "skills": []
+            })
+        };
+        let rpc = json!([{"url": format!("{url}/rpc"), "protocolBinding": "JSONRPC",
+                          "protocolVersion": "1.0"}]);
+        let cards = Arc::new(json!({
+            "ext": card(rpc.clone(), json!([{"uri": "https://x.example/ext/v9", "required": true}]), json!([])),
+            "grpc": card(json!([{"url": format!("{url}/grpc"), "protocolBinding": "GRPC",
+                                 "protocolVersion": "1.0"}]), json!([]), json!([])),
+            "secured": card(rpc, json!([]), json!([{"schemes": {"bearer": {"list": []}}}])),
+        }));
+        let counted = calls.clone();
+        let app = axum::Router::new()
+            .route(
+                "/{case}/card",
+                axum::routing::get(
+                    move |axum::extract::Path(case): axum::extract::Path<String>| {
+                        let cards = cards.clone();
+                        async move { axum::Json(cards[case.as_str()].clone()) }
+                    },
+                ),
+            )
+            .fallback(move || {
+                counted.fetch_add(1, Ordering::SeqCst);
+                async { axum::http::StatusCode::NOT_FOUND }
+            });
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        Cards { url, calls }
+    }
+}
+
+/// The tool results A's model was given, as text.
+fn tool_results(script: &Script, turn: u64) -> String {
+    let requests = script.requests_for_turn(turn);
+    assert_eq!(requests.len(), 1, "one request for turn {turn}");
+    requests[0]["messages"].to_string()
+}
+
+/// Must-show 4: an unknown required extension, gRPC only, credentials the registry lacks
+/// and (with private URLs refused) a loopback card: each a clear tool error, nothing sent.
+#[tokio::test]
+async fn cards_a_cannot_use_are_tool_errors_and_nothing_is_sent() {
+    let cards = Cards::start().await;
+    let agents = registry(&[
+        ("ext", format!("{}/ext/card", cards.url)),
+        ("grpc", format!("{}/grpc/card", cards.url)),
+        ("secured", format!("{}/secured/card", cards.url)),
+    ]);
+    let create = |who: &str| {
+        json!({"name": "create_task_for_participant", "arguments": {
+        "participant_id": who, "name": "Work", "goal": "Do the work"}})
+    };
+    let script = Script::new(json!([
+        {"tool_calls": [create("ext"), create("grpc"), create("secured")]},
+        {"text": "Could not delegate."}
+    ]));
+    let a = harness_a(Backend::Embedded, &script, &agents)
+        .await
+        .expect("A");
+    let task = send_as(&a, Some("alice"), start_message("Delegate")).await;
+    until(&a, "alice", &task_id(&task), "TASK_STATE_COMPLETED").await;
+    let results = tool_results(&script, 1);
+    for expected in [
+        "[remote.unusable] ext: its card requires the extension https://x.example/ext/v9, which this harness does not support",
+        "[remote.unusable] grpc: its card offers no interface this harness speaks (JSONRPC or HTTP+JSON at protocol 1.x); it offers GRPC 1.0",
+        "[remote.unusable] secured: its card asks for credentials (bearer) that the registry does not hold for it",
+    ] {
+        assert!(results.contains(expected), "{expected}\n{results}");
+    }
+    assert_eq!(cards.calls.load(Ordering::SeqCst), 0, "nothing sent");
+
+    // With private URLs refused, a loopback card is not even fetched.
+    let near = registry(&[("near", format!("{}/ext/card", cards.url))]);
+    let script = Script::new(json!([
+        {"tool_calls": [create("near")]},
+        {"text": "Could not delegate."}
+    ]));
+    let a = harness_a_with(
+        Backend::Embedded,
+        &script,
+        &near,
+        &["--push-allow-private-urls", "false"],
+    )
+    .await
+    .expect("A");
+    let task = send_as(&a, Some("alice"), start_message("Delegate")).await;
+    until(&a, "alice", &task_id(&task), "TASK_STATE_COMPLETED").await;
+    let results = tool_results(&script, 1);
+    assert!(
+        results.contains("[remote.failed] near: the agent could not be reached: the agent's host resolves to an address this server does not call"),
+        "{results}"
+    );
+    let _ = std::fs::remove_file(&agents);
+    let _ = std::fs::remove_file(&near);
+}
+
+/// Must-show 5: a callback with a wrong token is refused and changes nothing; cancelling A
+/// cancels B's task.
+async fn cancel_passes_on_and_a_wrong_token_is_refused(backend: Backend) {
+    // B works slowly, so A's cancel finds it open.
+    let b_script = Script::new(json!([{"text": "Done.", "delay_ms": 8000}]));
+    let Some(b) =
+        Server::start_on(backend, &["--agent", "llm", "--model", &b_script.model()]).await
+    else {
+        return;
+    };
+    let a_script = Script::new(json!([
+        {"tool_calls": [{"name": "create_task_for_participant", "arguments": {
+            "participant_id": "b", "name": "Paint", "goal": "Paint the shed"}}]},
+        {"text": "Never reached."}
+    ]));
+    let agents = registry(&[("b", card_url(&b))]);
+    let Some(a) = harness_a(backend, &a_script, &agents).await else {
+        return;
+    };
+    let task = send_as(&a, Some("alice"), start_message("Get the shed painted")).await;
+    let id = task_id(&task);
+    let deadline = Instant::now() + WAIT;
+    let on_b = loop {
+        let on_b = tasks_on_b(&b).await;
+        if !on_b.is_empty() {
+            break on_b;
+        }
+        assert!(Instant::now() < deadline, "B never got the task");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let b_task = task_id(&on_b[0]);
+
+    // Wrong tokens: refused alike, and A's task is as it was.
+    let before = a
+        .store()
+        .load_task(&id)
+        .await
+        .expect("load")
+        .expect("A's task");
+    for (path, token) in [
+        (format!("/remote/callback/{id}/1"), "forged"),
+        (format!("/remote/callback/{id}/2"), "forged"),
+        (format!("/remote/callback/no-such-task/1"), "forged"),
+    ] {
+        let resp = a
+            .http
+            .post(a.endpoint(&path))
+            .header("X-A2A-Notification-Token", token)
+            .json(&json!({"statusUpdate": {"taskId": b_task, "status": {"state": "TASK_STATE_COMPLETED"}}}))
+            .send()
+            .await
+            .expect("POST the callback");
+        assert_eq!(resp.status().as_u16(), 401, "{path}");
+        assert_eq!(
+            resp.json::<Value>().await.expect("JSON"),
+            json!({"status": "unauthorized"})
+        );
+    }
+    let after = a
+        .store()
+        .load_task(&id)
+        .await
+        .expect("load")
+        .expect("A's task");
+    assert_eq!(
+        after.version, before.version,
+        "a refused callback changes nothing"
+    );
+
+    // alice cancels her task: B's is cancelled too.
+    rpc_ok_as(&a, Some("alice"), "CancelTask", json!({"id": id})).await;
+    until(&b, A_ID, &b_task, "TASK_STATE_CANCELED").await;
+    let _ = std::fs::remove_file(&agents);
+}
+
+#[tokio::test]
+async fn cancel_passes_on_and_a_wrong_token_is_refused_on_the_embedded_store() {
+    cancel_passes_on_and_a_wrong_token_is_refused(Backend::Embedded).await;
+}
+
+#[tokio::test]
+async fn cancel_passes_on_and_a_wrong_token_is_refused_on_dynamodb() {
+    cancel_passes_on_and_a_wrong_token_is_refused(Backend::DynamoDb).await;
 }
