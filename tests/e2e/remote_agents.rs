@@ -350,7 +350,7 @@ async fn cancel_passes_on_and_a_wrong_token_is_refused(backend: Backend) {
     for (path, token) in [
         (format!("/remote/callback/{id}/1"), "forged"),
         (format!("/remote/callback/{id}/2"), "forged"),
-        (format!("/remote/callback/no-such-task/1"), "forged"),
+        ("/remote/callback/no-such-task/1".to_owned(), "forged"),
     ] {
         let resp = a
             .http
