@@ -73,9 +73,9 @@ pub struct Config {
     /// (one internal receiver, while the SSRF protection blocks the rest).
     pub webhook_allow: Vec<crate::push::target::Cidr>,
     /// The registry of remote agents tasks may delegate to ([`crate::remote::registry`]).
-    pub remote_agents: Option<std::path::PathBuf>,
+    pub remote_agents: Option<Source>,
     /// The participants' personal channels ([`crate::channels::personal`]).
-    pub personal_channels: Option<crate::channels::personal::Source>,
+    pub personal_channels: Option<Source>,
     /// Timeout of one webhook request.
     pub push_timeout: Duration,
     /// How a request's participant is known: self-asserted (`none`) or from a verified
@@ -131,6 +131,37 @@ impl Default for Config {
             lease_owner: None,
             owner_locks: None,
             detached_runs: true,
+        }
+    }
+}
+
+/// Where a configuration file's text comes from: a file, or (in a deployment) a secret,
+/// when the text holds secrets itself (webhook URLs, tokens).
+#[derive(Clone)]
+pub enum Source {
+    /// A file (harness-local, `cargo lambda watch`).
+    File(std::path::PathBuf),
+    /// The text itself, read from `origin` (a deployment's secret).
+    Text { origin: String, text: String },
+}
+
+impl std::fmt::Debug for Source {
+    // The text may hold secrets: only where it came from.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Source::File(path) => write!(f, "file {}", path.display()),
+            Source::Text { origin, .. } => f.write_str(origin),
+        }
+    }
+}
+
+impl Source {
+    /// The text; an unreadable file is an error naming it and `what` it should hold.
+    pub fn read(&self, what: &str) -> Result<String, String> {
+        match self {
+            Source::File(path) => std::fs::read_to_string(path)
+                .map_err(|e| format!("{what} file {}: {e}", path.display())),
+            Source::Text { text, .. } => Ok(text.clone()),
         }
     }
 }

@@ -31,6 +31,7 @@
 //! | `HARNESS_PUSH_ALLOW_PRIVATE_URLS` | `false` | webhooks on private addresses |
 //! | `HARNESS_WEBHOOK_ALLOW` | none | address ranges (comma-separated CIDRs) webhooks may reach although private |
 //! | `HARNESS_AGENTS` | none | a TOML file of remote A2A agents tasks may delegate to ([`crate::remote::registry`]); needs push on and `HARNESS_PUBLIC_URL` |
+//! | `HARNESS_AGENTS_SECRET` | none | the same TOML in a Secrets Manager secret (ARN), read once per cold start by the functions that delegate, cancel or take callbacks |
 //! | `HARNESS_PERSONAL_CHANNELS` | none | a TOML file of participants' own webhooks ([`crate::channels::personal`]); needs push on and `HARNESS_PUBLIC_URL` |
 //! | `HARNESS_PERSONAL_CHANNELS_SECRET` | none | the same TOML in a Secrets Manager secret (ARN), read once per cold start by the functions that send to them or take their answers |
 //! | `HARNESS_REDACT_PATTERNS` | none | extra credential patterns (one regular expression per line) redacted at intake, in tool results and in logs, besides the built-in table |
@@ -116,9 +117,9 @@ pub fn config_from_env() -> Result<Config, Error> {
             })
             .transpose()?
             .unwrap_or_default(),
-        remote_agents: var("HARNESS_AGENTS").map(Into::into),
+        remote_agents: var("HARNESS_AGENTS").map(|path| crate::config::Source::File(path.into())),
         personal_channels: var("HARNESS_PERSONAL_CHANNELS")
-            .map(|path| crate::channels::personal::Source::File(path.into())),
+            .map(|path| crate::config::Source::File(path.into())),
         agent_id: checked_id("HARNESS_AGENT_ID")?.unwrap_or(defaults.agent_id),
         lease_ttl: Duration::from_secs(parse(
             "HARNESS_LEASE_SECONDS",
@@ -215,9 +216,16 @@ pub enum ModelCalls {
 /// Everything a function needs, from the environment.
 pub async fn harness_from_env(calls: ModelCalls) -> Result<Arc<Harness>, Error> {
     let mut config = config_from_env()?;
+    if let Some(arn) = var("HARNESS_AGENTS_SECRET") {
+        let text = crate::secrets::text(&arn, "agents registry").await?;
+        config.remote_agents = Some(crate::config::Source::Text {
+            origin: format!("secret {arn}"),
+            text,
+        });
+    }
     if let Some(arn) = var("HARNESS_PERSONAL_CHANNELS_SECRET") {
         let text = crate::secrets::text(&arn, "personal channels").await?;
-        config.personal_channels = Some(crate::channels::personal::Source::Text {
+        config.personal_channels = Some(crate::config::Source::Text {
             origin: format!("secret {arn}"),
             text,
         });

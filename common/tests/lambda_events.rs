@@ -923,7 +923,7 @@ async fn the_answer_link_is_taken_by_the_send_message_function() {
     let d = Deployment::with_config(
         "answer",
         Config {
-            personal_channels: Some(common::channels::personal::Source::Text {
+            personal_channels: Some(common::config::Source::Text {
                 origin: "a test".into(),
                 text: "[bob]\nurl = \"https://hooks.example/bob\"\n".into(),
             }),

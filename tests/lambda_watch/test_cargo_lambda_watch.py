@@ -26,6 +26,9 @@ build of a function).
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import json
 import os
 import shutil
@@ -288,9 +291,14 @@ def watch(request: pytest.FixtureRequest) -> Iterator[Watch]:
     state_dir = work / 'state'
     state_dir.mkdir()
     log = work / 'cargo-lambda-watch.log'
+    # One remote agent in the registry, so the functions that take its callbacks have one
+    # (its card is never fetched here).
+    agents = work / 'agents.toml'
+    agents.write_text('[agents.far]\ncard_url = "https://far.example/.well-known/agent-card.json"\n')
     # The protocol checks send no identity: `anonymous` stands for it.
     env = watch_env(path, base, _store_env(store, str(state_dir)),
-                    HARNESS_AGENT='conformance', HARNESS_DEFAULT_PARTICIPANT='anonymous')
+                    HARNESS_AGENT='conformance', HARNESS_DEFAULT_PARTICIPANT='anonymous',
+                    HARNESS_AGENTS=str(agents))
     with open(log, 'wb') as out:
         proc = subprocess.Popen(
             [
@@ -440,6 +448,7 @@ EVERY_FUNCTION = [
     ('get-push-config', 'GET', '/tasks/{task}/pushNotificationConfigs/every-function', None),
     ('delete-push-config', 'DELETE', '/tasks/{task}/pushNotificationConfigs/every-function', None),
     ('get-extended-agent-card', 'GET', '/extendedAgentCard', None),
+    ('remote-callback', 'POST', '/remote/callback/{task}/1', {'statusUpdate': {}}),
 ]
 
 
@@ -463,7 +472,11 @@ def test_every_function_answers(
             body['message'] = _message()
     resp = client.request(method, path, json=body)
     _from_function(resp, watch)
-    if resp.status_code >= 300:
+    if function == 'remote-callback':
+        # No token: refused before anything is read.
+        assert resp.status_code == 401, f'{resp.status_code} {resp.text}\n{watch.log_tail()}'
+        assert resp.json() == {'status': 'unauthorized'}
+    elif resp.status_code >= 300:
         # An A2A error from the function, never a bare 404 for an unrouted path.
         assert _error_reason(resp) not in (None, 'METHOD_NOT_FOUND'), (
             f'{function}: {resp.status_code} {resp.text}\n{watch.log_tail()}'
@@ -695,3 +708,32 @@ def test_resume_drives_only_runnable_unleased_tasks(
     body = _invoke(watch, 'resume', {'Records': [_record('INSERT', _task_image(tid, wake={'N': '1'}), 7)]})
     assert body == {'batchItemFailures': []}, body
     assert _task_state(client, tid) == COMPLETED
+
+
+def _callback_token(task_id: str, n: int) -> str:
+    """The token the harness gives a remote agent for link `n` of `task_id`: HMAC-SHA256
+    under a key derived from the push key (common::remote::Remotes)."""
+    key = base64.b64decode(PUSH_KEY)
+    derived = hmac.new(key, b'tiny-harness remote callbacks v1', hashlib.sha256).digest()
+    tag = hmac.new(derived, f'{task_id}\n{n}'.encode(), hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(tag).rstrip(b'=').decode()
+
+
+def test_remote_callback_takes_its_token_and_nothing_else(
+    client: httpx.Client, watch: Watch, rest_task: dict[str, Any],
+) -> None:
+    """The remote-callback function under the emulator: a forged token and another link's
+    token are refused; the link's own token is taken, and as the task has no such link
+    (nothing was delegated) it changes nothing."""
+    task_id = rest_task['id']
+    before = client.get(f'/tasks/{task_id}').json()
+    for token in ['forged', _callback_token(task_id, 2)]:
+        resp = client.post(f'/remote/callback/{task_id}/1', json={},
+                           headers={'X-A2A-Notification-Token': token})
+        _from_function(resp, watch)
+        assert resp.status_code == 401, f'{resp.status_code} {resp.text}\n{watch.log_tail()}'
+    resp = client.post(f'/remote/callback/{task_id}/1', json={},
+                       headers={'X-A2A-Notification-Token': _callback_token(task_id, 1)})
+    assert resp.status_code == 200, f'{resp.status_code} {resp.text}\n{watch.log_tail()}'
+    assert resp.json() == {'status': 'ok'}
+    assert client.get(f'/tasks/{task_id}').json() == before

@@ -52,7 +52,9 @@ BUFFERED = {
 }
 # The agent-card function also serves the web inbox's static assets.
 UNTENANTED = {"agent-card": [("GET", "/.well-known/agent-card.json"), ("GET", "/ui"),
-                             ("GET", "/ui/{asset+}")]}
+                             ("GET", "/ui/{asset+}")],
+              # A remote agent's webhook: the link's token is the credential.
+              "remote-callback": [("POST", "/remote/callback/{task}/{n}")]}
 # A personal channel's answer link is a send: send-message takes it, with no tenant and no
 # authorizer (the signed token in its body is the credential).
 ANSWER_ROUTE = ("POST", "/ui/answer")
@@ -90,6 +92,10 @@ PERMISSIONS = {
     "delete-push-config": ({"dynamodb:GetItem", "dynamodb:Query", "dynamodb:DeleteItem",
                             "dynamodb:UpdateItem"}, set()),
     "agent-card": (set(), set()),
+    # The task (head and parts) and its wake-up (a conditional write of the head).
+    "remote-callback": ({"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem",
+                         "dynamodb:UpdateItem", "dynamodb:ConditionCheckItem",
+                         "dynamodb:BatchWriteItem"}, set()),
     "get-extended-agent-card": (set(), set()),
     # A drive: load, claim (lease), commits with events, the events' TTL at the end,
     # sub-tasks and parents' wake-ups, push configs, audit. No ListTasks, no deletes.
@@ -401,7 +407,7 @@ def test_the_default_deployment_requires_a_token_on_every_route(template, functi
     routes = api_routes(template)
     for (method, path), (binary, props) in routes.items():
         props = resolve(props, conditions)
-        if binary == "agent-card" or (method, path) == ANSWER_ROUTE:
+        if binary in UNTENANTED or (method, path) == ANSWER_ROUTE:
             assert props["AuthorizationType"] == "NONE", "the card is public"
             assert "AuthorizerId" not in props
         else:
@@ -544,7 +550,8 @@ def test_every_function_that_answers_clients_may_audit_a_refusal(binary, templat
     statements = [st for policy in functions[binary]["Properties"].get("Policies", [])
                   for st in policy["Statement"]]
     audits = [st for st in statements if "Condition" in st and "Fn::If" not in st]
-    answers_clients = binary not in EVENT_FUNCTIONS and binary != "agent-card"
+    # The card is public; the callback takes remote agents' webhooks, no participant's.
+    answers_clients = binary not in EVENT_FUNCTIONS | {"agent-card", "remote-callback"}
     assert audits == ([AUDIT_STATEMENT(table_id(template))] if answers_clients else [])
 
 
@@ -1000,7 +1007,7 @@ def params_pattern_accepts(template, name: str, value: str) -> bool:
 FRONT_DOOR_ROUTES = [
     ("*:subscribe", "subscribe"), ("*/message:stream", "stream"), ("*/message:send", "api"),
     ("*/tasks", "api"), ("*/tasks/*", "api"), ("*/extendedAgentCard", "api"),
-    ("/.well-known/*", "api"), ("/ui*", "api"),
+    ("/.well-known/*", "api"), ("/remote/*", "api"), ("/ui*", "api"),
 ]
 ORIGIN_FUNCTION = {"stream": "send-streaming-message", "subscribe": "subscribe-to-task",
                    "jsonrpc": "jsonrpc"}
@@ -1157,3 +1164,29 @@ def test_personal_channels_are_read_from_their_secret_by_the_functions_that_use_
     assert params_pattern_accepts(template, "PersonalChannelsSecretArn", arn)
     assert not params_pattern_accepts(
         template, "PersonalChannelsSecretArn", "https://hooks.example/secret")
+
+
+# The functions that delegate to remote agents (resume), cancel their tasks (cancel-task,
+# jsonrpc) or take their callbacks (remote-callback).
+DELEGATORS = {"resume", "cancel-task", "jsonrpc", "remote-callback"}
+
+
+def test_remote_agents_are_read_from_their_secret_by_the_functions_that_call_them(
+        template, functions):
+    arn = "arn:aws:secretsmanager:us-east-1:123456789012:secret:harness-agents-AbCdEf"
+    grant = {"Effect": "Allow", "Action": "secretsmanager:GetSecretValue",
+             "Resource": {"Ref": "RemoteAgentsSecretArn"}}
+    on = conditions_for(template, RemoteAgentsSecretArn=arn)
+    off = conditions_for(template)
+    assert on["HasRemoteAgents"] and not off["HasRemoteAgents"]
+    for binary, res in functions.items():
+        own = res["Properties"].get("Environment", {}).get("Variables", {})
+        for conditions in (on, off):
+            granted = grant in model_statements(res, conditions)
+            env = drop_novalue(resolve(own, conditions))
+            reads = env.get("HARNESS_AGENTS_SECRET") == {"Ref": "RemoteAgentsSecretArn"}
+            expected = binary in DELEGATORS and conditions is on
+            assert granted == expected and reads == expected, (binary, conditions is on)
+    rule = template["Rules"]["RemoteAgentsNeedPushAndPublicUrl"]
+    assert "PushNotifications" in repr(rule) and "PublicUrl" in repr(rule)
+    assert params_pattern_accepts(template, "RemoteAgentsSecretArn", arn)

@@ -15,8 +15,8 @@
 //! from the push key. It answers its request once: when the request is no longer the one
 //! pending, the link is refused.
 
+use crate::config::Source;
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -39,25 +39,6 @@ pub const ANSWER_PATH: &str = "/ui/answer";
 #[serde(deny_unknown_fields)]
 struct Entry {
     url: String,
-}
-
-/// Where the channels' TOML comes from.
-#[derive(Clone)]
-pub enum Source {
-    /// A file (harness-local, `cargo lambda watch`).
-    File(PathBuf),
-    /// The text itself, read from `origin` (a deployment's secret).
-    Text { origin: String, text: String },
-}
-
-impl std::fmt::Debug for Source {
-    // The text holds the URLs, which are secrets: only where it came from.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Source::File(path) => write!(f, "file {}", path.display()),
-            Source::Text { origin, .. } => f.write_str(origin),
-        }
-    }
 }
 
 /// What a valid answer link says: who may answer which request of which task.
@@ -107,11 +88,7 @@ impl PersonalChannels {
         public_url: &str,
         notifier: Arc<Notifier>,
     ) -> Result<Self, String> {
-        let text = match source {
-            Source::File(path) => std::fs::read_to_string(path)
-                .map_err(|e| format!("personal channels file {}: {e}", path.display()))?,
-            Source::Text { text, .. } => text.clone(),
-        };
+        let text = source.read("personal channels")?;
         Self::parse(&text, key, public_url, notifier)
             .map_err(|e| format!("personal channels {source:?}: {e}"))
     }

@@ -8,6 +8,9 @@
 //! token_env = "TRANSLATOR_TOKEN"         # optional: a bearer token, from this variable
 //! ```
 //!
+//! On AWS the same text is kept in a Secrets Manager secret (`HARNESS_AGENTS_SECRET`),
+//! where an agent's `token = "..."` may stand in the file itself.
+//!
 //! A token is a secret: it is read from the environment at start, never stored, logged or
 //! shown to the model, and sent only to the agent's own interface.
 
@@ -36,6 +39,9 @@ struct Entry {
     description: Option<String>,
     #[serde(default)]
     token_env: Option<String>,
+    /// The token itself: for a registry kept in a secret (on AWS).
+    #[serde(default)]
+    token: Option<String>,
 }
 
 /// One remote agent.
@@ -68,12 +74,11 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// The registry of the file at `path`; tokens from the process environment.
-    pub fn load(path: &std::path::Path) -> Result<Self, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("agents file {}: {e}", path.display()))?;
+    /// The registry `source` holds; tokens from the process environment.
+    pub fn load(source: &crate::config::Source) -> Result<Self, String> {
+        let text = source.read("agents")?;
         Self::parse(&text, |name| std::env::var(name).ok())
-            .map_err(|e| format!("agents file {}: {e}", path.display()))
+            .map_err(|e| format!("agents {source:?}: {e}"))
     }
 
     /// The registry `text` describes, with tokens from `env`.
@@ -103,11 +108,16 @@ impl Registry {
                     "[agents.{id}] description is longer than {MAX_DESCRIPTION} characters"
                 ));
             }
-            let token = match &entry.token_env {
-                Some(var) => Some(env(var).filter(|t| !t.trim().is_empty()).ok_or_else(|| {
-                    format!("[agents.{id}] token_env names {var}, which is not set")
-                })?),
-                None => None,
+            let token = match (&entry.token_env, entry.token) {
+                (Some(_), Some(_)) => {
+                    return Err(format!("[agents.{id}] has both token and token_env"))
+                }
+                (Some(var), None) => {
+                    Some(env(var).filter(|t| !t.trim().is_empty()).ok_or_else(|| {
+                        format!("[agents.{id}] token_env names {var}, which is not set")
+                    })?)
+                }
+                (None, token) => token.filter(|t| !t.trim().is_empty()),
             };
             agents.insert(
                 id.clone(),

@@ -251,10 +251,8 @@ async fn run() -> Result<(), common::lambda::Error> {
         },
         push_allow_private_urls: args.push_allow_private_urls,
         webhook_allow: args.webhook_allow,
-        remote_agents: args.remote_agents.clone(),
-        personal_channels: args
-            .personal_channels
-            .map(common::channels::personal::Source::File),
+        remote_agents: args.remote_agents.clone().map(common::config::Source::File),
+        personal_channels: args.personal_channels.map(common::config::Source::File),
         auth,
         agent_id: args.agent_id,
         default_participant: args.default_participant,

@@ -1,0 +1,9 @@
+//! Lambda function: the callback remote agents' webhooks call
+//! (POST /remote/callback/{task}/{n}).
+
+use common::server::Endpoint;
+
+#[tokio::main]
+async fn main() -> Result<(), common::lambda::Error> {
+    common::lambda::run(Endpoint::RemoteCallback, false).await
+}
