@@ -392,3 +392,128 @@ async fn cancel_passes_on_and_a_wrong_token_is_refused_on_the_embedded_store() {
 async fn cancel_passes_on_and_a_wrong_token_is_refused_on_dynamodb() {
     cancel_passes_on_and_a_wrong_token_is_refused(Backend::DynamoDb).await;
 }
+
+/// A proxy in front of B that serves B's card with its own URL in it and forwards every
+/// request to B; the first SendMessage it forwards, it never answers (B has it) and says
+/// so on `held`: the window between A's send and A's link completing, made to last.
+struct HoldingProxy {
+    url: String,
+    held: Arc<tokio::sync::Notify>,
+}
+
+impl HoldingProxy {
+    async fn start(b: &Server) -> HoldingProxy {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let url = format!("http://{}", listener.local_addr().expect("addr"));
+        let held = Arc::new(tokio::sync::Notify::new());
+        let state = Arc::new((
+            b.url.clone(),
+            url.clone(),
+            held.clone(),
+            AtomicUsize::new(0),
+        ));
+        let app = axum::Router::new().fallback(
+            move |method: axum::http::Method,
+                  uri: axum::http::Uri,
+                  headers: axum::http::HeaderMap,
+                  body: axum::body::Bytes| {
+                let state = state.clone();
+                async move {
+                    let (b_url, my_url, held, sends) = &*state;
+                    let mut req = reqwest::Client::new()
+                        .request(method, format!("{b_url}{uri}"))
+                        .body(body.clone());
+                    for (name, value) in &headers {
+                        if name != "host" && name != "content-length" {
+                            req = req.header(name, value);
+                        }
+                    }
+                    let resp = req.send().await.expect("B answers");
+                    let status = resp.status().as_u16();
+                    let text = resp.text().await.expect("B's body");
+                    let is_send = serde_json::from_slice::<Value>(&body)
+                        .is_ok_and(|v| v["method"] == "SendMessage");
+                    if is_send && sends.fetch_add(1, Ordering::SeqCst) == 0 {
+                        held.notify_one();
+                        std::future::pending::<()>().await;
+                    }
+                    let text = text.replace(b_url.as_str(), my_url);
+                    (
+                        axum::http::StatusCode::from_u16(status).expect("status"),
+                        [("content-type", "application/json")],
+                        text,
+                    )
+                }
+            },
+        );
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        HoldingProxy { url, held }
+    }
+}
+
+/// Must-show 3: A is SIGKILLed after its SendMessage reached B but before A had B's
+/// answer (so before its link was completed); after the restart A sends the same message
+/// again, B answers it with the task it made, and exactly one task exists on B. A then
+/// finishes on B's outcome.
+async fn a_crash_between_send_and_link_makes_one_remote_task(backend: Backend) {
+    let b_script = Script::new(json!([{"text": "Painted it blue."}]));
+    let Some(b) =
+        Server::start_on(backend, &["--agent", "llm", "--model", &b_script.model()]).await
+    else {
+        return;
+    };
+    let proxy = HoldingProxy::start(&b).await;
+    let a_script = Script::new(json!([
+        {"tool_calls": [{"name": "create_task_for_participant", "arguments": {
+            "participant_id": "b", "name": "Paint", "goal": "Paint the shed"}}]},
+        {"text": "The shed is painted."}
+    ]));
+    let agents = registry(&[("b", format!("{}/.well-known/agent-card.json", proxy.url))]);
+    let Some(mut a) = harness_a(backend, &a_script, &agents).await else {
+        return;
+    };
+    let message = start_message("Get the shed painted");
+    let sent = rpc_ok_as(
+        &a,
+        Some("alice"),
+        "SendMessage",
+        json!({"message": message, "configuration": {"returnImmediately": true}}),
+    )
+    .await;
+    let id = task_id(&sent["task"]);
+    tokio::time::timeout(WAIT, proxy.held.notified())
+        .await
+        .expect("A's SendMessage reached B");
+    assert_eq!(tasks_on_b(&b).await.len(), 1);
+    a.restart().await;
+
+    let done = until(&a, "alice", &id, "TASK_STATE_COMPLETED").await;
+    assert_eq!(
+        done["status"]["message"]["parts"][0]["text"],
+        "The shed is painted."
+    );
+    let on_b = tasks_on_b(&b).await;
+    assert_eq!(on_b.len(), 1, "one task on B: {on_b:?}");
+    let last = a_script.requests_for_turn(1);
+    assert!(
+        in_block(
+            &last[0]["messages"].to_string(),
+            "source=\\\"agent:b\\\"",
+            "Painted it blue."
+        ),
+        "{last:?}"
+    );
+    let _ = std::fs::remove_file(&agents);
+}
+
+#[tokio::test]
+async fn a_crash_between_send_and_link_makes_one_remote_task_on_the_embedded_store() {
+    a_crash_between_send_and_link_makes_one_remote_task(Backend::Embedded).await;
+}
+
+#[tokio::test]
+async fn a_crash_between_send_and_link_makes_one_remote_task_on_dynamodb() {
+    a_crash_between_send_and_link_makes_one_remote_task(Backend::DynamoDb).await;
+}

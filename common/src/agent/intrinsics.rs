@@ -255,7 +255,7 @@ async fn create_task(run: &mut TaskRun, call: &ToolCall, a: CreateArgs) -> Resul
         for c in &a.acceptance_criteria {
             text.push_str(&format!("\n- {c}"));
         }
-        let said = crate::remote::delegate::start(&remotes, run, &agent, text).await?;
+        let said = crate::remote::delegate::start(&remotes, run, &agent, text, &call.id).await?;
         return commit_result(run, call, said).await;
     }
     if parent_ext.participant(&a.participant_id).is_none() {

@@ -26,16 +26,34 @@ pub const MAX_NOTE_CHARS: usize = 8_000;
 /// Most delegations one task may make.
 pub const MAX_LINKS: usize = 20;
 
-/// Delegates `text` to `agent` from the task `run` drives: checks the agent's card (a
-/// card it cannot use sends nothing), commits the link with the agent as a participant,
-/// sends, and completes the link. The tool's result text, or why it failed.
+/// Delegates `text` to `agent` for the tool call `call` of the task `run` drives: checks
+/// the agent's card (a card it cannot use sends nothing), commits the link with the agent
+/// as a participant, sends, and completes the link. The same call run again after a crash
+/// finishes its own link instead of making another. The tool's result text, or why it
+/// failed.
 pub async fn start(
     remotes: &Remotes,
     run: &mut TaskRun,
     agent: &RemoteAgent,
     text: String,
+    call: &str,
 ) -> Result<Result<String, ToolError>, RunError> {
-    if run.record().agent.remote.len() >= MAX_LINKS {
+    let created =
+        |remote_task: &str| format!("task for {} created (remote task {remote_task})", agent.id);
+    let earlier = (run.record().agent.remote.iter())
+        .find(|l| l.call == call)
+        .cloned();
+    if let Some(link) = &earlier {
+        if let Some(remote_task) = &link.remote_task {
+            return Ok(Ok(created(remote_task)));
+        }
+        if link.ended {
+            return Ok(Err(ToolError::new(
+                "remote.failed",
+                format!("{}: the delegation failed", agent.id),
+            )));
+        }
+    } else if run.record().agent.remote.len() >= MAX_LINKS {
         return Ok(Err(ToolError::new(
             "remote.limit",
             format!("a task may delegate at most {MAX_LINKS} times"),
@@ -45,31 +63,34 @@ pub async fn start(
         Ok(c) => c,
         Err(e) => return Ok(Err(unusable(&agent.id, &e))),
     };
-    let link = Link {
-        n: run.record().agent.remote.len() + 1,
-        agent: agent.id.clone(),
-        text,
-        ..Default::default()
-    };
-    let n = link.n;
-    run.apply(|rec| {
-        if let Some(mut ext) = rec.ext() {
-            ext.add(Participant::new(
-                &link.agent,
-                ParticipantKind::Agent,
-                Role::Watcher,
-            ));
-            ext.store(&mut rec.task);
+    let n = match earlier {
+        Some(link) => link.n,
+        None => {
+            let link = Link {
+                n: run.record().agent.remote.len() + 1,
+                agent: agent.id.clone(),
+                call: call.to_owned(),
+                text,
+                ..Default::default()
+            };
+            run.apply(|rec| {
+                if let Some(mut ext) = rec.ext() {
+                    ext.add(Participant::new(
+                        &link.agent,
+                        ParticipantKind::Agent,
+                        Role::Watcher,
+                    ));
+                    ext.store(&mut rec.task);
+                }
+                rec.agent.remote.push(link.clone());
+                Vec::new()
+            })
+            .await?;
+            link.n
         }
-        rec.agent.remote.push(link.clone());
-        Vec::new()
-    })
-    .await?;
+    };
     match send(remotes, run, n, &chosen).await? {
-        Ok(remote_task) => Ok(Ok(format!(
-            "task for {} created (remote task {remote_task})",
-            agent.id
-        ))),
+        Ok(remote_task) => Ok(Ok(created(&remote_task))),
         Err(e) => {
             end(run, n).await?;
             Ok(Err(unusable(&agent.id, &e)))

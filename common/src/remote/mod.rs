@@ -43,6 +43,8 @@ pub struct Link {
     pub n: usize,
     /// The registry id of the agent.
     pub agent: String,
+    /// The tool call that made it.
+    pub call: String,
     /// The message that asks for the work, sent again as it was to repair a lost answer.
     pub text: String,
     /// The remote task, once the remote has answered the send.
