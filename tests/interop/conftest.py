@@ -73,8 +73,8 @@ class HarnessServer:
 
 @contextlib.contextmanager
 def run_harness(extra_args: list[str], **settings: str) -> Iterator[HarnessServer]:
-    """harness-local with the conformance agent on a free loopback port and a fresh
-    state directory, `extra_args` and `settings` (environment variables) added; stopped
+    """harness-local with the conformance agent (unless `extra_args` name another) on a
+    free loopback port and a fresh state directory, `extra_args` and `settings` (environment variables) added; stopped
     on exit."""
     binary = harness_binary()
     if not binary.is_file() or not os.access(binary, os.X_OK):
@@ -99,7 +99,6 @@ def run_harness(extra_args: list[str], **settings: str) -> Iterator[HarnessServe
     env.update(
         HARNESS_LISTEN=listen,
         HARNESS_STATE_DIR=str(state_dir),
-        HARNESS_AGENT='conformance',
         HARNESS_RATE_LIMIT_PER_MINUTE='100000',
         **settings,
     )
@@ -108,7 +107,7 @@ def run_harness(extra_args: list[str], **settings: str) -> Iterator[HarnessServe
         str(binary),
         '--listen', listen,
         '--state-dir', str(state_dir),
-        '--agent', 'conformance',
+        *([] if '--agent' in extra_args else ['--agent', 'conformance']),
         '--rate-limit-per-minute', '100000',
         *extra_args,
     ]
