@@ -160,6 +160,46 @@ async fn a_sub_task_for_a_participant_is_linked_awaited_and_its_outcome_resumes_
     sub_task_flow(Backend::DynamoDb).await;
 }
 
+/// Cancelling a parent cancels its open sub-task (and the parent is not woken by it).
+async fn cancel_reaches_the_sub_task(backend: Backend) {
+    let script = Script::new(json!([
+        call("create_task_for_participant", json!({
+            "participant_id": "alice", "name": "Provision staging",
+            "goal": "Provision the staging database"})),
+        {"text": "Never reached."}
+    ]));
+    let Some(s) = llm_server(backend, &script).await else {
+        return;
+    };
+    let alice = participant("alice", "human", "watcher");
+    let first = envelope("Ship it", &unique("release"), "Ship it", json!([alice]));
+    let parent_id = task_id(&send_as(&s, None, first).await);
+    let child_id = format!("{parent_id}.1");
+    assert_eq!(
+        state(&s.get_task(&child_id).await),
+        "TASK_STATE_INPUT_REQUIRED"
+    );
+    let cancelled = s.rpc_ok("CancelTask", json!({"id": parent_id})).await;
+    assert_eq!(state(&cancelled), "TASK_STATE_CANCELED", "{cancelled}");
+    let child = s.get_task(&child_id).await;
+    assert_eq!(state(&child), "TASK_STATE_CANCELED", "{child}");
+    assert_eq!(
+        turns(&script.requests()),
+        [0],
+        "no model call after the cancel"
+    );
+}
+
+#[tokio::test]
+async fn cancelling_a_parent_cancels_its_sub_task_on_the_embedded_store() {
+    cancel_reaches_the_sub_task(Backend::Embedded).await;
+}
+
+#[tokio::test]
+async fn cancelling_a_parent_cancels_its_sub_task_on_dynamodb() {
+    cancel_reaches_the_sub_task(Backend::DynamoDb).await;
+}
+
 async fn sub_task_flow(backend: Backend) {
     let script = Script::new(json!([
         call("create_task_for_participant", json!({

@@ -1,6 +1,8 @@
 //! CancelTask: a task that has not ended becomes CANCELED; the answer is the updated task.
 //! Its reporter and admins may cancel it (see `channels::permissions`).
-//! A run still working on it sees the change at its next commit and stops.
+//! A run still working on it sees the change at its next commit and stops. The work it
+//! handed on goes with it: its open sub-tasks here are cancelled (and theirs), and its
+//! open remote tasks are cancelled on their agents.
 
 use super::{Caller, Harness};
 use crate::a2a::{A2aError, CancelTaskRequest, Task, TaskState};
@@ -28,9 +30,7 @@ pub async fn cancel_task(
         match h.store.commit(&next, rec.version, &[event], None).await {
             Ok(stored) => {
                 h.engine.wake_parents_logged(&stored).await;
-                if let Some(remotes) = &h.remotes {
-                    crate::remote::delegate::cancel_open(remotes, &stored).await;
-                }
+                cancel_handed_on(h, &stored).await;
                 return Ok(view(&stored.task, None, true));
             }
             // The task moved on meanwhile: decide again on its fresh state.
@@ -39,3 +39,52 @@ pub async fn cancel_task(
         }
     }
 }
+
+/// Cancels what `rec`, just cancelled, handed on: its open sub-tasks (and theirs, to
+/// [`MAX_DEPTH`]) and its open remote tasks. A failure is logged; the cancel stands.
+async fn cancel_handed_on(h: &Harness, rec: &crate::store::TaskRecord) {
+    use crate::channels::subtask::{linked, Link};
+    let mut todo = vec![(rec.clone(), 0)];
+    while let Some((parent, depth)) = todo.pop() {
+        if let Some(remotes) = &h.remotes {
+            crate::remote::delegate::cancel_open(remotes, &parent).await;
+        }
+        if depth >= MAX_DEPTH {
+            continue;
+        }
+        let subs = parent.ext().map(|e| e.sub_tasks).unwrap_or_default();
+        for sub in subs.iter().filter(|s| s.agent.is_none()) {
+            let mut found = linked(h.store.as_ref(), &parent, &sub.task_id, Link::SubTask).await;
+            loop {
+                let child = match found {
+                    Ok(Some(c)) if !c.state().is_terminal() => c,
+                    Ok(_) => break,
+                    Err(e) => {
+                        tracing::warn!(task_id = %sub.task_id, error = %e, "a sub-task could not be cancelled");
+                        break;
+                    }
+                };
+                let mut next = child.clone();
+                let event = set_status(&mut next, TaskState::Canceled, None, None);
+                match h.store.commit(&next, child.version, &[event], None).await {
+                    Ok(stored) => {
+                        // Its parents' wake-up, owed as it ended: the parent has ended too.
+                        h.engine.wake_parents_logged(&stored).await;
+                        todo.push((stored, depth + 1));
+                        break;
+                    }
+                    Err(StoreError::Conflict { .. }) => {
+                        found = linked(h.store.as_ref(), &parent, &sub.task_id, Link::SubTask).await
+                    }
+                    Err(e) => {
+                        tracing::warn!(task_id = %sub.task_id, error = %e, "a sub-task could not be cancelled");
+                        break;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// How deep a cancel reaches into sub-tasks of sub-tasks.
+const MAX_DEPTH: usize = 8;
