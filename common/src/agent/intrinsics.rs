@@ -26,6 +26,7 @@ use super::context::untrusted;
 use super::tools::{ToolError, ToolOutcome};
 use crate::a2a::{Message, Role as MessageRole, TaskState};
 use crate::channels::help::{self, HelpDecidedIn, HelpDecider, HelpDecision, HelpNeed, Route};
+use crate::channels::permissions::Action;
 use crate::channels::subtask::{self, CreateError, ParticipantTask};
 use crate::channels::HelpRequest;
 use crate::engine::transition::set_status;
@@ -247,10 +248,25 @@ async fn create_task(run: &mut TaskRun, call: &ToolCall, a: CreateArgs) -> Resul
     }
     let parent = run.record().clone();
     let parent_ext = ext_of(&parent);
-    // An agent of the registry is delegated to, on this task or not yet.
-    let remote =
-        (run.remotes.clone()).and_then(|r| Some((r.registry.get(&a.participant_id)?.clone(), r)));
+    // An agent of the registry is delegated to, on this task or not yet; a person on the
+    // task with the same id is that person.
+    let person = (parent_ext.participant(&a.participant_id))
+        .is_some_and(|p| p.kind != crate::ext::task::ParticipantKind::Agent);
+    let remote = (run.remotes.clone())
+        .filter(|_| !person)
+        .and_then(|r| Some((r.registry.get(&a.participant_id)?.clone(), r)));
     if let Some((agent, remotes)) = remote {
+        // Delegating spends the operator's credentials and hands the task's words to
+        // another party: only for a task whose latest word came from its reporter or an
+        // admin, so a watcher's message (or a remote's answer it led to) cannot.
+        let actor = run.record().agent.actor.clone().unwrap_or_default();
+        if !crate::channels::permissions::permits(&parent_ext, &actor, Action::CreateSubTask) {
+            let refused = ToolError::new(
+                "remote.forbidden",
+                "only a task whose reporter or an admin spoke last may be delegated to a remote agent; ask them",
+            );
+            return commit_result(run, call, Err(refused)).await;
+        }
         let mut text = format!("{}\n\n{}", a.name, a.goal);
         for c in &a.acceptance_criteria {
             text.push_str(&format!("\n- {c}"));

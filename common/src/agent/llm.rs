@@ -19,6 +19,8 @@ use crate::engine::{RunError, TaskRun};
 use crate::ext::task::ParticipantKind;
 use std::collections::HashMap;
 
+use serde_json::Value;
+
 pub use crate::store::conversation::{AgentState, Compaction, Reply};
 
 use crate::models::config::ModelCatalog;
@@ -230,7 +232,10 @@ fn task_lines(rec: &crate::store::TaskRecord) -> Option<String> {
         .get("sub_tasks")
         .and_then(|v| v.as_array())
         .map(|a| {
+            // A remote task's id is the remote's to choose: it reaches the model only
+            // inside the untrusted block, with the remote's news.
             a.iter()
+                .filter(|t| t.get("agent").is_none_or(Value::is_null))
                 .filter_map(|t| t.get("task_id").and_then(|i| i.as_str()))
                 .collect()
         })

@@ -38,11 +38,20 @@ pub enum Unusable {
     NoCredentials(String),
     #[error("its card does not offer push notifications, which delegation waits on")]
     NoPush,
+    #[error(
+        "its card's interface is not at the card's own origin, where the registry's token may go"
+    )]
+    OtherOrigin,
 }
 
-/// What of `card` the harness uses, or why it cannot. `has_token`: the registry holds a
-/// bearer token for the agent.
-pub fn choose(card: &AgentCard, has_token: bool) -> Result<Chosen, Unusable> {
+/// What of `card` (read at `card_url`) the harness uses, or why it cannot. `has_token`:
+/// the registry holds a bearer token for the agent, which goes only to an interface at
+/// the card's own origin (scheme, host and port), so a card cannot send it elsewhere.
+pub fn choose(
+    card: &AgentCard,
+    card_url: &reqwest::Url,
+    has_token: bool,
+) -> Result<Chosen, Unusable> {
     let chosen = BINDINGS
         .iter()
         .find_map(|b| {
@@ -99,6 +108,9 @@ pub fn choose(card: &AgentCard, has_token: bool) -> Result<Chosen, Unusable> {
     if card.capabilities.push_notifications != Some(true) {
         return Err(Unusable::NoPush);
     }
+    if has_token && chosen.url.origin() != card_url.origin() {
+        return Err(Unusable::OtherOrigin);
+    }
     Ok(chosen)
 }
 
@@ -126,9 +138,24 @@ mod tests {
         .unwrap()
     }
 
+    fn at() -> reqwest::Url {
+        reqwest::Url::parse("https://b.example/.well-known/agent-card.json").unwrap()
+    }
+
+    #[test]
+    fn a_token_goes_only_to_the_cards_own_origin() {
+        let elsewhere = reqwest::Url::parse("https://card.example/card.json").unwrap();
+        assert_eq!(
+            choose(&card(), &elsewhere, true),
+            Err(Unusable::OtherOrigin)
+        );
+        assert!(choose(&card(), &elsewhere, false).is_ok());
+        assert!(choose(&card(), &at(), true).is_ok());
+    }
+
     #[test]
     fn the_first_binding_it_speaks_at_protocol_one() {
-        let chosen = choose(&card(), false).unwrap();
+        let chosen = choose(&card(), &at(), false).unwrap();
         assert_eq!(chosen.binding, Binding::Rest);
         assert_eq!(chosen.url.as_str(), "https://b.example/rest");
     }
@@ -139,7 +166,7 @@ mod tests {
         grpc.supported_interfaces
             .retain(|i| i.protocol_binding == "GRPC");
         assert_eq!(
-            choose(&grpc, true),
+            choose(&grpc, &at(), true),
             Err(Unusable::NoInterface("GRPC 1.0".into()))
         );
 
@@ -150,14 +177,14 @@ mod tests {
             ..Default::default()
         });
         assert_eq!(
-            choose(&ext, true),
+            choose(&ext, &at(), true),
             Err(Unusable::RequiredExtension(
                 "https://x.example/ext/v9".into()
             ))
         );
         // One it supports may be required.
         ext.capabilities.extensions[0].uri = crate::ext::CHANNEL_EXTENSION.into();
-        assert!(choose(&ext, true).is_ok());
+        assert!(choose(&ext, &at(), true).is_ok());
 
         let mut secured = card();
         secured.security_schemes.insert(
@@ -174,13 +201,13 @@ mod tests {
         req.schemes.insert("bearer".into(), Default::default());
         secured.security_requirements.push(req);
         assert_eq!(
-            choose(&secured, false),
+            choose(&secured, &at(), false),
             Err(Unusable::NoCredentials("bearer".into()))
         );
-        assert!(choose(&secured, true).is_ok());
+        assert!(choose(&secured, &at(), true).is_ok());
 
         let mut quiet = card();
         quiet.capabilities.push_notifications = Some(false);
-        assert_eq!(choose(&quiet, true), Err(Unusable::NoPush));
+        assert_eq!(choose(&quiet, &at(), true), Err(Unusable::NoPush));
     }
 }

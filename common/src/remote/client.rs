@@ -97,7 +97,11 @@ impl Client {
     /// The agent's card, validated: how to talk to it, or why the harness cannot.
     pub async fn choose(&self, agent: &RemoteAgent) -> Result<Chosen, RemoteError> {
         let card = self.card(&agent.card_url).await?;
-        Ok(super::card::choose(&card, agent.token.is_some())?)
+        Ok(super::card::choose(
+            &card,
+            &agent.card_url,
+            agent.token.is_some(),
+        )?)
     }
 
     /// The card at `url`, from the cache while it is fresh.

@@ -25,6 +25,11 @@ use crate::store::TaskRecord;
 pub const MAX_NOTE_CHARS: usize = 8_000;
 /// Most delegations one task may make.
 pub const MAX_LINKS: usize = 20;
+/// Most questions one remote task may ask before the harness stops following it (each
+/// costs a model call).
+pub const MAX_QUESTIONS: usize = 5;
+/// Longest error text from a remote the model is shown.
+const MAX_ERROR_CHARS: usize = 300;
 
 /// Delegates `text` to `agent` for the tool call `call` of the task `run` drives: checks
 /// the agent's card (a card it cannot use sends nothing), commits the link with the agent
@@ -103,7 +108,16 @@ fn unusable(agent: &str, e: &RemoteError) -> ToolError {
         RemoteError::Unusable(_) => "remote.unusable",
         _ => "remote.failed",
     };
-    ToolError::new(code, format!("{agent}: {e}"))
+    ToolError::new(code, format!("{agent}: {}", bounded(&e.to_string())))
+}
+
+/// A remote's words in an error: at most [`MAX_ERROR_CHARS`] characters.
+fn bounded(text: &str) -> String {
+    let mut out: String = text.chars().take(MAX_ERROR_CHARS).collect();
+    if out.len() < text.len() {
+        out.push('…');
+    }
+    out
 }
 
 /// Sends link `n`'s message (again, after a crash: the same message id) and completes the
@@ -165,6 +179,12 @@ async fn send(
         .await?;
         return Ok(Ok("(none: it answered at once)".into()));
     };
+    if !crate::channels::valid_id(&task.id) || !crate::channels::valid_id(&task.context_id) {
+        return Ok(Err(RemoteError::Malformed(format!(
+            "its task id or context id is not 1 to {} characters without control characters",
+            crate::channels::MAX_ID_LEN
+        ))));
+    }
     let remote_id = task.id.clone();
     run.apply(|rec| {
         if let Some(l) = rec.agent.remote.get_mut(n - 1) {
@@ -237,9 +257,15 @@ pub async fn take(remotes: &Remotes, run: &mut TaskRun) -> Result<bool, RunError
             }
         };
         let state = task.status.as_ref().map(|s| s.state).unwrap_or_default();
-        let status_id = (task.status.as_ref())
+        // The remote's own id for its question: kept, so bounded.
+        let status_id: String = (task.status.as_ref())
             .and_then(|s| s.message.as_ref())
-            .map(|m| m.message_id.clone())
+            .map(|m| {
+                m.message_id
+                    .chars()
+                    .take(crate::channels::MAX_ID_LEN)
+                    .collect()
+            })
             .unwrap_or_default();
         let nonce = run.record().agent.nonce.clone();
         if state.is_terminal() {
@@ -258,7 +284,10 @@ pub async fn take(remotes: &Remotes, run: &mut TaskRun) -> Result<bool, RunError
             .await?;
         } else if state == TaskState::InputRequired {
             let new = link.noted.as_ref().is_none_or(|(_, id)| *id != status_id);
-            if new {
+            if new && link.questions >= MAX_QUESTIONS {
+                let why = format!("it asked more than {MAX_QUESTIONS} questions");
+                fail(run, &link, &why).await?;
+            } else if new {
                 let asked = outcome(&task);
                 let note = note(
                     &nonce,
@@ -270,6 +299,7 @@ pub async fn take(remotes: &Remotes, run: &mut TaskRun) -> Result<bool, RunError
                 run.apply(|rec| {
                     if let Some(l) = rec.agent.remote.get_mut(n - 1) {
                         l.noted = Some((state, status_id.clone()));
+                        l.questions += 1;
                     }
                     rec.agent.conversation.push(note.clone());
                     Vec::new()
@@ -292,7 +322,7 @@ async fn fail(run: &mut TaskRun, link: &Link, why: &str) -> Result<(), RunError>
         &run.record().agent.nonce,
         &link.agent,
         "cannot be followed",
-        why,
+        &bounded(why),
     );
     let n = link.n;
     run.apply(|rec| {
@@ -373,10 +403,10 @@ pub async fn reply(
 /// Cancels the open remote tasks of `rec` (a task being cancelled), each at most once;
 /// a failure is logged, the task's own cancel stands.
 pub async fn cancel_open(remotes: &Remotes, rec: &TaskRecord) {
-    for link in rec.agent.remote.iter().filter(|l| !l.ended) {
+    let cancels = rec.agent.remote.iter().filter(|l| !l.ended).map(|link| async move {
         let (Some(agent), Some(remote_id)) = (remotes.registry.get(&link.agent), &link.remote_task)
         else {
-            continue;
+            return;
         };
         let cancelled = match remotes.client.choose(agent).await {
             Ok(chosen) => remotes
@@ -389,13 +419,23 @@ pub async fn cancel_open(remotes: &Remotes, rec: &TaskRecord) {
         if let Err(e) = cancelled {
             tracing::warn!(task_id = %rec.task.id, agent = %link.agent, error = %e, "the remote task could not be cancelled");
         }
+    });
+    // All at once, within one bound: a CancelTask answers in time however many there are.
+    let all = futures::future::join_all(cancels);
+    if tokio::time::timeout(CANCEL_WITHIN, all).await.is_err() {
+        tracing::warn!(task_id = %rec.task.id, "remote tasks not all cancelled in time");
     }
 }
+
+/// Longest a cancel waits for the remote agents to take theirs.
+const CANCEL_WITHIN: std::time::Duration = std::time::Duration::from_secs(15);
 
 /// How a remote's news reaches the model: `Remote task of agent <id> <what>:` and what it
 /// said, inside the untrusted block (source `agent:<id>`).
 fn note(nonce: &str, agent: &str, what: &str, said: &str) -> ChatMessage {
     let said: String = said.chars().take(MAX_NOTE_CHARS).collect();
+    // As every tool result: a secret the remote echoes back never reaches the model.
+    let said = crate::redact::active().redact_str(&said);
     ChatMessage::User {
         text: untrusted(
             nonce,

@@ -56,6 +56,8 @@ pub struct Link {
     pub replies: usize,
     /// The status message id of the question last answered.
     pub answered: Option<String>,
+    /// Questions the remote task asked so far.
+    pub questions: usize,
     /// Its outcome is in the conversation, or it failed: nothing more is asked of it.
     pub ended: bool,
 }
