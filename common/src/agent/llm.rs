@@ -593,10 +593,12 @@ impl Agent for LlmAgent {
                 run.set_status(TaskState::Working, None).await?;
             }
             Self::take_inputs(run).await?;
-            let remote_working = match run.remotes.clone() {
+            let remote = match run.remotes.clone() {
                 Some(remotes) => crate::remote::delegate::take(&remotes, run).await?,
-                None => false,
+                None => Default::default(),
             };
+            run.poll_after = remote.poll_in;
+            let remote_working = remote.working;
             if Self::take_sub_tasks(run).await? || remote_working {
                 // A parent does not go on while a sub-task is unresolved.
                 return Ok(());

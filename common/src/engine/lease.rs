@@ -29,11 +29,25 @@ impl Lease {
         }
     }
 
-    /// Whether it is still in force.
+    /// A timer, not a holder: the task waits on a remote agent it polls, and the sweep
+    /// hands it to a drive when it runs out (see `crate::remote`). Any drive may take it
+    /// before that (a message for the task, say).
+    pub fn poll(after: Duration) -> Self {
+        Lease {
+            owner: POLL_OWNER.to_owned(),
+            until_ms: now_ms() + after.as_millis() as i64,
+        }
+    }
+
+    /// Whether it is still in force: a drive holds it and it has not run out (a poll
+    /// timer is held by no drive).
     pub fn held(&self) -> bool {
-        self.until_ms > now_ms()
+        self.owner != POLL_OWNER && self.until_ms > now_ms()
     }
 }
+
+/// The owner of a poll timer ([`Lease::poll`]); no engine has it.
+pub const POLL_OWNER: &str = "(poll)";
 
 /// A deadline given in ms since the epoch (a Lambda invocation's) as an instant; None
 /// when it is not in the future, which no real invocation starts with (`cargo lambda

@@ -42,6 +42,9 @@ pub struct TaskRun {
     pub created: Vec<TaskRecord>,
     /// The remote agents the task may delegate to.
     pub remotes: Option<Arc<crate::remote::Remotes>>,
+    /// The run ends waiting on a remote agent it polls: the sweep wakes the task after
+    /// this long (a poll timer in place of the lease).
+    pub poll_after: Option<Duration>,
 }
 
 /// How long before its deadline a step in progress is dropped, so the run can still
@@ -63,6 +66,7 @@ impl TaskRun {
             handed_over: false,
             created: Vec::new(),
             remotes: None,
+            poll_after: None,
         }
     }
 
@@ -90,8 +94,13 @@ impl TaskRun {
     pub async fn release(mut self) -> Result<TaskRecord, RunError> {
         if self.owns_lease(&self.record) {
             let hand_over = self.handed_over;
+            let poll = self.poll_after;
             self.apply(|rec| {
-                rec.lease = None;
+                rec.lease = poll.map(super::lease::Lease::poll);
+                if poll.is_some() {
+                    // A poll is not a drive cut off: the sweep's count starts again.
+                    rec.handovers = 0;
+                }
                 // A wake set meanwhile (a sub-task ended) stands: this write wakes it.
                 rec.wake |=
                     hand_over && matches!(rec.state(), TaskState::Submitted | TaskState::Working);

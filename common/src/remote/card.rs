@@ -1,9 +1,9 @@
 //! A remote agent's card: what the harness needs of it before it sends anything, and why
 //! a card will not do. A card is usable when it has an interface this client speaks
 //! (JSON-RPC or HTTP+JSON, protocol 1.x), requires no extension the harness does not
-//! support, asks for no credentials the registry lacks (no requirement, or one made only
-//! of HTTP bearer schemes, with a token), and offers push notifications (the parent waits
-//! for the remote's webhook and nothing polls).
+//! support, and asks for no credentials the registry lacks (no requirement, or one made
+//! only of HTTP bearer schemes, with a token). One that offers push notifications is
+//! followed through its webhook; one that does not is polled.
 
 use crate::a2a::{AgentCard, AgentInterface};
 
@@ -18,6 +18,8 @@ pub struct Chosen {
     pub url: reqwest::Url,
     /// The interface's tenant (sent as the requests' `tenant`).
     pub tenant: String,
+    /// It offers push notifications: the harness waits for its webhook, else polls it.
+    pub push: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,8 +38,6 @@ pub enum Unusable {
     RequiredExtension(String),
     #[error("its card asks for credentials ({0}) that the registry does not hold for it")]
     NoCredentials(String),
-    #[error("its card does not offer push notifications, which delegation waits on")]
-    NoPush,
     #[error(
         "its card's interface is not at the card's own origin, where the registry's token may go"
     )]
@@ -71,6 +71,7 @@ pub fn choose(
                 },
                 url,
                 tenant: i.tenant.clone(),
+                push: card.capabilities.push_notifications == Some(true),
             })
         })
         .ok_or_else(|| {
@@ -104,9 +105,6 @@ pub fn choose(
             .flat_map(|r| r.schemes.keys().map(String::as_str))
             .collect();
         return Err(Unusable::NoCredentials(asked.join(", ")));
-    }
-    if card.capabilities.push_notifications != Some(true) {
-        return Err(Unusable::NoPush);
     }
     if has_token && chosen.url.origin() != card_url.origin() {
         return Err(Unusable::OtherOrigin);
@@ -206,8 +204,10 @@ mod tests {
         );
         assert!(choose(&secured, &at(), true).is_ok());
 
+        // One without push notifications is polled.
         let mut quiet = card();
         quiet.capabilities.push_notifications = Some(false);
-        assert_eq!(choose(&quiet, &at(), true), Err(Unusable::NoPush));
+        assert!(!choose(&quiet, &at(), true).unwrap().push);
+        assert!(choose(&card(), &at(), true).unwrap().push);
     }
 }

@@ -138,6 +138,12 @@ async fn send(
         )));
     };
     let (url, token) = remotes.callback(&task_id, n);
+    // A remote without push notifications is polled instead.
+    let push = chosen.push.then(|| TaskPushNotificationConfig {
+        url,
+        token,
+        ..Default::default()
+    });
     let mut message = Message {
         message_id: link.message_id(&task_id),
         role: MessageRole::User,
@@ -149,11 +155,7 @@ async fn send(
         message: Some(message),
         configuration: Some(SendMessageConfiguration {
             return_immediately: true,
-            task_push_notification_config: Some(TaskPushNotificationConfig {
-                url,
-                token,
-                ..Default::default()
-            }),
+            task_push_notification_config: push,
             ..Default::default()
         }),
         ..Default::default()
@@ -213,15 +215,39 @@ async fn end(run: &mut TaskRun, n: usize) -> Result<(), RunError> {
     .await
 }
 
+/// What the task waits on after [`take`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Waiting {
+    /// A remote task is still at work: the task waits for it.
+    pub working: bool,
+    /// One of them is polled: the task is to be woken after this long.
+    pub poll_in: Option<std::time::Duration>,
+}
+
+/// The first poll of a remote without push notifications, after the send.
+pub const FIRST_POLL: std::time::Duration = std::time::Duration::from_secs(2);
+/// Polls are spaced twice as far each time, up to this.
+pub const MAX_POLL_INTERVAL: std::time::Duration = std::time::Duration::from_secs(300);
+/// Most polls of one remote task (about a day at the longest interval), after which the
+/// harness stops following it and tells the model.
+pub const MAX_POLLS: u32 = 300;
+
+fn poll_interval(polls: u32) -> std::time::Duration {
+    FIRST_POLL
+        .saturating_mul(2u32.saturating_pow(polls.min(16)))
+        .min(MAX_POLL_INTERVAL)
+}
+
 /// Takes the news of the task's open remote tasks into the conversation: repairs a link
 /// whose send was never answered, reads each remote task, and notes an outcome or a new
-/// question. True while one is still at work (the task then waits for its callback).
-pub async fn take(remotes: &Remotes, run: &mut TaskRun) -> Result<bool, RunError> {
+/// question. Says whether one is still at work (the task then waits for its callback, or
+/// for its next poll).
+pub async fn take(remotes: &Remotes, run: &mut TaskRun) -> Result<Waiting, RunError> {
     let open: Vec<Link> = (run.record().agent.remote.iter())
         .filter(|l| !l.ended)
         .cloned()
         .collect();
-    let mut working = false;
+    let mut waiting = Waiting::default();
     for link in open {
         let Some(agent) = remotes.registry.get(&link.agent).cloned() else {
             fail(run, &link, "it is no longer in the registry").await?;
@@ -307,13 +333,42 @@ pub async fn take(remotes: &Remotes, run: &mut TaskRun) -> Result<bool, RunError
                 .await?;
             } else if link.answered.as_deref() == Some(status_id.as_str()) {
                 // Answered; the remote has not taken the answer in yet.
-                working = true;
+                still_working(run, &link, &chosen, &mut waiting).await?;
             }
         } else {
-            working = true;
+            still_working(run, &link, &chosen, &mut waiting).await?;
         }
     }
-    Ok(working)
+    Ok(waiting)
+}
+
+/// A remote task still at work: waited on, and if its agent has no push notifications,
+/// polled (or, polled [`MAX_POLLS`] times, given up).
+async fn still_working(
+    run: &mut TaskRun,
+    link: &Link,
+    chosen: &Chosen,
+    waiting: &mut Waiting,
+) -> Result<(), RunError> {
+    if chosen.push {
+        waiting.working = true;
+        return Ok(());
+    }
+    if link.polls >= MAX_POLLS {
+        let why = format!("it did not finish after {MAX_POLLS} polls");
+        return fail(run, link, &why).await;
+    }
+    let n = link.n;
+    run.update_agent(|a| {
+        if let Some(l) = a.remote.get_mut(n - 1) {
+            l.polls += 1;
+        }
+    })
+    .await?;
+    let next = poll_interval(link.polls);
+    waiting.working = true;
+    waiting.poll_in = Some(waiting.poll_in.map_or(next, |p| p.min(next)));
+    Ok(())
 }
 
 /// Ends a link that cannot go on, telling the model why.

@@ -10,7 +10,10 @@
 //! between the send and the completion is repaired on the next drive by sending the same
 //! message again: the remote answers a repeated message id with the task it made the first
 //! time, so no second task is created. The parent then waits with no lease and nothing
-//! polling; the callback wakes it when the remote task ends or asks for input.
+//! polling; the callback wakes it when the remote task ends or asks for input. A remote
+//! without push notifications is polled instead: the parent waits under a poll timer in
+//! place of a lease, which the sweep rings ([`delegate::FIRST_POLL`], doubling up to
+//! [`delegate::MAX_POLL_INTERVAL`], at most [`delegate::MAX_POLLS`] times).
 
 pub mod callback;
 pub mod card;
@@ -58,6 +61,8 @@ pub struct Link {
     pub answered: Option<String>,
     /// Questions the remote task asked so far.
     pub questions: usize,
+    /// Times the remote task was polled (an agent without push notifications).
+    pub polls: u32,
     /// Its outcome is in the conversation, or it failed: nothing more is asked of it.
     pub ended: bool,
 }
