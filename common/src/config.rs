@@ -72,6 +72,8 @@ pub struct Config {
     /// Address ranges webhooks may reach although they are private or special-purpose
     /// (one internal receiver, while the SSRF protection blocks the rest).
     pub webhook_allow: Vec<crate::push::target::Cidr>,
+    /// The MCP servers whose tools the agent may call ([`crate::mcp`]).
+    pub mcp_servers: Option<Source>,
     /// The registry of remote agents tasks may delegate to ([`crate::remote::registry`]).
     pub remote_agents: Option<Source>,
     /// The participants' personal channels ([`crate::channels::personal`]).
@@ -123,6 +125,7 @@ impl Default for Config {
             webhook_allow: Vec::new(),
             personal_channels: None,
             remote_agents: None,
+            mcp_servers: None,
             push_timeout: Duration::from_secs(10),
             auth: crate::auth::Auth::None,
             agent_id: DEFAULT_AGENT_ID.into(),

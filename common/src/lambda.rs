@@ -30,6 +30,7 @@
 //! | `HARNESS_PUSH_KEY` | required while push is on | 32 bytes, base64: seals webhook secrets at rest |
 //! | `HARNESS_PUSH_ALLOW_PRIVATE_URLS` | `false` | webhooks on private addresses |
 //! | `HARNESS_WEBHOOK_ALLOW` | none | address ranges (comma-separated CIDRs) webhooks may reach although private |
+//! | `HARNESS_MCP` | none | the resume function: a TOML file of MCP servers whose tools the agent may call ([`crate::mcp`]), listed once per cold start; tokens from `token_env` variables |
 //! | `HARNESS_AGENTS` | none | a TOML file of remote A2A agents tasks may delegate to ([`crate::remote::registry`]); needs push on and `HARNESS_PUBLIC_URL` |
 //! | `HARNESS_AGENTS_SECRET` | none | the same TOML in a Secrets Manager secret (ARN), read once per cold start by the functions that delegate, cancel or take callbacks |
 //! | `HARNESS_PERSONAL_CHANNELS` | none | a TOML file of participants' own webhooks ([`crate::channels::personal`]); needs push on and `HARNESS_PUBLIC_URL` |
@@ -117,6 +118,7 @@ pub fn config_from_env() -> Result<Config, Error> {
             })
             .transpose()?
             .unwrap_or_default(),
+        mcp_servers: var("HARNESS_MCP").map(|path| crate::config::Source::File(path.into())),
         remote_agents: var("HARNESS_AGENTS").map(|path| crate::config::Source::File(path.into())),
         personal_channels: var("HARNESS_PERSONAL_CHANNELS")
             .map(|path| crate::config::Source::File(path.into())),
@@ -260,6 +262,11 @@ pub async fn harness_from_env(calls: ModelCalls) -> Result<Arc<Harness>, Error> 
             .map(|_| parse("HARNESS_CONTEXT_TOKENS", 0))
             .transpose()?,
         delegates: config.remote_agents.is_some(),
+        // Only the function that drives tasks calls tools: the others do not connect.
+        mcp: (config.mcp_servers.as_ref())
+            .filter(|_| matches!(calls, ModelCalls::Drives))
+            .map(|source| crate::mcp::Setup::load(source, &config))
+            .transpose()?,
     };
     let agent = agent::build(kind, &settings).await?;
     Ok(Harness::new(store_from_env().await?, agent, config)?)

@@ -15,6 +15,7 @@ pub mod https;
 pub mod keyed_lock;
 pub mod lambda;
 pub mod logs;
+pub mod mcp;
 pub mod metrics;
 pub mod models;
 pub mod ops;

@@ -72,7 +72,8 @@ class HarnessServer:
 
 
 @contextlib.contextmanager
-def run_harness(extra_args: list[str], **settings: str) -> Iterator[HarnessServer]:
+def run_harness(extra_args: list[str], state_dir: Path | None = None,
+                **settings: str) -> Iterator[HarnessServer]:
     """harness-local with the conformance agent (unless `extra_args` name another) on a
     free loopback port and a fresh state directory, `extra_args` and `settings` (environment variables) added; stopped
     on exit."""
@@ -85,8 +86,10 @@ def run_harness(extra_args: list[str], **settings: str) -> Iterator[HarnessServe
         )
 
     workdir = Path(tempfile.mkdtemp(prefix='harness-interop-'))
-    state_dir = workdir / 'state'
-    state_dir.mkdir()
+    if state_dir is None:
+        # A fresh store, unless the test restarts a harness on its own.
+        state_dir = workdir / 'state'
+        state_dir.mkdir()
     log_path = workdir / 'server.log'
     port = _free_loopback_port()
     listen = f'127.0.0.1:{port}'

@@ -85,6 +85,8 @@ pub struct LlmAgent {
     budget: Option<usize>,
     /// The context budget of a chosen model whose configuration names none.
     context_tokens: Option<usize>,
+    /// Said at the end of the system prompt (tools that are unavailable).
+    notes: String,
 }
 
 impl LlmAgent {
@@ -106,7 +108,14 @@ impl LlmAgent {
             budget: None,
             context_tokens: None,
             decider: ModelDecider::shared(),
+            notes: String::new(),
         }
+    }
+
+    /// Adds `notes` to the end of the system prompt.
+    pub fn with_notes(mut self, notes: String) -> Self {
+        self.notes = notes;
+        self
     }
 
     /// Replaces the body of `help.decided` (its decisions are still validated).
@@ -392,7 +401,7 @@ impl LlmAgent {
             .map(|c| compaction::summary_message(&state.nonce, &c.summary));
         ChatRequest {
             model: model_id.to_owned(),
-            system: self.prompt.render_with_participants(&participants),
+            system: self.prompt.render_with_participants(&participants) + &self.notes,
             messages: task_section(rec)
                 .into_iter()
                 .chain(summary)
@@ -529,6 +538,26 @@ impl LlmAgent {
         for call in pending_calls(&run.record().agent) {
             let outcome = match self.tools.check(&call) {
                 Err(refused) => refused,
+                Ok(Checked::Tool(tool)) if !tool.idempotent() => {
+                    if run.record().agent.started.contains(&call.id) {
+                        // It was running when the harness stopped: it is not made twice.
+                        ToolOutcome::error(super::tools::ToolError::new(
+                            "tool.outcome_unknown",
+                            format!(
+                                "this call of {} was started before the harness stopped, and whether it took effect is unknown: check before calling it again, or ask a participant",
+                                call.name
+                            ),
+                        ))
+                    } else {
+                        // Committed as started first, so a crash cannot make it twice.
+                        let id = call.id.clone();
+                        run.update_agent(|a| a.started.push(id.clone())).await?;
+                        match run.keeping_lease(tool.run(&call.arguments)).await? {
+                            Ok(output) => ToolOutcome::output(output),
+                            Err(e) => ToolOutcome::error(e),
+                        }
+                    }
+                }
                 // A tool may be slow too: the lease is kept while it runs.
                 Ok(Checked::Tool(tool)) => {
                     match run.keeping_lease(tool.run(&call.arguments)).await? {
@@ -556,8 +585,11 @@ impl LlmAgent {
                 crate::metrics::record(crate::metrics::Event::ToolError);
             }
             let result = intrinsics::result_message(&run.record().agent.nonce, &call, &outcome);
-            run.update_agent(|a| a.conversation.push(result.clone()))
-                .await?;
+            run.update_agent(|a| {
+                a.conversation.push(result.clone());
+                a.started.retain(|id| *id != call.id);
+            })
+            .await?;
         }
         Ok(())
     }

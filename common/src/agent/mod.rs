@@ -85,6 +85,8 @@ pub struct LlmSettings {
     /// Remote agents are configured: the model may answer their questions
     /// (`reply_to_agent`).
     pub delegates: bool,
+    /// MCP servers whose tools the model may call.
+    pub mcp: Option<crate::mcp::Setup>,
 }
 
 impl Default for LlmSettings {
@@ -96,6 +98,7 @@ impl Default for LlmSettings {
             turn_limit: llm::DEFAULT_TURN_LIMIT,
             context_tokens: None,
             delegates: false,
+            mcp: None,
         }
     }
 }
@@ -138,10 +141,22 @@ pub async fn build(
             .register_intrinsic(tools::REPLY_TO_AGENT_SCHEMA)
             .map_err(|e| e.to_string())?;
     }
+    let mut notes = String::new();
+    if let Some(setup) = &settings.mcp {
+        let (found, unavailable) = crate::mcp::discover(&setup.servers, &setup.targets).await;
+        for tool in found {
+            let name = tool.name.clone();
+            if let Err(e) = tools.register_mcp(tool) {
+                tracing::warn!(tool = %name, error = %e, "an MCP tool is not offered");
+            }
+        }
+        notes = crate::mcp::unavailable_note(&unavailable);
+    }
     let agent = llm::LlmAgent::new(model, model_id, tools, settings.prompt.clone())
         .with_catalog(settings.catalog.clone())
         .with_turn_limit(settings.turn_limit)
         .with_context_budget(budget, fallback)
-        .named(name.unwrap_or(crate::models::offline::NAME));
+        .named(name.unwrap_or(crate::models::offline::NAME))
+        .with_notes(notes);
     Ok(std::sync::Arc::new(agent))
 }

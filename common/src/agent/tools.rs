@@ -53,6 +53,12 @@ impl ToolError {
 #[async_trait]
 pub trait Tool: Send + Sync + 'static {
     async fn run(&self, arguments: &Value) -> Result<String, ToolError>;
+
+    /// Whether a call may be made again when a crash leaves its outcome unknown: true for
+    /// a tool without side effects, or whose side effects do not add up.
+    fn idempotent(&self) -> bool {
+        true
+    }
 }
 
 /// What a call of a tool gave back to the model: its output, or an error result.
@@ -202,6 +208,30 @@ impl ToolRegistry {
             },
             validator,
             tool,
+        });
+        Ok(())
+    }
+
+    /// Adds a tool of an MCP server under its `<server>__<tool>` name, with the input
+    /// schema the server gave (which need not be closed: it is the server's).
+    pub fn register_mcp(&mut self, tool: crate::mcp::McpTool) -> Result<(), RegistrationError> {
+        if self.entries.iter().any(|e| e.spec.name == tool.name) {
+            return Err(RegistrationError::DuplicateName(tool.name));
+        }
+        let validator = jsonschema::validator_for(&tool.parameters).map_err(|e| {
+            RegistrationError::InvalidParameters {
+                name: tool.name.clone(),
+                message: e.to_string(),
+            }
+        })?;
+        self.entries.push(Entry {
+            spec: ToolSpec {
+                name: tool.name.clone(),
+                description: tool.description.clone(),
+                parameters: tool.parameters.clone(),
+            },
+            validator,
+            tool: Some(Box::new(tool)),
         });
         Ok(())
     }

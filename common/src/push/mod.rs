@@ -68,6 +68,28 @@ pub struct Notifier {
     delivering: KeyedLocks,
 }
 
+/// An HTTP client that connects only to addresses `targets` permits (see [`resolve`]): no
+/// proxy (it would resolve names its own way), no redirects, every request bounded by
+/// `timeout`. For webhooks, remote agents and MCP servers alike. An address written in a
+/// URL passes no resolver: check it with [`target::literal`] before sending.
+pub fn guarded_client(targets: Targets, timeout: Duration) -> Result<reqwest::Client, String> {
+    guarded_client_with(targets, timeout, Arc::new(SystemLookup))
+}
+
+fn guarded_client_with(
+    targets: Targets,
+    timeout: Duration,
+    lookup: Arc<dyn Lookup>,
+) -> Result<reqwest::Client, String> {
+    crate::https::client_builder()
+        .timeout(timeout)
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .dns_resolver(Resolver::new(targets, lookup))
+        .build()
+        .map_err(|e| format!("cannot build an outbound client: {e}"))
+}
+
 impl Notifier {
     pub fn new(store: Arc<dyn Store>, key: PushKey, timeout: Duration, targets: Targets) -> Self {
         Notifier {
@@ -91,14 +113,7 @@ impl Notifier {
         if let Some(client) = self.client.get() {
             return Ok(client);
         }
-        let client = crate::https::client_builder()
-            .timeout(self.timeout)
-            .redirect(reqwest::redirect::Policy::none())
-            // A proxy would resolve the name itself, past the resolver's check.
-            .no_proxy()
-            .dns_resolver(Resolver::new(self.targets.clone(), self.lookup.clone()))
-            .build()
-            .map_err(|e| format!("cannot build the webhook client: {e}"))?;
+        let client = guarded_client_with(self.targets.clone(), self.timeout, self.lookup.clone())?;
         Ok(self.client.get_or_init(|| client))
     }
 

@@ -24,7 +24,7 @@ use super::registry::RemoteAgent;
 use crate::a2a::{
     AgentCard, CancelTaskRequest, GetTaskRequest, SendMessageRequest, SendMessageResponse, Task,
 };
-use crate::push::resolve::{Lookup, Refused, Resolver, SystemLookup};
+use crate::push::resolve::Refused;
 use crate::push::target::{self, Targets};
 
 /// Largest answer (card or response) read from a remote agent.
@@ -64,25 +64,8 @@ pub struct Client {
 
 impl Client {
     pub fn new(targets: Targets, timeout: Duration, sender: &str) -> Result<Self, String> {
-        Self::with_lookup(targets, timeout, sender, Arc::new(SystemLookup))
-    }
-
-    /// A client resolving names through `lookup` (tests).
-    pub fn with_lookup(
-        targets: Targets,
-        timeout: Duration,
-        sender: &str,
-        lookup: Arc<dyn Lookup>,
-    ) -> Result<Self, String> {
-        let http = crate::https::client_builder()
-            .timeout(timeout)
-            .redirect(reqwest::redirect::Policy::none())
-            .no_proxy()
-            .dns_resolver(Resolver::new(targets.clone(), lookup))
-            .build()
-            .map_err(|e| format!("cannot build the remote agents' client: {e}"))?;
         Ok(Client {
-            http,
+            http: crate::push::guarded_client(targets.clone(), timeout)?,
             targets,
             sender: sender.to_owned(),
             cards: Mutex::default(),

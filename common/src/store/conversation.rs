@@ -44,6 +44,9 @@ pub struct AgentState {
     pub compaction: Option<Compaction>,
     /// Summary calls committed so far (each is one compaction).
     pub summaries: usize,
+    /// Calls of tools that may not run twice, committed as started and not yet answered.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub started: Vec<String>,
     /// The tasks delegated to remote agents (see `crate::remote`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub remote: Vec<crate::remote::Link>,

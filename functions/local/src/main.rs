@@ -125,6 +125,11 @@ struct Args {
     /// `card_url`, optional `description` and `token_env`).
     #[arg(long = "agents", env = "HARNESS_AGENTS")]
     remote_agents: Option<PathBuf>,
+    /// MCP servers whose tools the agent may call (a TOML file, one `[mcp.<name>]` table
+    /// with `url`, optional `token_env`, `headers`, `tools`, `idempotent`,
+    /// `timeout_seconds`).
+    #[arg(long = "mcp", env = "HARNESS_MCP")]
+    mcp_servers: Option<PathBuf>,
     /// Serve `/metrics` (Prometheus text format) on the listener. Default: on with `--auth
     /// none`, off with `jwt` (the counts are every participant's: turn it on there only
     /// where the listener is private).
@@ -252,6 +257,7 @@ async fn run() -> Result<(), common::lambda::Error> {
         push_allow_private_urls: args.push_allow_private_urls,
         webhook_allow: args.webhook_allow,
         remote_agents: args.remote_agents.clone().map(common::config::Source::File),
+        mcp_servers: args.mcp_servers.clone().map(common::config::Source::File),
         personal_channels: args.personal_channels.map(common::config::Source::File),
         auth,
         agent_id: args.agent_id,
@@ -274,6 +280,9 @@ async fn run() -> Result<(), common::lambda::Error> {
         turn_limit: args.turn_limit,
         context_tokens: args.context_tokens,
         delegates: args.remote_agents.is_some(),
+        mcp: (config.mcp_servers.as_ref())
+            .map(|source| common::mcp::Setup::load(source, &config))
+            .transpose()?,
     };
     let agent = common::agent::build(args.agent, &settings).await?;
     let (store, undelivered): (Arc<dyn Store>, Vec<String>) = match &args.table {

@@ -1,0 +1,407 @@
+//! MCP servers as tool sources: `--mcp FILE` / `HARNESS_MCP`, a TOML file with one table
+//! per server.
+//!
+//! ```toml
+//! [mcp.search]
+//! url = "https://mcp.example/mcp"          # Streamable HTTP
+//! token_env = "SEARCH_TOKEN"               # optional: a bearer token, from this variable
+//! headers = { "X-Team" = "docs" }          # optional
+//! tools = ["lookup"]                       # optional allow-list of its tool names
+//! idempotent = ["lookup"]                  # optional: overrides the tools' annotations
+//! timeout_seconds = 30                     # optional, default 30, at most 300
+//! ```
+//!
+//! Each server's tools are listed once per start (a cold start on AWS) through the
+//! official Rust SDK (`rmcp`) over the webhooks' SSRF guard, and offered to the model as
+//! `<server>__<tool>` with their input schemas, which arguments are checked against before
+//! a call. A server that cannot be reached makes its tools unavailable, and the model is
+//! told so; the task goes on. A result (text, structured content as JSON, resource links
+//! as references) reaches the model as a tool result, inside the untrusted block, cut to
+//! [`MAX_RESULT_CHARS`] with a marker; a tool's error is an error result, never a crash.
+//!
+//! Whether a tool may run twice: the file's `idempotent` list when it names any, else the
+//! tool's `readOnlyHint` or `idempotentHint`. A call of one that may not is committed as
+//! started before it runs; after a crash the model is told its outcome is unknown instead
+//! of the call being made again.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, Implementation, InitializeRequestParams,
+};
+use rmcp::service::RunningService;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::{RoleClient, ServiceExt};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::agent::tools::{Tool, ToolError};
+use crate::push::target::Targets;
+
+/// Longest tool result the model is given; the rest is cut with a marker.
+pub const MAX_RESULT_CHARS: usize = 16_000;
+/// Most servers one file may name.
+pub const MAX_SERVERS: usize = 16;
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+const MAX_TIMEOUT: Duration = Duration::from_secs(300);
+/// Longest a server may take to answer its tools list at start.
+const LIST_WITHIN: Duration = Duration::from_secs(10);
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    #[serde(default)]
+    mcp: BTreeMap<String, Entry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Entry {
+    url: String,
+    #[serde(default)]
+    token_env: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    #[serde(default)]
+    tools: Option<Vec<String>>,
+    #[serde(default)]
+    idempotent: Option<Vec<String>>,
+    #[serde(default)]
+    timeout_seconds: Option<u64>,
+}
+
+/// One server, as configured.
+#[derive(Clone)]
+pub struct Server {
+    pub name: String,
+    pub url: reqwest::Url,
+    token: Option<String>,
+    headers: HashMap<reqwest::header::HeaderName, reqwest::header::HeaderValue>,
+    allow: Option<Vec<String>>,
+    idempotent: Option<Vec<String>>,
+    timeout: Duration,
+}
+
+impl std::fmt::Debug for Server {
+    // The token and the headers may be secrets.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("name", &self.name)
+            .field("url", &self.url.as_str())
+            .finish()
+    }
+}
+
+/// The servers `text` names, with tokens from `env`.
+pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<Vec<Server>, String> {
+    let file: File = toml::from_str(text).map_err(|e| {
+        let line = e
+            .span()
+            .map_or(0, |s| text[..s.start].matches('\n').count() + 1);
+        format!("line {line}: {}", e.message())
+    })?;
+    if file.mcp.len() > MAX_SERVERS {
+        return Err(format!("at most {MAX_SERVERS} servers"));
+    }
+    let mut servers = Vec::new();
+    for (name, entry) in file.mcp {
+        if name.is_empty()
+            || name.contains("__")
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        {
+            return Err(format!(
+                "[mcp.{name}]: a server's name is lower-case letters, digits and single underscores"
+            ));
+        }
+        let url = reqwest::Url::parse(&entry.url)
+            .ok()
+            .filter(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some())
+            .ok_or_else(|| format!("[mcp.{name}] url is not an http(s) URL"))?;
+        let token =
+            match &entry.token_env {
+                Some(var) => Some(env(var).filter(|t| !t.trim().is_empty()).ok_or_else(|| {
+                    format!("[mcp.{name}] token_env names {var}, which is not set")
+                })?),
+                None => None,
+            };
+        let mut headers = HashMap::new();
+        for (k, v) in &entry.headers {
+            let key = reqwest::header::HeaderName::try_from(k.as_str())
+                .map_err(|_| format!("[mcp.{name}] header {k:?} is not a header name"))?;
+            let value = reqwest::header::HeaderValue::try_from(v.as_str())
+                .map_err(|_| format!("[mcp.{name}] header {k} has a value no header may hold"))?;
+            headers.insert(key, value);
+        }
+        let timeout = entry
+            .timeout_seconds
+            .map(Duration::from_secs)
+            .unwrap_or(DEFAULT_TIMEOUT);
+        if timeout.is_zero() || timeout > MAX_TIMEOUT {
+            return Err(format!(
+                "[mcp.{name}] timeout_seconds is 1 to {}",
+                MAX_TIMEOUT.as_secs()
+            ));
+        }
+        servers.push(Server {
+            name,
+            url,
+            token,
+            headers,
+            allow: entry.tools,
+            idempotent: entry.idempotent,
+            timeout,
+        });
+    }
+    Ok(servers)
+}
+
+/// The servers to list tools from, and the guard their connections pass.
+#[derive(Debug, Clone)]
+pub struct Setup {
+    pub servers: Vec<Server>,
+    pub targets: Targets,
+}
+
+impl Setup {
+    /// The servers `source` names, their tokens from the environment; connections pass the
+    /// webhooks' guard as `config` sets it.
+    pub fn load(
+        source: &crate::config::Source,
+        config: &crate::config::Config,
+    ) -> Result<Self, String> {
+        let text = source.read("MCP servers")?;
+        let servers = parse(&text, |v| std::env::var(v).ok())
+            .map_err(|e| format!("MCP servers {source:?}: {e}"))?;
+        Ok(Setup {
+            servers,
+            targets: Targets::new(config.push_allow_private_urls, config.webhook_allow.clone()),
+        })
+    }
+}
+
+/// What the model is told about servers whose tools it cannot call.
+pub fn unavailable_note(unavailable: &[Unavailable]) -> String {
+    if unavailable.is_empty() {
+        return String::new();
+    }
+    let lines: Vec<String> = unavailable
+        .iter()
+        .map(|u| format!("- {}__* ({}): {}", u.server, u.server, u.reason))
+        .collect();
+    format!(
+        "\n\nThese tool servers are unavailable; their tools cannot be called now:\n{}",
+        lines.join("\n")
+    )
+}
+
+type Session = RunningService<RoleClient, InitializeRequestParams>;
+
+/// A tool of an MCP server, as the model sees it.
+pub struct McpTool {
+    /// `<server>__<tool>`.
+    pub name: String,
+    pub description: String,
+    /// Its input schema, as the server gave it.
+    pub parameters: Value,
+    remote_name: String,
+    server: String,
+    session: Arc<Session>,
+    timeout: Duration,
+    idempotent: bool,
+}
+
+/// A server whose tools could not be listed, and why (told to the model).
+#[derive(Debug, Clone)]
+pub struct Unavailable {
+    pub server: String,
+    pub reason: String,
+}
+
+/// Connects to each server and lists its tools; a server that fails is [`Unavailable`].
+pub async fn discover(servers: &[Server], targets: &Targets) -> (Vec<McpTool>, Vec<Unavailable>) {
+    let mut tools = Vec::new();
+    let mut unavailable = Vec::new();
+    for server in servers {
+        match tokio::time::timeout(LIST_WITHIN, list(server, targets)).await {
+            Ok(Ok(mut found)) => tools.append(&mut found),
+            Ok(Err(reason)) => unavailable.push(Unavailable {
+                server: server.name.clone(),
+                reason,
+            }),
+            Err(_) => unavailable.push(Unavailable {
+                server: server.name.clone(),
+                reason: "it did not answer in time".into(),
+            }),
+        }
+    }
+    for u in &unavailable {
+        tracing::warn!(server = %u.server, reason = %u.reason, "an MCP server's tools are unavailable");
+    }
+    (tools, unavailable)
+}
+
+async fn list(server: &Server, targets: &Targets) -> Result<Vec<McpTool>, String> {
+    if let Some(ip) = crate::push::target::literal(&server.url).filter(|&ip| !targets.permits(ip)) {
+        return Err(crate::push::resolve::Refused::Blocked(ip)
+            .to_string()
+            .replace("webhook", "server"));
+    }
+    let http = crate::push::guarded_client(targets.clone(), server.timeout)?;
+    let mut config = StreamableHttpClientTransportConfig::with_uri(server.url.as_str())
+        .custom_headers(server.headers.clone());
+    if let Some(token) = &server.token {
+        config = config.auth_header(token.clone());
+    }
+    let transport = StreamableHttpClientTransport::with_client(http, config);
+    let info = InitializeRequestParams::new(
+        ClientCapabilities::default(),
+        Implementation::new("tiny-harness", env!("CARGO_PKG_VERSION")),
+    );
+    let session = Arc::new(
+        info.serve(transport)
+            .await
+            .map_err(|e| format!("it could not be connected to ({})", short(&e.to_string())))?,
+    );
+    let listed = session
+        .list_all_tools()
+        .await
+        .map_err(|e| format!("it did not list its tools ({})", short(&e.to_string())))?;
+    Ok(listed
+        .into_iter()
+        .filter(|t| (server.allow.as_ref()).is_none_or(|allow| allow.iter().any(|a| a == &t.name)))
+        .map(|t| {
+            let hinted = t
+                .annotations
+                .as_ref()
+                .is_some_and(|a| a.read_only_hint == Some(true) || a.idempotent_hint == Some(true));
+            let idempotent = match &server.idempotent {
+                Some(list) => list.iter().any(|n| n == &t.name),
+                None => hinted,
+            };
+            McpTool {
+                name: format!("{}__{}", server.name, t.name),
+                description: t.description.map(|d| d.to_string()).unwrap_or_default(),
+                parameters: Value::Object((*t.input_schema).clone()),
+                remote_name: t.name.to_string(),
+                server: server.name.clone(),
+                session: session.clone(),
+                timeout: server.timeout,
+                idempotent,
+            }
+        })
+        .collect())
+}
+
+fn short(text: &str) -> String {
+    text.chars().take(300).collect()
+}
+
+#[async_trait::async_trait]
+impl Tool for McpTool {
+    async fn run(&self, arguments: &Value) -> Result<String, ToolError> {
+        let mut params = CallToolRequestParams::new(self.remote_name.clone());
+        if let Value::Object(args) = arguments {
+            params = params.with_arguments(args.clone());
+        }
+        let result = match tokio::time::timeout(self.timeout, self.session.call_tool(params)).await
+        {
+            Ok(Ok(r)) => r,
+            Ok(Err(e)) => {
+                return Err(ToolError::new(
+                    "mcp.failed",
+                    format!("{}: {}", self.server, short(&e.to_string())),
+                ))
+            }
+            Err(_) => {
+                return Err(ToolError::new(
+                    "mcp.timeout",
+                    format!("{} did not answer within {:?}", self.server, self.timeout),
+                ))
+            }
+        };
+        let mut parts: Vec<String> = Vec::new();
+        for block in &result.content {
+            if let Some(t) = block.as_text() {
+                parts.push(t.text.clone());
+            } else if let Some(link) = block.as_resource_link() {
+                parts.push(
+                    serde_json::json!({"resource": link.uri, "name": link.name, "mimeType": link.mime_type})
+                        .to_string(),
+                );
+            }
+        }
+        if let Some(structured) = &result.structured_content {
+            parts.push(structured.to_string());
+        }
+        let text = cut(&parts.join("\n"));
+        if result.is_error == Some(true) {
+            Err(ToolError::new("mcp.tool_error", text))
+        } else {
+            Ok(text)
+        }
+    }
+
+    fn idempotent(&self) -> bool {
+        self.idempotent
+    }
+}
+
+/// At most [`MAX_RESULT_CHARS`] characters, with a marker where it was cut.
+fn cut(text: &str) -> String {
+    let count = text.chars().count();
+    if count <= MAX_RESULT_CHARS {
+        return text.to_owned();
+    }
+    let kept: String = text.chars().take(MAX_RESULT_CHARS).collect();
+    format!(
+        "{kept}\n[cut: {} more characters]",
+        count - MAX_RESULT_CHARS
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn servers_with_their_tokens_limits_and_allow_lists() {
+        let text = r#"
+[mcp.search]
+url = "https://mcp.example/mcp"
+token_env = "T"
+tools = ["lookup"]
+timeout_seconds = 5
+"#;
+        let servers = parse(text, |v| (v == "T").then(|| "s3cret".into())).unwrap();
+        assert_eq!(servers[0].name, "search");
+        assert_eq!(servers[0].timeout, Duration::from_secs(5));
+        assert!(!format!("{servers:?}").contains("s3cret"));
+        for (bad, want) in [
+            ("[mcp.a__b]\nurl = \"https://x/\"\n", "single underscores"),
+            ("[mcp.a]\nurl = \"ftp://x/\"\n", "not an http(s) URL"),
+            (
+                "[mcp.a]\nurl = \"https://x/\"\ntimeout_seconds = 0\n",
+                "timeout_seconds",
+            ),
+            (
+                "[mcp.a]\nurl = \"https://x/\"\ntoken_env = \"NOPE\"\n",
+                "NOPE",
+            ),
+        ] {
+            let err = parse(bad, |_| None).unwrap_err();
+            assert!(err.contains(want), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_long_result_is_cut_with_a_marker() {
+        let long = "x".repeat(MAX_RESULT_CHARS + 5);
+        assert!(cut(&long).ends_with("[cut: 5 more characters]"));
+        assert_eq!(cut("short"), "short");
+    }
+}
