@@ -31,6 +31,7 @@
 //! | `HARNESS_PUSH_ALLOW_PRIVATE_URLS` | `false` | webhooks on private addresses |
 //! | `HARNESS_WEBHOOK_ALLOW` | none | address ranges (comma-separated CIDRs) webhooks may reach although private |
 //! | `HARNESS_MCP` | none | the resume function: a TOML file of MCP servers whose tools the agent may call ([`crate::mcp`]), listed once per cold start; tokens from `token_env` variables |
+//! | `HARNESS_MCP_SECRET` | none | the resume function: the same TOML in a Secrets Manager secret (ARN), read once per cold start |
 //! | `HARNESS_AGENTS` | none | a TOML file of remote A2A agents tasks may delegate to ([`crate::remote::registry`]); needs push on and `HARNESS_PUBLIC_URL` |
 //! | `HARNESS_AGENTS_SECRET` | none | the same TOML in a Secrets Manager secret (ARN), read once per cold start by the functions that delegate, cancel or take callbacks |
 //! | `HARNESS_PERSONAL_CHANNELS` | none | a TOML file of participants' own webhooks ([`crate::channels::personal`]); needs push on and `HARNESS_PUBLIC_URL` |
@@ -218,6 +219,13 @@ pub enum ModelCalls {
 /// Everything a function needs, from the environment.
 pub async fn harness_from_env(calls: ModelCalls) -> Result<Arc<Harness>, Error> {
     let mut config = config_from_env()?;
+    if let (Some(arn), ModelCalls::Drives) = (var("HARNESS_MCP_SECRET"), calls) {
+        let text = crate::secrets::text(&arn, "MCP servers").await?;
+        config.mcp_servers = Some(crate::config::Source::Text {
+            origin: format!("secret {arn}"),
+            text,
+        });
+    }
     if let Some(arn) = var("HARNESS_AGENTS_SECRET") {
         let text = crate::secrets::text(&arn, "agents registry").await?;
         config.remote_agents = Some(crate::config::Source::Text {

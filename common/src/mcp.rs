@@ -11,6 +11,9 @@
 //! timeout_seconds = 30                     # optional, default 30, at most 300
 //! ```
 //!
+//! On AWS the same text is kept in a Secrets Manager secret (`HARNESS_MCP_SECRET`), read by
+//! the resume function only, where a server's `token = "..."` may stand in the text.
+//!
 //! Each server's tools are listed once per start (a cold start on AWS) through the
 //! official Rust SDK (`rmcp`) over the webhooks' SSRF guard, and offered to the model as
 //! `<server>__<tool>` with their input schemas, which arguments are checked against before
@@ -63,6 +66,9 @@ struct Entry {
     url: String,
     #[serde(default)]
     token_env: Option<String>,
+    /// The token itself: for a file kept in a secret (on AWS).
+    #[serde(default)]
+    token: Option<String>,
     #[serde(default)]
     headers: BTreeMap<String, String>,
     #[serde(default)]
@@ -122,13 +128,15 @@ pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<Vec<Ser
             .ok()
             .filter(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some())
             .ok_or_else(|| format!("[mcp.{name}] url is not an http(s) URL"))?;
-        let token =
-            match &entry.token_env {
-                Some(var) => Some(env(var).filter(|t| !t.trim().is_empty()).ok_or_else(|| {
+        let token = match (&entry.token_env, entry.token) {
+            (Some(_), Some(_)) => return Err(format!("[mcp.{name}] has both token and token_env")),
+            (Some(var), None) => {
+                Some(env(var).filter(|t| !t.trim().is_empty()).ok_or_else(|| {
                     format!("[mcp.{name}] token_env names {var}, which is not set")
-                })?),
-                None => None,
-            };
+                })?)
+            }
+            (None, token) => token.filter(|t| !t.trim().is_empty()),
+        };
         let mut headers = HashMap::new();
         for (k, v) in &entry.headers {
             let key = reqwest::header::HeaderName::try_from(k.as_str())

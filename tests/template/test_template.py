@@ -1190,3 +1190,20 @@ def test_remote_agents_are_read_from_their_secret_by_the_functions_that_call_the
     rule = template["Rules"]["RemoteAgentsNeedPushAndPublicUrl"]
     assert "PushNotifications" in repr(rule) and "PublicUrl" in repr(rule)
     assert params_pattern_accepts(template, "RemoteAgentsSecretArn", arn)
+
+
+def test_mcp_servers_are_read_from_their_secret_by_the_resume_function_only(
+        template, functions):
+    arn = "arn:aws:secretsmanager:us-east-1:123456789012:secret:harness-mcp-AbCdEf"
+    grant = {"Effect": "Allow", "Action": "secretsmanager:GetSecretValue",
+             "Resource": {"Ref": "McpServersSecretArn"}}
+    on = conditions_for(template, McpServersSecretArn=arn)
+    off = conditions_for(template)
+    for binary, res in functions.items():
+        own = res["Properties"].get("Environment", {}).get("Variables", {})
+        for conditions in (on, off):
+            granted = grant in model_statements(res, conditions)
+            env = drop_novalue(resolve(own, conditions))
+            reads = env.get("HARNESS_MCP_SECRET") == {"Ref": "McpServersSecretArn"}
+            expected = binary == "resume" and conditions is on
+            assert granted == expected and reads == expected, (binary, conditions is on)
