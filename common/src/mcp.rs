@@ -232,10 +232,17 @@ pub struct Unavailable {
 
 /// Connects to each server and lists its tools; a server that fails is [`Unavailable`].
 pub async fn discover(servers: &[Server], targets: &Targets) -> (Vec<McpTool>, Vec<Unavailable>) {
+    // All at once: a start waits for the slowest server only, 10 s at most.
+    let listed = futures::future::join_all(
+        servers
+            .iter()
+            .map(|server| tokio::time::timeout(LIST_WITHIN, list(server, targets))),
+    )
+    .await;
     let mut tools = Vec::new();
     let mut unavailable = Vec::new();
-    for server in servers {
-        match tokio::time::timeout(LIST_WITHIN, list(server, targets)).await {
+    for (server, outcome) in servers.iter().zip(listed) {
+        match outcome {
             Ok(Ok(mut found)) => tools.append(&mut found),
             Ok(Err(reason)) => unavailable.push(Unavailable {
                 server: server.name.clone(),
