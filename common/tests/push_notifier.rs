@@ -23,7 +23,7 @@ use common::a2a::{
     Artifact, AuthenticationInfo, Message, Part, Role, TaskPushNotificationConfig, TaskState,
 };
 use common::engine::transition::{add_artifact, created, new_task_with_id, set_status};
-use common::ext::task::TaskExtension;
+use common::ext::task::{Participant, ParticipantKind, Role as ParticipantRole, TaskExtension};
 use common::push::seal::PushKey;
 use common::push::stream::{handle, task_to_notify};
 use common::push::target::Targets;
@@ -91,12 +91,14 @@ async fn task_with_webhook(store: &Arc<dyn Store>, notifier: &Notifier, url: &st
         parts: vec![Part::text("hello")],
         ..Default::default()
     };
-    let mut rec = new_task_with_id(
-        TASK.into(),
-        "",
-        &mut message,
-        &TaskExtension::from_text("hello"),
-    );
+    // alice, who makes the webhook, is on the task: a former member's gets nothing.
+    let mut ext = TaskExtension::from_text("hello");
+    ext.add(Participant::new(
+        "alice",
+        ParticipantKind::Human,
+        ParticipantRole::Reporter,
+    ));
+    let mut rec = new_task_with_id(TASK.into(), "", &mut message, &ext);
     rec.push = true;
     let first = created(&rec);
     let mut rec = store

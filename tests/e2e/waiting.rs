@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use harness_e2e::participants::{
     headers_as, llm_server, participant, rpc_ok_as, send_as, task_envelope_part, wait_for_state_as,
-    Script,
+    Script, AGENT_ID,
 };
 use harness_e2e::webhook::Receiver;
 use harness_e2e::{
@@ -234,4 +234,101 @@ async fn a_remark_reaches_another_members_stream_on_the_embedded_store() {
 #[tokio::test]
 async fn a_remark_reaches_another_members_stream_on_dynamodb() {
     a_remark_reaches_another_members_stream(Backend::DynamoDb).await;
+}
+
+/// A member removed from a task gets nothing more through the webhook they made on it:
+/// ada (admin) takes bob off the roster while the task waits on alice's sub-task, and
+/// what is said after reaches his webhook no more (the remark before did).
+async fn a_removed_member_hears_no_more(backend: Backend) {
+    let script = Script::new(json!([
+        {"tool_calls": [{"name": "create_task_for_participant", "arguments": {
+            "participant_id": "alice", "name": "Measure", "goal": "Measure the shed"}}]},
+        {"text": "Painted."}
+    ]));
+    let Some(s) = llm_server(backend, &script).await else {
+        return;
+    };
+    let hook = Receiver::start().await;
+    let people = |with_bob: bool| {
+        let mut p = vec![
+            participant("ada", "human", "admin"),
+            participant("alice", "human", "watcher"),
+        ];
+        if with_bob {
+            // Only a reporter or an admin may make a webhook on a task.
+            p.push(participant("bob", "human", "admin"));
+        }
+        Value::from(p)
+    };
+    let message = json!({"messageId": unique("m"), "role": "ROLE_USER", "parts": [
+        {"text": "Paint the shed"}, task_envelope_part("Shed", "Paint the shed", people(true))]});
+    let id = task_id(&send_as(&s, Some("ada"), message).await);
+    let deadline = Instant::now() + WAIT;
+    while rpc_ok_as(&s, Some("alice"), "ListTasks", json!({"waitingOnMe": true})).await["tasks"]
+        .as_array()
+        .is_none_or(|t| t.is_empty())
+    {
+        assert!(Instant::now() < deadline, "no sub-task for alice");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    rpc_ok_as(
+        &s,
+        Some("bob"),
+        "CreateTaskPushNotificationConfig",
+        json!({"taskId": id, "id": "bobs", "url": hook.url}),
+    )
+    .await;
+    let say = |text: &str| {
+        json!({"messageId": unique("m"), "taskId": id, "role": "ROLE_USER",
+               "parts": [{"text": text}]})
+    };
+    send_as(&s, Some("ada"), say("Before bob leaves")).await;
+    hook.wait_until("the remark", |got| {
+        got.iter()
+            .any(|r| r.body.to_string().contains("Before bob leaves"))
+    })
+    .await;
+    // An edit names only what it changes: the roster.
+    let mut kept = people(false);
+    if let Some(p) = kept.as_array_mut() {
+        p.push(participant(AGENT_ID, "agent", "assignee"));
+    }
+    let roster = json!({"mediaType": "application/vnd.tiny-harness.event+json",
+                        "data": {"kind": "task", "payload": {"participants": kept}}});
+    let leave = json!({"messageId": unique("m"), "taskId": id, "role": "ROLE_USER",
+                       "parts": [{"text": "bob is off the task"}, roster]});
+    send_as(&s, Some("ada"), leave).await;
+    send_as(&s, Some("ada"), say("After bob left")).await;
+    // alice does the sub-task: the parent finishes, and each of its later events was
+    // passed over for bob.
+    let done = json!({"messageId": unique("m"), "taskId": format!("{id}.1"),
+                      "role": "ROLE_USER", "parts": [{"text": "3 by 4 metres"}]});
+    send_as(&s, Some("alice"), done).await;
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let task = rpc_ok_as(&s, Some("ada"), "GetTask", json!({"id": id})).await;
+        if state(&task) == "TASK_STATE_COMPLETED" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{task}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    for r in hook.all() {
+        let body = r.body.to_string();
+        assert!(
+            !body.contains("After bob left") && !body.contains("Painted"),
+            "a former member's webhook got {body}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_removed_member_hears_no_more_on_the_embedded_store() {
+    a_removed_member_hears_no_more(Backend::Embedded).await;
+}
+
+#[tokio::test]
+async fn a_removed_member_hears_no_more_on_dynamodb() {
+    a_removed_member_hears_no_more(Backend::DynamoDb).await;
 }

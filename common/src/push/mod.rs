@@ -179,10 +179,23 @@ impl Notifier {
                     .store
                     .list_push_configs(task_id, None, MAX_CONFIGS_PER_TASK)
                     .await?;
-                join_all(configs.into_iter().map(|c| self.catch_up(c, deadline)))
-                    .await
-                    .into_iter()
-                    .collect()
+                if configs.is_empty() {
+                    return Ok(());
+                }
+                // Who is on the task now (its head alone): a config's creator who was
+                // removed from it gets nothing more.
+                let admit: &crate::store::Admit = &|_| true;
+                let members = (self.store.load_view(task_id, Some(0), false, admit).await?)
+                    .map(|rec| rec.members())
+                    .unwrap_or_default();
+                join_all(configs.into_iter().map(|c| {
+                    // Rows from before creators were kept are no one's: as they were.
+                    let member = c.creator.is_empty() || members.contains(&c.creator);
+                    self.catch_up(c, deadline, member)
+                }))
+                .await
+                .into_iter()
+                .collect()
             })
             .await
     }
@@ -218,10 +231,14 @@ impl Notifier {
         self.timeout * ATTEMPTS + BACKOFF * (2u32.pow(ATTEMPTS - 1) - 1)
     }
 
+    /// Delivers what `record`'s webhook has not been handed yet; for a creator who is no
+    /// longer a `member` of the task, passes it over instead, so nothing of the time they
+    /// were off the task reaches them should they be added again.
     async fn catch_up(
         &self,
         mut record: PushConfigRecord,
         deadline: Option<Instant>,
+        member: bool,
     ) -> Result<(), DeliveryError> {
         let config = self.open(&record)?;
         let mut stored = record.delivered;
@@ -236,8 +253,9 @@ impl Notifier {
             }
             for logged in events {
                 let update = &logged.event;
-                if update.task.is_some() {
-                    // The task snapshot is not an update; only the cursor moves.
+                if update.task.is_some() || !member {
+                    // A task snapshot is not an update, and a former member's webhook gets
+                    // nothing: only the cursor moves.
                     record.delivered = logged.seq;
                     continue;
                 }
