@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use common::a2a::{Message, Part, Role, TaskPushNotificationConfig, TaskState};
 use common::engine::transition::{created, new_id, new_task_with_id, set_status};
-use common::ext::task::TaskExtension;
+use common::ext::task::{Participant, ParticipantKind, Role as ParticipantRole, TaskExtension};
 use common::push::resolve::Lookup;
 use common::push::seal::PushKey;
 use common::push::target::Targets;
@@ -186,12 +186,14 @@ async fn task_with_webhook(url: &str, lookup: Arc<dyn Lookup>) -> Fixture {
         parts: vec![Part::text("hello")],
         ..Default::default()
     };
-    let mut rec = new_task_with_id(
-        task.clone(),
-        "",
-        &mut message,
-        &TaskExtension::from_text("hello"),
-    );
+    // alice, who makes the webhook, is on the task: a former member's gets nothing.
+    let mut ext = TaskExtension::from_text("hello");
+    ext.add(Participant::new(
+        "alice",
+        ParticipantKind::Human,
+        ParticipantRole::Reporter,
+    ));
+    let mut rec = new_task_with_id(task.clone(), "", &mut message, &ext);
     rec.push = true;
     let first = created(&rec);
     let mut rec = store
