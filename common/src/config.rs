@@ -158,6 +158,13 @@ impl std::fmt::Debug for Source {
     }
 }
 
+impl Config {
+    /// The addresses outbound calls (webhooks, remote agents, MCP servers) may reach.
+    pub fn targets(&self) -> crate::push::target::Targets {
+        crate::push::target::Targets::new(self.push_allow_private_urls, self.webhook_allow.clone())
+    }
+}
+
 impl Source {
     /// The text; an unreadable file is an error naming it and `what` it should hold.
     pub fn read(&self, what: &str) -> Result<String, String> {
@@ -166,5 +173,38 @@ impl Source {
                 .map_err(|e| format!("{what} file {}: {e}", path.display())),
             Source::Text { text, .. } => Ok(text.clone()),
         }
+    }
+}
+
+/// The line (from 1) a TOML parse error points at, for an error that quotes no value (the
+/// files it reads may hold secrets); 0 when it points nowhere.
+pub fn toml_line(text: &str, e: &toml::de::Error) -> usize {
+    e.span()
+        .map_or(0, |s| text[..s.start].matches('\n').count() + 1)
+}
+
+/// An http(s) URL with a host, or None.
+pub fn http_url(text: &str) -> Option<reqwest::Url> {
+    reqwest::Url::parse(text)
+        .ok()
+        .filter(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some())
+}
+
+/// The bearer token of the table `table` of a configuration file: its `token_env`
+/// variable's value (which must be set), or its `token` (for a file kept in a secret),
+/// never both; a blank token is none.
+pub fn bearer_token(
+    table: &str,
+    token_env: Option<&str>,
+    token: Option<String>,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<Option<String>, String> {
+    match (token_env, token) {
+        (Some(_), Some(_)) => Err(format!("[{table}] has both token and token_env")),
+        (Some(var), None) => env(var)
+            .filter(|t| !t.trim().is_empty())
+            .map(Some)
+            .ok_or_else(|| format!("[{table}] token_env names {var}, which is not set")),
+        (None, token) => Ok(token.filter(|t| !t.trim().is_empty())),
     }
 }

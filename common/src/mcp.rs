@@ -104,9 +104,7 @@ impl std::fmt::Debug for Server {
 /// The servers `text` names, with tokens from `env`.
 pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<Vec<Server>, String> {
     let file: File = toml::from_str(text).map_err(|e| {
-        let line = e
-            .span()
-            .map_or(0, |s| text[..s.start].matches('\n').count() + 1);
+        let line = crate::config::toml_line(text, &e);
         format!("line {line}: {}", e.message())
     })?;
     if file.mcp.len() > MAX_SERVERS {
@@ -124,19 +122,14 @@ pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<Vec<Ser
                 "[mcp.{name}]: a server's name is lower-case letters, digits and single underscores"
             ));
         }
-        let url = reqwest::Url::parse(&entry.url)
-            .ok()
-            .filter(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some())
+        let url = crate::config::http_url(&entry.url)
             .ok_or_else(|| format!("[mcp.{name}] url is not an http(s) URL"))?;
-        let token = match (&entry.token_env, entry.token) {
-            (Some(_), Some(_)) => return Err(format!("[mcp.{name}] has both token and token_env")),
-            (Some(var), None) => {
-                Some(env(var).filter(|t| !t.trim().is_empty()).ok_or_else(|| {
-                    format!("[mcp.{name}] token_env names {var}, which is not set")
-                })?)
-            }
-            (None, token) => token.filter(|t| !t.trim().is_empty()),
-        };
+        let token = crate::config::bearer_token(
+            &format!("mcp.{name}"),
+            entry.token_env.as_deref(),
+            entry.token,
+            &env,
+        )?;
         let mut headers = HashMap::new();
         for (k, v) in &entry.headers {
             let key = reqwest::header::HeaderName::try_from(k.as_str())
@@ -187,7 +180,7 @@ impl Setup {
             .map_err(|e| format!("MCP servers {source:?}: {e}"))?;
         Ok(Setup {
             servers,
-            targets: Targets::new(config.push_allow_private_urls, config.webhook_allow.clone()),
+            targets: config.targets(),
         })
     }
 }

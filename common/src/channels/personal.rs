@@ -158,9 +158,7 @@ impl Medium for PersonalChannels {
 fn parse_urls(text: &str) -> Result<HashMap<String, Url>, String> {
     // The parser's messages quote values, which may be URLs: only where it went wrong.
     let entries: HashMap<String, Entry> = toml::from_str(text).map_err(|e| {
-        let line = e
-            .span()
-            .map_or(0, |s| text[..s.start].matches('\n').count() + 1);
+        let line = crate::config::toml_line(text, &e);
         format!(
             "line {line}: expected one table per participant holding only url = \"https://...\""
         )
@@ -169,9 +167,7 @@ fn parse_urls(text: &str) -> Result<HashMap<String, Url>, String> {
     for (participant, entry) in entries {
         super::parse_id(&participant)?;
         // Not the URL itself in the error: it is a secret.
-        let url = Url::parse(&entry.url)
-            .ok()
-            .filter(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some())
+        let url = crate::config::http_url(&entry.url)
             .ok_or_else(|| format!("[{participant}] url is not an http(s) URL"))?;
         urls.insert(participant, url);
     }

@@ -18,7 +18,6 @@ use crate::auth::{AuthError, Verifier};
 use crate::commands::CommandRegistry;
 use crate::config::Config;
 use crate::engine::Engine;
-use crate::push::target::Targets;
 use crate::push::Notifier;
 use crate::store::{AuditRecord, Store, StoreError, TaskRecord};
 
@@ -93,7 +92,7 @@ impl Harness {
                 store.clone(),
                 key,
                 config.push_timeout,
-                Targets::new(config.push_allow_private_urls, config.webhook_allow.clone()),
+                config.targets(),
             ));
             if config.push_in_process {
                 tokio::spawn(notifier.clone().watch(store.pushes()));

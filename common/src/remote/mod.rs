@@ -120,11 +120,7 @@ impl Remotes {
                     .into(),
             );
         }
-        let targets = crate::push::target::Targets::new(
-            config.push_allow_private_urls,
-            config.webhook_allow.clone(),
-        );
-        let client = Client::new(targets, config.push_timeout, &config.agent_id)?;
+        let client = Client::new(config.targets(), config.push_timeout, &config.agent_id)?;
         let registry = Registry::load(path)?;
         Ok(Some(Arc::new(Remotes::new(
             registry,

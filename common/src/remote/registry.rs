@@ -84,9 +84,7 @@ impl Registry {
     /// The registry `text` describes, with tokens from `env`.
     pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
         let file: File = toml::from_str(text).map_err(|e| {
-            let line = e
-                .span()
-                .map_or(0, |s| text[..s.start].matches('\n').count() + 1);
+            let line = crate::config::toml_line(text, &e);
             format!("line {line}: {}", e.message())
         })?;
         if file.agents.len() > MAX_AGENTS {
@@ -95,9 +93,7 @@ impl Registry {
         let mut agents = BTreeMap::new();
         for (id, entry) in file.agents {
             crate::channels::parse_id(&id)?;
-            let card_url = Url::parse(&entry.card_url)
-                .ok()
-                .filter(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some())
+            let card_url = crate::config::http_url(&entry.card_url)
                 .ok_or_else(|| format!("[agents.{id}] card_url is not an http(s) URL"))?;
             if entry
                 .description
@@ -108,17 +104,12 @@ impl Registry {
                     "[agents.{id}] description is longer than {MAX_DESCRIPTION} characters"
                 ));
             }
-            let token = match (&entry.token_env, entry.token) {
-                (Some(_), Some(_)) => {
-                    return Err(format!("[agents.{id}] has both token and token_env"))
-                }
-                (Some(var), None) => {
-                    Some(env(var).filter(|t| !t.trim().is_empty()).ok_or_else(|| {
-                        format!("[agents.{id}] token_env names {var}, which is not set")
-                    })?)
-                }
-                (None, token) => token.filter(|t| !t.trim().is_empty()),
-            };
+            let token = crate::config::bearer_token(
+                &format!("agents.{id}"),
+                entry.token_env.as_deref(),
+                entry.token,
+                &env,
+            )?;
             agents.insert(
                 id.clone(),
                 RemoteAgent {
