@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
+import sys
 import tempfile
 import threading
 import time
@@ -31,40 +31,17 @@ from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
 
-from mcp.server.fastmcp import FastMCP
-from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import ToolAnnotations
 
 from conftest import run_harness
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'lib'))
+from mcp_server import fastmcp, free_port, serve  # noqa: E402
+
 
 TOKEN = 'mcp-test-token'
 WAIT_S = 30.0
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        return s.getsockname()[1]
-
-
-class RequireToken:
-    """Refuses HTTP requests without the bearer token; lets the lifespan through."""
-
-    def __init__(self, app):
-        self.app = app
-
-    async def __call__(self, scope, receive, send):
-        if scope['type'] == 'http':
-            auth = dict(scope['headers']).get(b'authorization', b'')
-            if auth != f'Bearer {TOKEN}'.encode():
-                await send({'type': 'http.response.start', 'status': 401,
-                            'headers': [(b'content-type', b'text/plain')]})
-                await send({'type': 'http.response.body', 'body': b'unauthorized'})
-                return
-        await self.app(scope, receive, send)
 
 
 GATE = threading.Event()
@@ -73,8 +50,7 @@ GATE = threading.Event()
 @pytest.fixture(scope='module')
 def server():
     calls: list[tuple[str, dict]] = []
-    mcp = FastMCP('test', transport_security=TransportSecuritySettings(
-        enable_dns_rebinding_protection=False))
+    mcp = fastmcp('test')
 
     @mcp.tool(annotations=ToolAnnotations(readOnlyHint=True))
     def lookup(word: str) -> str:
@@ -113,19 +89,8 @@ def server():
         calls.append(('fail', {}))
         raise ValueError('the tool broke')
 
-    port = _free_port()
-    app = RequireToken(mcp.streamable_http_app())
-    srv = uvicorn.Server(uvicorn.Config(app, host='127.0.0.1', port=port,
-                                        log_level='warning', access_log=False))
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not srv.started:
-        assert time.monotonic() < deadline, 'the MCP server did not start'
-        time.sleep(0.05)
-    yield f'http://127.0.0.1:{port}/mcp', calls
-    srv.should_exit = True
-    thread.join(10)
+    with serve(mcp, TOKEN) as url:
+        yield url, calls
 
 
 def _rpc(harness, method: str, params: dict) -> dict:
@@ -202,7 +167,7 @@ def test_the_models_calls_reach_the_server_and_their_results_the_model(server) -
 
 def test_a_server_down_at_start_leaves_the_others_tools(server) -> None:
     url, calls = server
-    down = f'http://127.0.0.1:{_free_port()}/mcp'
+    down = f'http://127.0.0.1:{free_port()}/mcp'
     toml = (f'[mcp.test]\nurl = "{url}"\ntoken_env = "MCP_TEST_TOKEN"\n'
             f'[mcp.down]\nurl = "{down}"\n')
     task, requests = _run(toml, [

@@ -29,6 +29,7 @@ import time
 import uuid
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -74,10 +75,10 @@ class Llm(Deployment):
         return [json.loads(line) for line in self.requests_file.read_text().splitlines() if line.strip()]
 
 
-@pytest.fixture(scope='module')
-def deployment() -> Iterator[Llm]:
+@contextmanager
+def llm_deployment(turns: list[dict[str, Any]], **settings: str) -> Iterator[Llm]:
     """`cargo lambda watch` on a fresh DynamoDB Local table, the LLM agent on a scripted
-    model, no default participant."""
+    model playing `turns`, no default participant, `settings` added to the environment."""
     endpoint = os.environ.get('HARNESS_TEST_DYNAMODB_ENDPOINT')
     if not endpoint:
         if os.environ.get('HARNESS_TEST_REQUIRE_DYNAMODB'):
@@ -88,13 +89,14 @@ def deployment() -> Iterator[Llm]:
         pytest.fail('cargo-lambda is not installed: pip install -r tests/lambda_watch/requirements.txt')
     port = _free_loopback_port()
     base = f'http://127.0.0.1:{port}'
-    work = Path(tempfile.mkdtemp(prefix='harness-help-reply-')).resolve()
+    work = Path(tempfile.mkdtemp(prefix='harness-llm-watch-')).resolve()
     log = work / 'cargo-lambda-watch.log'
     requests_file = work / 'requests.jsonl'
     script = work / 'script.json'
-    script.write_text(json.dumps({'turns': TURNS, 'request_log': str(requests_file)}))
+    script.write_text(json.dumps({'turns': turns, 'request_log': str(requests_file)}))
     store_env = _store_env('dynamodb', str(work))
-    env = watch_env(path, base, store_env, HARNESS_AGENT='llm', HARNESS_MODEL=f'scripted:{script}')
+    env = watch_env(path, base, store_env, HARNESS_AGENT='llm', HARNESS_MODEL=f'scripted:{script}',
+                    **settings)
     with open(log, 'wb') as out:
         proc = subprocess.Popen(
             ['cargo', 'lambda', 'watch', '--invoke-address', '127.0.0.1',
@@ -118,6 +120,12 @@ def deployment() -> Iterator[Llm]:
 
 
 @pytest.fixture(scope='module')
+def deployment() -> Iterator[Llm]:
+    with llm_deployment(TURNS) as d:
+        yield d
+
+
+@pytest.fixture(scope='module')
 def client(deployment: Llm) -> Iterator[httpx.Client]:
     headers = {**HEADERS, 'X-Participant-Id': PARTICIPANT}
     with httpx.Client(base_url=deployment.watch.base, headers=headers, timeout=REQUEST_TIMEOUT_S) as c:
@@ -131,6 +139,20 @@ def _send_or_log(client: httpx.Client, deployment: Llm, message: dict[str, Any],
         return _send(client, deployment, message, return_immediately)
     except httpx.HTTPError as e:
         pytest.fail(f'SendMessage got no answer: {e!r}\n{deployment.watch.log_tail(200)}')
+
+
+def send_while_streaming(client: httpx.Client, deployment: Llm,
+                         message: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    """A blocking SendMessage, while the stream tool plays the event source mapping (the
+    resume function drives the task); its answer, and how many records were delivered."""
+    delivered = 0
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pending = pool.submit(_send_or_log, client, deployment, message, False)
+        deadline = time.monotonic() + REQUEST_TIMEOUT_S
+        while not pending.done() and time.monotonic() < deadline:
+            delivered += _delivered(deployment.run_tool())
+            time.sleep(0.3)
+        return pending.result(timeout=REQUEST_TIMEOUT_S), delivered
 
 
 def _text(task: dict[str, Any]) -> str | None:
@@ -172,14 +194,7 @@ def test_help_reply_with_return_immediately_completes_through_the_stream(
     # the task settles: the model asks alice, the task waits. Meanwhile the stream tool
     # plays the event source mapping; the request function itself never calls the model.
     first = {'messageId': f'm-{uuid.uuid4()}', 'role': 'ROLE_USER', 'parts': [{'text': 'Paint the shed'}]}
-    delivered = 0
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        pending = pool.submit(_send_or_log, client, deployment, first, False)
-        deadline = time.monotonic() + REQUEST_TIMEOUT_S
-        while not pending.done() and time.monotonic() < deadline:
-            delivered += _delivered(deployment.run_tool())
-            time.sleep(0.3)
-        task = pending.result(timeout=REQUEST_TIMEOUT_S)
+    task, delivered = send_while_streaming(client, deployment, first)
     assert task['status']['state'] == INPUT_REQUIRED, f'{task}\n{_stored(deployment, task["id"])}'
     assert _text(task) == QUESTION, task
     assert delivered >= 1, 'the resume function drove it'
