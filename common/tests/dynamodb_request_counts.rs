@@ -1,9 +1,10 @@
 //! How many DynamoDB requests each operation makes, against DynamoDB Local, and the write
 //! units they consume (`ReturnConsumedCapacity`; a transaction costs twice its items'
 //! units): printed as a table (run with `--nocapture` to see it) and held to the targets:
-//! at most 4 items for an accepted message and 3 for a state transition, besides the
-//! task's listing items (one a member); and ListTasks costs what the caller's own tasks
-//! cost, whatever the size of their tenant.
+//! a new task the agent completes at once is one request, a reply that completes a task
+//! three (its read and one write); a state transition of its own at most 3 items besides
+//! the task's listing items (one a member); and ListTasks costs what the caller's own
+//! tasks cost, whatever the size of their tenant.
 
 mod support;
 
@@ -325,27 +326,48 @@ async fn each_operation_stays_within_its_dynamodb_request_budget() {
         assert_eq!(row.count(&["Scan"]), 0, "{}: no Scan", row.scenario);
     }
 
-    // An accepted message is one write of at most 4 items (the task's head, the message
-    // as a history part, its event, its dedupe item); each state transition after it at
-    // most 3 (head, event, and the status message it replaces, now a history part). Each
-    // adds the task's items in the listing index, one a member (alice: the harness's own
-    // agent is not listed), which move with the status.
+    // A blocking send to an agent that answers at once is one write: the message
+    // accepted (the task's head, the message as a history part, its event, its dedupe
+    // item) and the agent's answer (its event and status message), with the task's
+    // items in the listing index, one a member (alice: the harness's own agent is not
+    // listed). The dedupe check is that write's condition, and the events of the task
+    // it ends get their expiry in it: a new task costs that write alone, a reply the
+    // read of the task (its head and history) besides.
     const MEMBERS: usize = 1;
-    for row in [&rows[0], &rows[3]] {
-        let writes = row.writes();
-        assert!(
-            writes[0] <= 4 + MEMBERS,
-            "{}: accepting the message wrote {:?}",
+    for (row, reads) in [(&rows[0], 0), (&rows[3], 2)] {
+        assert_eq!(
+            row.sent.len(),
+            reads + 1,
+            "{}: {:?}",
             row.scenario,
-            writes
+            row.sent
         );
-        assert!(
-            writes[1..].iter().all(|n| *n <= 3 + MEMBERS),
-            "{}: transitions wrote {:?}",
-            row.scenario,
-            writes
+        assert_eq!(row.count(&["GetItem", "Query"]), reads, "{}", row.scenario);
+        assert_eq!(
+            row.expired(),
+            0,
+            "{}: events expire in the commit",
+            row.scenario
         );
     }
+    assert!(
+        rows[0].writes()[0] <= 4 + 2 + MEMBERS,
+        "a new task wrote {:?}",
+        rows[0].writes()
+    );
+    // A state transition of its own (a cancel) is at most 3 items (head, event, and the
+    // status message it replaces, now a history part) and the members' listing items;
+    // one that ends the task also gives its earlier events (two here) their expiry.
+    assert!(
+        rows[4].writes().iter().all(|n| *n <= 3 + MEMBERS + 2),
+        "a cancel wrote {:?}",
+        rows[4].writes()
+    );
+    assert_eq!(
+        rows[4].expired(),
+        0,
+        "a cancel's events expire in its commit"
+    );
     assert!(
         rows[1].writes().is_empty() && rows[2].writes().is_empty(),
         "reads write nothing"

@@ -1132,6 +1132,58 @@ async fn dynamodb_events_of_a_finished_task_expire_through_the_ttl_attribute() {
     );
 }
 
+/// The commit that ends a task gives its earlier events their expiry in its own
+/// transaction while their keys are known; an event stored in more than one item (a
+/// long message) makes them unknown, and every item of every event gets it after the
+/// commit instead. Either way nothing of the log is left without one.
+#[tokio::test]
+async fn dynamodb_a_long_event_still_expires_with_its_task() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    let Some((store, client, table)) = dynamo().await else {
+        return;
+    };
+    let rec = create(store.as_ref(), "", "m-ttl-long").await;
+    let mut next = rec.clone();
+    let long = Message {
+        message_id: "m-long".into(),
+        role: Role::Agent,
+        parts: vec![Part::text("x".repeat(150 * 1024))],
+        ..Default::default()
+    };
+    let working = set_status(&mut next, TaskState::Working, Some(long), None);
+    let rec = store
+        .commit(&next, rec.version, &[working], None)
+        .await
+        .expect("working");
+    let mut next = rec.clone();
+    let done = set_status(&mut next, TaskState::Completed, None, None);
+    store
+        .commit(&next, rec.version, &[done], None)
+        .await
+        .expect("completed");
+    let out = client
+        .query()
+        .table_name(&table)
+        .key_condition_expression("pk = :pk AND begins_with(sk, :ev)")
+        .expression_attribute_values(":pk", AttributeValue::S(format!("TASK#{}", rec.task.id)))
+        .expression_attribute_values(":ev", AttributeValue::S("EV#".into()))
+        .send()
+        .await
+        .expect("query");
+    let items = out.items();
+    assert!(
+        items.len() > 3,
+        "the long event is in several items: {}",
+        items.len()
+    );
+    assert!(
+        items
+            .iter()
+            .all(|i| i.contains_key(common::store::dynamodb::TTL_ATTRIBUTE)),
+        "every item of the log expires"
+    );
+}
+
 /// Issue 19: with a task retention, every item of a finished task (head, listing items,
 /// history, events, push configs and their count) expires through the TTL attribute that
 /// long after it ended, and a delivery moving a config's cursor keeps its expiry; a

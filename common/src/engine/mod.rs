@@ -33,7 +33,7 @@ use crate::agent::Agent;
 use crate::channels::medium::Media;
 use crate::keyed_lock::KeyedLocks;
 use crate::store::{Store, StoreError, TaskRecord};
-pub use run::{RunError, TaskRun};
+pub use run::{RunError, Staged, TaskRun};
 
 /// Sweeps now and then every `period`, for as long as the engine lives (what
 /// `harness-local` does in place of the scheduled sweeper function).
@@ -82,6 +82,24 @@ pub const SWEEP_BATCH: usize = 100;
 pub const MAX_HANDOVERS: u32 = 10;
 
 const SWEEP_CONCURRENCY: usize = 8;
+
+/// Where a drive starts: the task as stored, the task as the caller just committed it
+/// (not read again), or a write the caller held back for the run to make.
+pub enum Start {
+    Load(String),
+    Fresh(Box<TaskRecord>),
+    Staged(Box<(TaskRecord, Staged)>),
+}
+
+impl Start {
+    fn task_id(&self) -> &str {
+        match self {
+            Start::Load(id) => id,
+            Start::Fresh(rec) => rec.id(),
+            Start::Staged(staged) => staged.0.id(),
+        }
+    }
+}
 
 pub struct Engine {
     store: Arc<dyn Store>,
@@ -186,31 +204,38 @@ impl Engine {
     /// work; the handle resolves when the agent stops (done or waiting), to the task as
     /// the drive left it when it drove it.
     pub fn start(self: &Arc<Self>, task_id: String) -> JoinHandle<Option<TaskRecord>> {
-        self.start_until(task_id, None)
+        self.start_at(Start::Load(task_id), None)
     }
 
-    /// [`start`](Self::start), handing the task over (left runnable for another drive)
-    /// before `deadline`: the end of the Lambda invocation that runs it.
-    pub fn start_until(
+    /// [`start`](Self::start) from `start`, handing the task over (left runnable for
+    /// another drive) before `deadline`: the end of the Lambda invocation that runs it.
+    pub fn start_at(
         self: &Arc<Self>,
-        task_id: String,
+        start: Start,
         deadline: Option<std::time::Instant>,
     ) -> JoinHandle<Option<TaskRecord>> {
         let engine = self.clone();
-        tokio::spawn(async move { engine.drive(&task_id, deadline).await })
+        tokio::spawn(async move {
+            (engine.drive_from(start, deadline).await)
+                .map_err(|e| tracing::warn!(error = %e, "task run ended with an error"))
+                .ok()
+                .flatten()
+        })
     }
 
-    #[tracing::instrument(skip(self))]
-    async fn drive(
+    /// Drives a task whose first write is held back, in a task of its own: the message
+    /// that made it runnable and everything the run does until it waits or ends go to the
+    /// store in one commit. That write fails as a create or commit would (a duplicate
+    /// message, a conflict), and then nothing was stored.
+    pub fn start_staged(
         self: &Arc<Self>,
-        task_id: &str,
+        record: TaskRecord,
+        staged: Staged,
         deadline: Option<std::time::Instant>,
-    ) -> Option<TaskRecord> {
-        self.drive_now(task_id, deadline)
-            .await
-            .map_err(|e| tracing::warn!(error = %e, "task run ended with an error"))
-            .ok()
-            .flatten()
+    ) -> JoinHandle<Result<Option<TaskRecord>, RunError>> {
+        let engine = self.clone();
+        let start = Start::Staged(Box::new((record, staged)));
+        tokio::spawn(async move { engine.drive_from(start, deadline).await })
     }
 
     /// Drives the task here and now (the resume function's work), handing it over before
@@ -221,10 +246,21 @@ impl Engine {
         task_id: &str,
         deadline: Option<std::time::Instant>,
     ) -> Result<Option<TaskRecord>, RunError> {
+        self.drive_from(Start::Load(task_id.to_owned()), deadline)
+            .await
+    }
+
+    #[tracing::instrument(skip_all, fields(task_id = start.task_id()))]
+    async fn drive_from(
+        &self,
+        start: Start,
+        deadline: Option<std::time::Instant>,
+    ) -> Result<Option<TaskRecord>, RunError> {
         let mut created = Vec::new();
+        let task_id = start.task_id().to_owned();
         let last = self
             .running
-            .run(task_id, self.drive_locked(task_id, deadline, &mut created))
+            .run(&task_id, self.drive_locked(start, deadline, &mut created))
             .await?;
         if let Some(ended) = last.as_ref().filter(|r| r.state().is_terminal()) {
             self.wake_parents(ended).await?;
@@ -248,16 +284,26 @@ impl Engine {
     /// The tasks the run created for participants are added to `created`.
     async fn drive_locked(
         &self,
-        task_id: &str,
+        start: Start,
         deadline: Option<std::time::Instant>,
         created: &mut Vec<TaskRecord>,
     ) -> Result<Option<TaskRecord>, RunError> {
-        let record = self.store.load_task(task_id).await?.ok_or(RunError::Gone)?;
+        let (record, staged) = match start {
+            Start::Load(id) => (self.store.load_task(&id).await?, None),
+            Start::Fresh(record) => (Some(*record), None),
+            Start::Staged(staged) => (Some(staged.0), Some(staged.1)),
+        };
+        let record = record.ok_or(RunError::Gone)?;
         if record.state().is_terminal() {
             return Ok(Some(record));
         }
-        let Some(record) = self.claim(record).await? else {
-            return Ok(None);
+        // A staged record holds this engine's lease in the write it has yet to make.
+        let record = match staged {
+            Some(_) => record,
+            None => match self.claim(record).await? {
+                Some(record) => record,
+                None => return Ok(None),
+            },
         };
         // The message the run answers: the last one a client sent.
         let input = record
@@ -270,9 +316,16 @@ impl Engine {
             .unwrap_or_default();
         let mut run =
             TaskRun::new(self.store.clone(), record).leased(&self.owner, self.lease_ttl, deadline);
+        if let Some(staged) = staged {
+            run = run.staged(staged);
+        }
         run.remotes = self.remotes.clone();
         let outcome = self.agent.run(&mut run, &input).await;
         created.append(&mut run.created);
+        if run.is_staged() && outcome.is_err() {
+            // Nothing stored: the failure is the caller's to answer, with nothing to undo.
+            return outcome.map(|()| None);
+        }
         match outcome {
             // Cut off: handed over, which the release below makes the wake-up.
             Ok(()) | Err(RunError::Ended(_)) | Err(RunError::CutOff) => {}

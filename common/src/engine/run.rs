@@ -3,6 +3,11 @@
 //! someone else (a cancel) is seen on the retry. A run holding the task's lease renews it
 //! with every commit and gives it up in the commit that leaves the task terminal or
 //! waiting for input; a run that must stop early hands the task over (`hand_over`).
+//!
+//! A run may start from a write held back ([`Staged`]): the message that made the task
+//! runnable, not yet stored. Its changes then stay in memory until the run waits on
+//! something (`keeping_lease`) or ends, and go to the store in one commit with the
+//! message: an agent that answers at once costs a send one write.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -10,7 +15,7 @@ use std::time::{Duration, Instant};
 use super::lease::Lease;
 use super::transition;
 use crate::a2a::{Artifact, Message, StreamResponse, TaskState};
-use crate::store::{Store, StoreError, TaskRecord};
+use crate::store::{InboundMessage, Store, StoreError, TaskRecord};
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum RunError {
@@ -30,9 +35,21 @@ pub enum RunError {
     Store(#[from] StoreError),
 }
 
+/// A write a run holds back: the message that made the task runnable, with the events
+/// of the change it caused and of the run's changes since. The record it starts from is
+/// stored at `base`, or not at all yet (`None`: a new task).
+#[derive(Debug, Clone)]
+pub struct Staged {
+    pub base: Option<u64>,
+    pub events: Vec<StreamResponse>,
+    pub message: InboundMessage,
+}
+
 pub struct TaskRun {
     store: Arc<dyn Store>,
     record: TaskRecord,
+    /// The write not yet made, when the run started from one ([`Staged`]).
+    staged: Option<Staged>,
     /// The lease this run holds: its owner and how long each renewal lasts.
     lease: Option<(String, Duration)>,
     /// When the invocation running this must have stopped.
@@ -61,6 +78,7 @@ impl TaskRun {
         TaskRun {
             store,
             record,
+            staged: None,
             lease: None,
             deadline: None,
             handed_over: false,
@@ -68,6 +86,38 @@ impl TaskRun {
             remotes: None,
             poll_after: None,
         }
+    }
+
+    /// The run starts from `staged`, a write not yet made, which its first commit makes.
+    pub fn staged(mut self, staged: Staged) -> Self {
+        self.staged = Some(staged);
+        self
+    }
+
+    /// Whether the run has stored nothing yet: a failure leaves no trace to clean up.
+    pub fn is_staged(&self) -> bool {
+        self.staged.is_some()
+    }
+
+    /// Makes the write held back, if any, with every change since in it.
+    pub async fn flush(&mut self) -> Result<(), RunError> {
+        let Some(staged) = self.staged.take() else {
+            return Ok(());
+        };
+        let message = Some(&staged.message);
+        self.record = match staged.base {
+            None => {
+                (self.store)
+                    .create_task(&self.record, &staged.events, message)
+                    .await?
+            }
+            Some(base) => {
+                (self.store)
+                    .commit(&self.record, base, &staged.events, message)
+                    .await?
+            }
+        };
+        Ok(())
     }
 
     /// The run holds the task's lease as `owner`; every commit renews it for `ttl`.
@@ -90,7 +140,8 @@ impl TaskRun {
     }
 
     /// Gives up the lease (if the run still holds it); a handed-over task that still
-    /// has work is left runnable, which is its wake-up. Returns the task as left.
+    /// has work is left runnable, which is its wake-up. Returns the task as left, stored
+    /// (a write held back is made now, with the release in it).
     pub async fn release(mut self) -> Result<TaskRecord, RunError> {
         if self.owns_lease(&self.record) {
             let hand_over = self.handed_over;
@@ -108,6 +159,7 @@ impl TaskRun {
             })
             .await?;
         }
+        self.flush().await?;
         Ok(self.record)
     }
 
@@ -127,6 +179,8 @@ impl TaskRun {
         &mut self,
         work: impl std::future::Future<Output = T>,
     ) -> Result<T, RunError> {
+        // What the run did so far is stored before it waits.
+        self.flush().await?;
         let Some(ttl) = self.lease.as_ref().map(|(_, ttl)| *ttl) else {
             return Ok(work.await);
         };
@@ -201,23 +255,41 @@ impl TaskRun {
         .await
     }
 
+    /// `change` applied to `base`, with the lease as the commit leaves it: renewed by
+    /// every commit, given up with the one that leaves nothing to do.
+    fn changed(
+        &self,
+        base: &TaskRecord,
+        change: impl Fn(&mut TaskRecord) -> Vec<StreamResponse>,
+    ) -> (TaskRecord, Vec<StreamResponse>) {
+        let mut next = base.clone();
+        let events = change(&mut next);
+        if let (Some((owner, ttl)), true) = (&self.lease, self.owns_lease(&next)) {
+            let done = next.state().is_terminal() || next.state() == TaskState::InputRequired;
+            next.lease = (!done).then(|| Lease::new(owner, *ttl));
+        }
+        (next, events)
+    }
+
     /// Commits `change` (and the events it returns) at the version read. On a conflict it
     /// reloads, stops if the task has ended, and otherwise applies the change again to
-    /// the fresh record.
+    /// the fresh record. A run with a write held back adds the change to it instead.
     pub async fn apply(
         &mut self,
         change: impl Fn(&mut TaskRecord) -> Vec<StreamResponse>,
     ) -> Result<(), RunError> {
+        if self.staged.is_some() {
+            let (next, events) = self.changed(&self.record, &change);
+            if let Some(staged) = self.staged.as_mut() {
+                staged.events.extend(events);
+            }
+            self.record = next;
+            return Ok(());
+        }
         let mut base = self.record.clone();
         let mut attempt = 0;
         loop {
-            let mut next = base.clone();
-            let events = change(&mut next);
-            if let (Some((owner, ttl)), true) = (&self.lease, self.owns_lease(&next)) {
-                // Renewed by every commit; given up with the one that leaves nothing to do.
-                let done = next.state().is_terminal() || next.state() == TaskState::InputRequired;
-                next.lease = (!done).then(|| Lease::new(owner, *ttl));
-            }
+            let (next, events) = self.changed(&base, &change);
             match self.store.commit(&next, base.version, &events, None).await {
                 Ok(stored) => {
                     if let Some((owner, _)) = &self.lease {

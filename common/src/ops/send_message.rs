@@ -25,6 +25,7 @@ use crate::engine::follow::{follow, EventStream, Follow};
 use crate::engine::transition::{
     accept_message, agent_message, await_assignee, created, new_id, new_task, set_status, view,
 };
+use crate::engine::{RunError, Staged, Start};
 use crate::ext::channel::{self as channel_part, ChannelMessage};
 use crate::ext::task::{
     envelope_of, Participant, ParticipantKind, Role, TaskEnvelope, TaskExtension,
@@ -267,39 +268,78 @@ async fn intake(
         h.notifier()?.check(push)?;
     }
 
-    if let Some(task_id) = (h.store)
-        .message_task(&tenant, &sender, &message.message_id)
-        .await?
-    {
-        return Ok(accepted(
-            duplicate(h, &tenant, &task_id, &message, caller).await?,
-        ));
+    // A command may act before its write: a copy of one is caught first. Any other copy
+    // is caught by the write itself (the message's dedupe item is in it, on the
+    // condition that it is new), or, on a task, by its history.
+    if command.is_some() {
+        if let Some(task_id) = (h.store)
+            .message_task(&tenant, &sender, &message.message_id)
+            .await?
+        {
+            return Ok(accepted(
+                duplicate(h, &tenant, &task_id, &message, caller).await?,
+            ));
+        }
     }
 
-    let outcome = if let (Some(command), true) = (&command, message.task_id.is_empty()) {
-        command_without_task(h, &tenant, message.clone(), &sender, command).await
-    } else if message.task_id.is_empty() {
-        let ext = (envelope.as_ref())
-            .map(|e| e.starting(&h.config.agent_id))
-            .transpose()?;
-        let new = NewTask {
-            push: push.is_some(),
-            sender: &sender,
-            ext,
-            inline,
+    // A blocking send to an agent that answers at once holds its write back for the run,
+    // which makes it with its own: one commit for the message and the answer.
+    let mut stage = matches!(op, Operation::SendMessage)
+        && inline
+        && !config.returns_immediately()
+        && h.engine.agent().drives_quickly()
+        && push.is_none()
+        && command.is_none();
+    let outcome = loop {
+        let outcome = if let (Some(command), true) = (&command, message.task_id.is_empty()) {
+            command_without_task(h, &tenant, message.clone(), &sender, command).await
+        } else if message.task_id.is_empty() {
+            let ext = (envelope.as_ref())
+                .map(|e| e.starting(&h.config.agent_id))
+                .transpose()?;
+            let new = NewTask {
+                push: push.is_some(),
+                sender: &sender,
+                ext,
+                inline,
+                stage,
+            };
+            start_task(h, &tenant, message.clone(), new).await
+        } else {
+            let on = Sender {
+                id: &sender,
+                caller,
+                push: push.as_ref(),
+                channel: channel.as_ref(),
+                envelope: envelope.as_ref(),
+                command: command.as_ref(),
+                inline,
+                stage,
+            };
+            continue_task(h, &tenant, message.clone(), on).await
         };
-        start_task(h, &tenant, message.clone(), new).await
-    } else {
-        let on = Sender {
-            id: &sender,
-            caller,
-            push: push.as_ref(),
-            channel: channel.as_ref(),
-            envelope: envelope.as_ref(),
-            command: command.as_ref(),
-            inline,
+        let Ok(Stored::Staged {
+            record,
+            staged,
+            replay_from,
+        }) = outcome
+        else {
+            break outcome;
         };
-        continue_task(h, &tenant, message.clone(), on).await
+        match drive_staged(h, *record, *staged, caller).await {
+            Ok(record) => {
+                break Ok(Stored::Task {
+                    record: Box::new(record),
+                    runnable: false,
+                    replay_from,
+                    settled: false,
+                })
+            }
+            // Someone wrote to the task between its read and the run's write: the
+            // message is taken in the ordinary way, its write first.
+            Err(IntakeError::Store(StoreError::Conflict { .. })) => stage = false,
+            Err(e) => break Err(e),
+        }
     };
     match outcome {
         Ok(Stored::Direct(reply)) => Ok(accepted(Intake::Direct(*reply))),
@@ -310,19 +350,25 @@ async fn intake(
             settled,
         }) => {
             let record = *record;
-            if let Some(push) = push {
+            // The drive starts from the record as committed, unless attaching the
+            // webhook wrote the task again.
+            let start = if let Some(push) = push {
                 push_config::attach(h, record.clone(), push, &sender, replay_from).await?;
-            }
-            let run = runnable.then(|| {
-                h.engine
-                    .start_until(record.task.id.clone(), caller.deadline)
-            });
+                Start::Load(record.task.id.clone())
+            } else {
+                Start::Fresh(Box::new(record.clone()))
+            };
+            let run = runnable.then(|| h.engine.start_at(start, caller.deadline));
             Ok(accepted(Intake::Stored {
                 record,
                 run,
                 replay_from,
                 settled,
             }))
+        }
+        // Not reached: the loop above makes every write held back.
+        Ok(Stored::Staged { .. }) => {
+            Err(StoreError::Unavailable("a write was held back".into()).into())
         }
         // Two copies of one message raced; the other stored it first.
         Err(IntakeError::Store(StoreError::DuplicateMessage { task_id, .. })) => Ok(accepted(
@@ -336,6 +382,13 @@ async fn intake(
 /// What was stored for a message that is not a duplicate.
 enum Stored {
     Direct(Box<Message>),
+    /// Nothing yet: the task as the message leaves it and the write held back, which the
+    /// run makes with its own (see [`drive_staged`]).
+    Staged {
+        record: Box<TaskRecord>,
+        staged: Box<Staged>,
+        replay_from: u64,
+    },
     /// The task after the message, whether the message gives its agent work, the task's
     /// last seq before it, and whether what it caused is all there is to stream.
     Task {
@@ -357,6 +410,8 @@ struct Sender<'a> {
     command: Option<&'a Invoked>,
     /// Whether a run it makes possible starts in this request.
     inline: bool,
+    /// Whether that run makes the message's write (it answers at once).
+    stage: bool,
 }
 
 /// What a message that starts a task brings.
@@ -365,6 +420,7 @@ struct NewTask<'a> {
     sender: &'a str,
     ext: Option<TaskExtension>,
     inline: bool,
+    stage: bool,
 }
 
 enum IntakeError {
@@ -432,6 +488,18 @@ async fn start_task(
         sender: new.sender.into(),
         message,
     };
+    if runs && new.inline && new.stage {
+        let staged = Staged {
+            base: None,
+            events: vec![created(&record)],
+            message: inbound,
+        };
+        return Ok(Stored::Staged {
+            record: Box::new(record),
+            staged: Box::new(staged),
+            replay_from: 0,
+        });
+    }
     let record = h
         .store
         .create_task(&record, &[created(&record)], Some(&inbound))
@@ -648,6 +716,21 @@ async fn continue_task(
             sender: from.id.into(),
             message: message.clone(),
         };
+        if runnable && from.stage {
+            if pending.is_some() {
+                crate::metrics::record(crate::metrics::Event::HelpAnswered);
+            }
+            let staged = Staged {
+                base: Some(current.version),
+                events,
+                message: inbound,
+            };
+            return Ok(Stored::Staged {
+                record: Box::new(next),
+                staged: Box::new(staged),
+                replay_from: current.last_seq,
+            });
+        }
         match h
             .store
             .commit(&next, current.version, &events, Some(&inbound))
@@ -674,6 +757,26 @@ async fn continue_task(
             }
             Err(e) => return Err(e.into()),
         }
+    }
+}
+
+/// Runs the agent on `record` from the write held back, which the run makes with its
+/// own; the task as stored. Nothing is stored when it fails.
+async fn drive_staged(
+    h: &Harness,
+    record: TaskRecord,
+    staged: Staged,
+    caller: &Caller,
+) -> Result<TaskRecord, IntakeError> {
+    let stopped = |why: String| IntakeError::Store(StoreError::Unavailable(why));
+    match h.engine.start_staged(record, staged, caller.deadline).await {
+        Ok(Ok(Some(record))) => Ok(record),
+        Ok(Ok(None)) => Err(stopped(
+            "the task's run stopped before it stored the task".into(),
+        )),
+        Ok(Err(RunError::Store(e))) => Err(e.into()),
+        Ok(Err(e)) => Err(stopped(format!("the task's run failed: {e}"))),
+        Err(e) => Err(stopped(format!("the task's run failed: {e}"))),
     }
 }
 

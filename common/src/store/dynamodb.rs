@@ -81,6 +81,12 @@ pub const TTL_ATTRIBUTE: &str = "expires_at";
 const PUSH_COUNT: &str = "COUNT#PUSH";
 /// A head's mark that the listing index holds its members.
 const LISTED: &str = "listed";
+/// On a head: 1 when an event of the task was stored in more than one item, 0 when none
+/// was (absent on heads written before it was kept).
+const EVENTS_CHUNKED: &str = "ev_chunked";
+/// How many earlier events a commit that ends a task gives their expiry itself; a task
+/// with more has them given it after the commit (a Query and batch writes).
+const EXPIRE_IN_COMMIT: u64 = 32;
 
 type Item = HashMap<String, AttributeValue>;
 
@@ -382,6 +388,15 @@ fn to_json<T: serde::Serialize>(v: &T) -> Result<String, StoreError> {
 }
 
 /// A task from its head item, without its parts, and the counts of those.
+/// A commit's transaction, and what it leaves to do.
+struct CommitPlan {
+    items: Vec<TransactWriteItem>,
+    /// Whether an event of the task is stored in more than one item, as the head says.
+    chunked: Option<bool>,
+    /// The commit ends the task, and its items get their expiry after it.
+    expire_after: bool,
+}
+
 fn decode_head(item: &Item) -> Result<(TaskRecord, Counts), StoreError> {
     let (mut rec, counts) = layout::decode_head(get_s(item, "record")?)?;
     rec.version = get_n(item, "version")?;
@@ -393,6 +408,7 @@ fn task_item(
     rec: &TaskRecord,
     head: &str,
     expires: Option<&AttributeValue>,
+    events_chunked: Option<bool>,
 ) -> Result<Item, StoreError> {
     let mut item = HashMap::from([
         ("pk".into(), s(task_pk(&rec.task.id))),
@@ -406,6 +422,9 @@ fn task_item(
     ]);
     if let Some(at) = expires {
         item.insert(TTL_ATTRIBUTE.into(), at.clone());
+    }
+    if let Some(chunked) = events_chunked {
+        item.insert(EVENTS_CHUNKED.into(), n(u64::from(chunked)));
     }
     // The sweeper's sparse index holds a task only while a drive holds its lease, or
     // while it waits on the wake-up this write is.
@@ -629,14 +648,8 @@ impl DynamoStore {
     /// configs and their count, which later writes may change) get their expiry by an
     /// update, so nothing newer is put over.
     async fn expire_finished(&self, rec: &TaskRecord) -> Result<(), StoreError> {
-        let events_expire = Timestamp::now().millis() / 1000 + self.retention.as_secs() as i64;
         let task_expires = self.expiry(rec);
-        let events_expire = match &task_expires {
-            Some(AttributeValue::N(at)) => at
-                .parse()
-                .map_or(events_expire, |at: i64| at.min(events_expire)),
-            _ => events_expire,
-        };
+        let events_expire = self.events_expiry(rec);
         let mut start: Option<Item> = None;
         loop {
             let query = self
@@ -686,6 +699,26 @@ impl DynamoStore {
         }
     }
 
+    /// When a finished task's events expire: the retention period from now, or with the
+    /// task when that is sooner.
+    fn events_expiry(&self, rec: &TaskRecord) -> i64 {
+        let events_expire = Timestamp::now().millis() / 1000 + self.retention.as_secs() as i64;
+        match &self.expiry(rec) {
+            Some(AttributeValue::N(at)) => at
+                .parse()
+                .map_or(events_expire, |at: i64| at.min(events_expire)),
+            _ => events_expire,
+        }
+    }
+
+    /// [`Self::expire_finished`], best effort: a log that keeps its events is still
+    /// correct, only longer-lived.
+    async fn expire_finished_logged(&self, rec: &TaskRecord) {
+        if let Err(e) = self.expire_finished(rec).await {
+            tracing::warn!(task_id = %rec.task.id, error = %e, "could not set the expiry of a finished task's events");
+        }
+    }
+
     /// Sets the expiry of the item `sk` of task `task_id`, if it is still there.
     async fn expire_item(
         &self,
@@ -718,11 +751,13 @@ impl DynamoStore {
 
     /// The puts of a commit's events. An event of a task with webhooks carries `push`, so
     /// the notifier function's stream filter passes it and nothing else.
+    /// Their items expire at `expires` when given (the commit ends the task).
     fn event_puts(
         &self,
         rec: &TaskRecord,
         first_seq: u64,
         events: &[StreamResponse],
+        expires: Option<i64>,
     ) -> Result<Vec<TransactWriteItem>, StoreError> {
         let mut puts = Vec::new();
         for (i, e) in events.iter().enumerate() {
@@ -733,11 +768,44 @@ impl DynamoStore {
             if rec.push {
                 item.insert("push".into(), AttributeValue::Bool(true));
             }
+            if let Some(at) = expires {
+                item.insert(TTL_ATTRIBUTE.into(), n(at));
+            }
             for item in chunked(item, &to_json(e)?, rec.version) {
                 puts.push(put(&self.table, item, "attribute_not_exists(pk)", None)?);
             }
         }
         Ok(puts)
+    }
+
+    /// In a commit that ends the task: the expiry of the events before `first_seq`, one
+    /// update each, when their keys are known (none of them was chunked) and they are
+    /// few; None when they are given it after the commit ([`Self::expire_finished`]).
+    fn earlier_events_expiry(
+        &self,
+        rec: &TaskRecord,
+        first_seq: u64,
+        at: i64,
+    ) -> Result<Option<Vec<TransactWriteItem>>, StoreError> {
+        let known = rec.stored.events_chunked == Some(false) || first_seq == 0;
+        if !known || first_seq > EXPIRE_IN_COMMIT || self.task_retention.is_some() {
+            return Ok(None);
+        }
+        (0..first_seq)
+            .map(|seq| {
+                let update = Update::builder()
+                    .table_name(&self.table)
+                    .key("pk", s(task_pk(&rec.task.id)))
+                    .key("sk", s(event_sk(seq)))
+                    .update_expression("SET #ttl = :at")
+                    .expression_attribute_names("#ttl", TTL_ATTRIBUTE)
+                    .expression_attribute_values(":at", n(at))
+                    .build()
+                    .map_err(corrupt)?;
+                Ok(TransactWriteItem::builder().update(update).build())
+            })
+            .collect::<Result<_, _>>()
+            .map(Some)
     }
 
     /// The puts of the parts a commit changed: history messages and turns are new items
@@ -832,6 +900,10 @@ impl DynamoStore {
                 self.write_out_inline_parts(&mut rec).await?;
             }
             rec.stored.listing = item.contains_key(LISTED).then(|| Listing::of(&rec));
+            rec.stored.events_chunked = item
+                .get(EVENTS_CHUNKED)
+                .and_then(|v| v.as_n().ok())
+                .map(|v| v != "0");
         }
         Ok(Some(rec))
     }
@@ -883,7 +955,10 @@ impl DynamoStore {
     }
 
     /// The items of a commit of `rec`: its head first, put on `condition` (an expression
-    /// and its values).
+    /// and its values), the message (when given) last. A commit that ends the task gives
+    /// its events their expiry, and the earlier ones theirs when it can (see
+    /// [`Self::earlier_events_expiry`]); the plan says whether the task's items still
+    /// need theirs after it.
     fn commit_items(
         &self,
         rec: &TaskRecord,
@@ -892,12 +967,28 @@ impl DynamoStore {
         first_seq: u64,
         events: &[StreamResponse],
         message: Option<&InboundMessage>,
-    ) -> Result<Vec<TransactWriteItem>, StoreError> {
-        let head = task_item(rec, &split.head, self.expiry(rec).as_ref())?;
+    ) -> Result<CommitPlan, StoreError> {
+        let ends = ended_by(events).is_some();
+        let at = ends.then(|| self.events_expiry(rec));
+        let event_items = self.event_puts(rec, first_seq, events, at)?;
+        let chunked = (rec
+            .stored
+            .events_chunked
+            .or((first_seq == 0).then_some(false)))
+        .map(|was| was || event_items.len() > events.len());
+        let head = task_item(rec, &split.head, self.expiry(rec).as_ref(), chunked)?;
         let mut items = vec![put(&self.table, head, condition, values)?];
         items.extend(self.part_puts(rec, &split.parts)?);
         items.extend(self.listing_writes(rec, split)?);
-        items.extend(self.event_puts(rec, first_seq, events)?);
+        items.extend(event_items);
+        let earlier = match at {
+            Some(at) => self.earlier_events_expiry(rec, first_seq, at)?,
+            None => Some(Vec::new()),
+        };
+        let fits = |extra: usize| items.len() + extra < MAX_TRANSACTION_ITEMS;
+        let earlier = earlier.filter(|e| fits(e.len()));
+        let expire_after = ends && earlier.is_none();
+        items.extend(earlier.unwrap_or_default());
         if let Some(m) = message {
             items.push(self.message_put(m, &rec.task.id)?);
         }
@@ -907,7 +998,11 @@ impl DynamoStore {
         if items.len() > MAX_TRANSACTION_ITEMS || bytes > MAX_TRANSACTION_BYTES {
             return Err(StoreError::TooLarge(rec.task.id.clone()));
         }
-        Ok(items)
+        Ok(CommitPlan {
+            items,
+            chunked,
+            expire_after,
+        })
     }
 
     /// The listing index's writes in a commit of `rec`: every member's item again when
@@ -1244,10 +1339,14 @@ impl Store for DynamoStore {
         let mut rec = record.created(events.len());
         let split = layout::split(&rec)?;
         let condition = "attribute_not_exists(pk)";
-        let items = self.commit_items(&rec, &split, (condition, None), 0, events, message)?;
-        counting_conflicts(self.transact(items, &rec.task.id, 0, message).await)?;
+        let plan = self.commit_items(&rec, &split, (condition, None), 0, events, message)?;
+        counting_conflicts(self.transact(plan.items, &rec.task.id, 0, message).await)?;
         rec.stored = split.stored;
+        rec.stored.events_chunked = plan.chunked;
         self.signals.created(&rec, ended_by(events));
+        if plan.expire_after {
+            self.expire_finished_logged(&rec).await;
+        }
         Ok(rec)
     }
 
@@ -1266,21 +1365,16 @@ impl Store for DynamoStore {
         ]);
         let condition = "version = :v AND last_seq = :s";
         let head = (condition, Some(values));
-        let items = self.commit_items(&rec, &split, head, first_seq, events, message)?;
+        let plan = self.commit_items(&rec, &split, head, first_seq, events, message)?;
         counting_conflicts(
-            self.transact(items, &rec.task.id, expected_version, message)
+            self.transact(plan.items, &rec.task.id, expected_version, message)
                 .await,
         )?;
         rec.stored = split.stored;
+        rec.stored.events_chunked = plan.chunked;
         self.signals.committed(&rec, ended_by(events));
-        let finished = events
-            .iter()
-            .any(|e| e.status_update.is_some() && e.state().is_some_and(|s| s.is_terminal()));
-        if finished {
-            // Best effort: a log that keeps its events is still correct, only longer-lived.
-            if let Err(e) = self.expire_finished(&rec).await {
-                tracing::warn!(task_id = %rec.task.id, error = %e, "could not set the expiry of a finished task's events");
-            }
+        if plan.expire_after {
+            self.expire_finished_logged(&rec).await;
         }
         Ok(rec)
     }

@@ -106,6 +106,10 @@ pub struct Stored {
     /// What the store's listing index holds of the task; None when unknown (a store
     /// without such an index, or a task written before it): the next commit writes it all.
     pub listing: Option<Listing>,
+    /// Whether an event of the task was stored in more than one item; None when unknown
+    /// (a task written before the store kept count): its events' keys cannot be told
+    /// from its last seq alone.
+    pub events_chunked: Option<bool>,
 }
 
 /// What a listing index keeps of a task: who may list it, and where it sorts and filters.
@@ -294,6 +298,7 @@ pub fn split(rec: &TaskRecord) -> Result<Split, StoreError> {
             status,
             partial: false,
             listing: Some(Listing::of(rec)),
+            events_chunked: rec.stored.events_chunked,
         },
     })
 }
@@ -439,6 +444,7 @@ pub fn attach(
             status,
             partial: false,
             listing: None,
+            events_chunked: None,
         }
     } else {
         Stored {
