@@ -319,7 +319,12 @@ pub fn emit_metrics(sink: &MetricsSink) {
 /// A function's router: `endpoint`, printing each invocation's metrics once its response
 /// is done (a stream's when it ends).
 pub fn app(harness: Arc<Harness>, endpoint: Endpoint, sink: MetricsSink) -> axum::Router {
-    server::router(harness, endpoint).layer(axum::middleware::from_fn(
+    with_metrics(server::router(harness, endpoint), sink)
+}
+
+/// `router` emitting each invocation's metrics when its response ends.
+fn with_metrics(router: axum::Router, sink: MetricsSink) -> axum::Router {
+    router.layer(axum::middleware::from_fn(
         move |req: axum::extract::Request, next: axum::middleware::Next| {
             let sink = sink.clone();
             async move {
@@ -389,6 +394,16 @@ pub async fn run(endpoint: Endpoint, streaming: bool) -> Result<(), Error> {
     } else {
         lambda_http::run(app).await
     }
+}
+
+/// A function that serves only reads (the agent card, GetTask, ListTasks, the push
+/// config reads, the extended card): a [`Harness::reader`] on [`crate::ops::Reads`], with
+/// no secrets read, so it links no agent, model, secrets client or webhook delivery.
+pub async fn run_reader(endpoint: Endpoint) -> Result<(), Error> {
+    start()?;
+    let harness = Harness::reader(store_from_env().await?, config_from_env()?)?;
+    let app = server::router_for::<crate::ops::Reads>(harness, endpoint);
+    lambda_http::run(with_metrics(app, stdout_metrics())).await
 }
 
 /// The resume function: DynamoDB stream batches in, drives, batch item failures out.

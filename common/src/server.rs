@@ -23,7 +23,7 @@ use crate::a2a::headers::{self, EXTENSIONS_HEADER};
 use crate::a2a::sse::Framing;
 use crate::a2a::{jsonrpc, rest, A2aError};
 use crate::auth::AuthError;
-use crate::ops::{execute, Answer, Harness, Operation};
+use crate::ops::{All, Answer, Harness, Operation, Operations};
 
 const AGENT_CARD_PATH: &str = "/.well-known/agent-card.json";
 const METRICS_PATH: &str = "/metrics";
@@ -70,13 +70,19 @@ impl Endpoint {
 /// peer address, so it applies when served with
 /// `into_make_service_with_connect_info::<SocketAddr>()`.
 pub fn router(h: Arc<Harness>, endpoint: Endpoint) -> Router {
+    router_for::<All>(h, endpoint)
+}
+
+/// [`router`] running the operations `E` runs: a function that serves only reads is
+/// built on [`crate::ops::Reads`].
+pub fn router_for<E: Operations>(h: Arc<Harness>, endpoint: Endpoint) -> Router {
     let limiter = NonZeroU32::new(h.config.rate_limit_per_minute)
         .map(|n| Arc::new(RateLimiter::keyed(Quota::per_minute(n))));
     let mut router = Router::new();
     if endpoint.card() {
         router = router.route(AGENT_CARD_PATH, get(agent_card));
     }
-    if endpoint == Endpoint::All && h.config.metrics_endpoint {
+    if E::WRITES && endpoint == Endpoint::All && h.config.metrics_endpoint {
         // The local server's metrics; a Lambda function prints its own (EMF) instead.
         router = router.route(METRICS_PATH, get(metrics));
     }
@@ -84,17 +90,17 @@ pub fn router(h: Arc<Harness>, endpoint: Endpoint) -> Router {
         // The inbox is static, like the card: the same function serves both on AWS.
         router = router.merge(crate::ui::routes(&h.config.auth));
     }
-    if endpoint.answers() {
+    if E::WRITES && endpoint.answers() {
         router = router.merge(crate::ui::answer_routes());
     }
-    if matches!(endpoint, Endpoint::All | Endpoint::RemoteCallback) {
+    if E::WRITES && matches!(endpoint, Endpoint::All | Endpoint::RemoteCallback) {
         // Authenticated by the link's token, not a participant's.
         router = router.merge(crate::remote::callback::routes());
     }
     router
         .fallback(
             move |State(h): State<Arc<Harness>>, req: Request| async move {
-                a2a(&h, endpoint, req).await
+                a2a::<E>(&h, endpoint, req).await
             },
         )
         .layer(middleware::from_fn_with_state(limiter, rate_limit))
@@ -222,14 +228,14 @@ fn base_path(url: &str) -> &str {
         .unwrap_or("")
 }
 
-async fn a2a(h: &Harness, endpoint: Endpoint, req: Request) -> Response {
+async fn a2a<E: Operations>(h: &Harness, endpoint: Endpoint, req: Request) -> Response {
     let path = relative_path(h, req.uri().path()).to_owned();
     if endpoint.json_rpc() && req.method() == Method::POST && (path.is_empty() || path == "/") {
-        return json_rpc(h, req).await;
+        return json_rpc::<E>(h, req).await;
     }
     match rest::route(req.method(), &path) {
         Some((tenant, route)) if endpoint.rest(route.operation()) => {
-            rest_call(h, req, tenant, route).await
+            rest_call::<E>(h, req, tenant, route).await
         }
         _ => rest_error(
             h,
@@ -406,7 +412,7 @@ fn sse(
     resp
 }
 
-async fn json_rpc(h: &Harness, req: Request) -> Response {
+async fn json_rpc<E: Operations>(h: &Harness, req: Request) -> Response {
     let started = std::time::Instant::now();
     let (parts, body) = req.into_parts();
     let verified = match authenticate(h, &parts, true).await {
@@ -445,7 +451,7 @@ async fn json_rpc(h: &Harness, req: Request) -> Response {
         Ok(c) => c,
         Err(e) => return rpc_error(&id, &e),
     };
-    let resp = match execute(h, call, &caller).await {
+    let resp = match E::execute(h, call, &caller).await {
         Ok(Answer::Json(result)) => text_response(
             StatusCode::OK,
             "application/json",
@@ -469,7 +475,12 @@ fn rest_error_as(h: &Harness, e: &A2aError, status: StatusCode) -> Response {
     json_response(status, h.config.rest_content_type.as_str(), &body)
 }
 
-async fn rest_call(h: &Harness, req: Request, tenant: String, route: rest::Route) -> Response {
+async fn rest_call<E: Operations>(
+    h: &Harness,
+    req: Request,
+    tenant: String,
+    route: rest::Route,
+) -> Response {
     let started = std::time::Instant::now();
     let (parts, body) = req.into_parts();
     let verified = match authenticate(h, &parts, false).await {
@@ -502,7 +513,7 @@ async fn rest_call(h: &Harness, req: Request, tenant: String, route: rest::Route
         Ok(c) => c,
         Err(e) => return rest_error(h, &e),
     };
-    let resp = match execute(h, call, &caller).await {
+    let resp = match E::execute(h, call, &caller).await {
         Ok(Answer::Json(v)) => text_response(
             StatusCode::OK,
             h.config.rest_content_type.as_str(),

@@ -56,8 +56,37 @@ impl Harness {
         Self::with_commands(store, agent, config, CommandRegistry::builtin())
     }
 
-    /// A harness with these commands (the built-ins plus your own, say).
+    /// A harness with these commands (the built-ins plus your own, say), its background
+    /// work started: in-process webhook deliveries and wake-ups, when configured.
     pub fn with_commands(
+        store: Arc<dyn Store>,
+        agent: Arc<dyn crate::agent::Agent>,
+        config: Config,
+        commands: CommandRegistry,
+    ) -> Result<Arc<Self>, String> {
+        let h = Self::assemble(store, agent, config, commands)?;
+        if let (Some(notifier), true) = (&h.notifier, h.config.push_in_process) {
+            tokio::spawn(notifier.clone().watch(h.store.pushes()));
+        }
+        if h.config.detached_runs {
+            h.engine.watch_wakeups();
+        }
+        Ok(h)
+    }
+
+    /// A harness for a function that serves only reads (see [`Reads`]): the
+    /// conformance agent stands in for an agent it never runs, and nothing runs in the
+    /// background, so it links no agent, model or webhook delivery.
+    pub fn reader(store: Arc<dyn Store>, config: Config) -> Result<Arc<Self>, String> {
+        Self::assemble(
+            store,
+            crate::agent::conformance(),
+            config,
+            CommandRegistry::builtin(),
+        )
+    }
+
+    fn assemble(
         store: Arc<dyn Store>,
         agent: Arc<dyn crate::agent::Agent>,
         config: Config,
@@ -88,16 +117,12 @@ impl Harness {
         }
         let notifier = if config.push_notifications {
             let key = config.push_key.clone().ok_or(NO_PUSH_KEY)?;
-            let notifier = Arc::new(Notifier::new(
+            Some(Arc::new(Notifier::new(
                 store.clone(),
                 key,
                 config.push_timeout,
                 config.targets(),
-            ));
-            if config.push_in_process {
-                tokio::spawn(notifier.clone().watch(store.pushes()));
-            }
-            Some(notifier)
+            )))
         } else {
             None
         };
@@ -125,9 +150,6 @@ impl Harness {
         );
         let remotes = crate::remote::Remotes::from_config(&config)?;
         let engine = Engine::new(store.clone(), agent, &config, media, remotes.clone());
-        if config.detached_runs {
-            engine.watch_wakeups();
-        }
         let card = PublishedCard::new(crate::a2a::card::build(&config, &commands.specs()));
         Ok(Arc::new(Harness {
             store,
@@ -465,24 +487,98 @@ fn json<T: serde::Serialize>(v: T) -> Result<Answer, A2aError> {
 
 /// Runs one operation for `caller`, in a span named for it.
 pub async fn execute(h: &Harness, call: Call, caller: &Caller) -> Result<Answer, A2aError> {
-    use tracing::Instrument;
+    let span = span_of(&call, caller);
+    traced(span, run(h, call, caller)).await
+}
+
+/// The span every line of a request carries (the JSON logs' span fields); the request
+/// is counted.
+fn span_of(call: &Call, caller: &Caller) -> tracing::Span {
     let op = call.operation().name();
     crate::metrics::request(op);
-    // Every line of the request carries these (the JSON logs' span fields).
     let (task_id, context_id) = call.names();
-    let span = tracing::info_span!(
+    tracing::info_span!(
         "a2a",
         op,
         request_id = %caller.request_id,
         participant = caller.participant.as_deref().unwrap_or(""),
         task_id,
         context_id,
-    );
-    let result = run(h, call, caller).instrument(span.clone()).await;
+    )
+}
+
+async fn traced(
+    span: tracing::Span,
+    run: impl std::future::Future<Output = Result<Answer, A2aError>>,
+) -> Result<Answer, A2aError> {
+    use tracing::Instrument;
+    let result = run.instrument(span.clone()).await;
     if let Err(e) = &result {
         span.in_scope(|| tracing::info!(code = e.json_rpc_code(), error = %e, "refused"));
     }
     result
+}
+
+/// Which operations a server runs. The server is generic over it, so a function built
+/// on [`Reads`] links nothing that only the other operations reach: the agent, the
+/// models, webhook deliveries.
+pub trait Operations: Send + Sync + 'static {
+    /// Whether any operation writes: the routes that only writes need (answers from the
+    /// inbox, remote agents' callbacks, the metrics page) are left out of those that
+    /// do not.
+    const WRITES: bool;
+
+    fn execute<'a>(
+        h: &'a Harness,
+        call: Call,
+        caller: &'a Caller,
+    ) -> impl std::future::Future<Output = Result<Answer, A2aError>> + Send + 'a;
+}
+
+/// Every operation.
+pub struct All;
+
+impl Operations for All {
+    const WRITES: bool = true;
+
+    fn execute<'a>(
+        h: &'a Harness,
+        call: Call,
+        caller: &'a Caller,
+    ) -> impl std::future::Future<Output = Result<Answer, A2aError>> + Send + 'a {
+        execute(h, call, caller)
+    }
+}
+
+/// The operations that change nothing: GetTask, ListTasks, GetPushConfig,
+/// ListPushConfigs, GetExtendedAgentCard. Any other is unsupported.
+pub struct Reads;
+
+impl Operations for Reads {
+    const WRITES: bool = false;
+
+    fn execute<'a>(
+        h: &'a Harness,
+        call: Call,
+        caller: &'a Caller,
+    ) -> impl std::future::Future<Output = Result<Answer, A2aError>> + Send + 'a {
+        let span = span_of(&call, caller);
+        traced(span, async move {
+            match call {
+                Call::GetTask(r) => json(get_task::get_task(h, r, caller).await?),
+                Call::ListTasks(r) => json(list_tasks::list_tasks(h, r, caller).await?),
+                Call::GetPushConfig(r) => json(push_config::get(h, r, caller).await?),
+                Call::ListPushConfigs(r) => json(push_config::list(h, r, caller).await?),
+                Call::GetExtendedAgentCard(r) => {
+                    json(get_extended_agent_card::get_extended_agent_card(h, r).await?)
+                }
+                other => Err(A2aError::UnsupportedOperation(format!(
+                    "{} is not served here",
+                    other.operation().name()
+                ))),
+            }
+        })
+    }
 }
 
 async fn run(h: &Harness, call: Call, c: &Caller) -> Result<Answer, A2aError> {

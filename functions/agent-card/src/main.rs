@@ -4,5 +4,5 @@ use common::server::Endpoint;
 
 #[tokio::main]
 async fn main() -> Result<(), common::lambda::Error> {
-    common::lambda::run(Endpoint::AgentCard, false).await
+    common::lambda::run_reader(Endpoint::AgentCard).await
 }

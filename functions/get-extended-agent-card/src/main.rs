@@ -5,5 +5,5 @@ use common::server::Endpoint;
 
 #[tokio::main]
 async fn main() -> Result<(), common::lambda::Error> {
-    common::lambda::run(Endpoint::Rest(Operation::GetExtendedAgentCard), false).await
+    common::lambda::run_reader(Endpoint::Rest(Operation::GetExtendedAgentCard)).await
 }
