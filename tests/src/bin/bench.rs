@@ -1,19 +1,28 @@
-//! The benchmark: `harness-local` (embedded store, conformance agent) against the official
-//! Python A2A server (`a2a-sdk` 1.3.0, `tests/bench/reference_server.py`, an agent that
-//! completes every task at once), started side by side on loopback and driven with the
-//! same load by the same client. Run it through `tests/bench/run`, which builds what it
-//! needs and passes the paths:
+//! The benchmark: `harness-local` (embedded store, conformance agent) against the three
+//! official A2A SDK servers, each with an agent that completes every task at once and its
+//! SDK's in-memory task store: Python (`a2a-sdk` 1.3.0, `tests/bench/reference_server.py`),
+//! Rust (`a2a-server-lf` 0.5.3 on axum, `tests/bench/peer-rs`) and JS (`@a2a-js/sdk` 1.3.0
+//! on express, `tests/bench/peer-js`), started one at a time on loopback and driven with
+//! the same load by the same client. Run it through `tests/bench/run`, which builds and
+//! installs what it needs and passes the paths:
 //!
 //! ```text
-//! bench --ours <harness-local> --python <venv python> --reference <reference_server.py>
-//!       [--functions <dir> <name>...] [--scale <factor>] [--only ours]
+//! bench --ours <harness-local>
+//!       --python <venv python> --reference <reference_server.py>
+//!       --peer-rs <bench-peer-rs> --node <node> --peer-js <server.mjs>
+//!       [--rounds <n>] [--growth <tasks>] [--scale <factor>] [--only ours]
+//!       [--functions <dir> <name>...]
 //! ```
 //!
-//! It prints Markdown: per server and scenario the throughput and p50/p99 latency (and,
-//! as the floor every scenario stands on, a GET of the static agent card), each
-//! server's peak RSS (VmHWM) under the load, the start-up time (exec to the first answered
-//! agent-card request, median of several starts), the ratios ours/reference, and the size
-//! of each Lambda function binary. Not a test: it passes or fails nothing.
+//! It prints Markdown: per scenario and server the throughput and p50/p99 latency, each
+//! the median of `--rounds` rounds (every round starts every server afresh), with the
+//! ratios harness-local/peer (and, as the floor every scenario stands on, a GET of the
+//! static agent card), harness-local also with `--fsync-commits`; each server's start-up
+//! time (exec to the first answered agent-card request, median of several starts) and RSS
+//! after the load (VmRSS; and the peak, VmHWM); the RSS of a fresh server of each kind
+//! while `--growth` tasks are created in it (`--growth 0` skips that); and the size of
+//! each Lambda function binary. Not a test: it passes or fails nothing. `--only ours`
+//! leaves the peers out (profiling our side; no ratios).
 //!
 //! The load client shares the cores with the server it measures, so it is kept as lean
 //! as a load generator (wrk): one thread, a bare hyper HTTP/1.1 keep-alive connection per
@@ -44,28 +53,48 @@ const STARTS: usize = 7;
 /// Requests sent before each measured run (connections, caches, the JIT-less warm-up).
 const WARM_UP: usize = 50;
 const START_TIMEOUT: Duration = Duration::from_secs(60);
+/// Rounds of the whole load, per server; each figure reported is their median.
+const ROUNDS: usize = 3;
+/// Tasks created in a fresh server of each kind for its RSS growth (times `--scale`).
+const GROWTH_TASKS: usize = 200_000;
+/// The growth run's concurrency, and how many times its RSS is read along the way.
+const GROWTH_CONCURRENCY: usize = 32;
+const GROWTH_STEPS: usize = 4;
 
 struct Args {
     ours: PathBuf,
-    python: PathBuf,
-    reference: PathBuf,
+    /// The Python reference: the venv's interpreter and `reference_server.py`.
+    python: Option<(PathBuf, PathBuf)>,
+    /// The Rust peer's release binary.
+    peer_rs: Option<PathBuf>,
+    /// The JS peer: node and its `server.mjs` (beside its installed node_modules).
+    peer_js: Option<(PathBuf, PathBuf)>,
     functions: Option<(PathBuf, Vec<String>)>,
     scale: f64,
-    /// `--only ours`: skip the reference (profiling our side; no ratios).
+    rounds: usize,
+    growth: usize,
+    /// `--only ours`: skip the peers (profiling our side; no ratios).
     only_ours: bool,
 }
 
 fn args() -> Result<Args, String> {
     let mut it = std::env::args().skip(1);
-    let (mut ours, mut python, mut reference, mut functions, mut scale, mut only_ours) =
-        (None, None, None, None, 1.0, false);
+    let (mut ours, mut python, mut reference, mut peer_rs, mut node, mut peer_js) =
+        (None, None, None, None, None, None);
+    let (mut functions, mut scale, mut rounds, mut growth, mut only_ours) =
+        (None, 1.0, ROUNDS, GROWTH_TASKS, false);
     while let Some(a) = it.next() {
         let mut value = || it.next().ok_or(format!("{a} needs a value"));
         match a.as_str() {
             "--ours" => ours = Some(PathBuf::from(value()?)),
             "--python" => python = Some(PathBuf::from(value()?)),
             "--reference" => reference = Some(PathBuf::from(value()?)),
+            "--peer-rs" => peer_rs = Some(PathBuf::from(value()?)),
+            "--node" => node = Some(PathBuf::from(value()?)),
+            "--peer-js" => peer_js = Some(PathBuf::from(value()?)),
             "--scale" => scale = value()?.parse().map_err(|e| format!("--scale: {e}"))?,
+            "--rounds" => rounds = value()?.parse().map_err(|e| format!("--rounds: {e}"))?,
+            "--growth" => growth = value()?.parse().map_err(|e| format!("--growth: {e}"))?,
             "--only" => match value()?.as_str() {
                 "ours" => only_ours = true,
                 other => return Err(format!("--only {other}: expected ours")),
@@ -77,32 +106,66 @@ fn args() -> Result<Args, String> {
             other => return Err(format!("unknown argument {other}")),
         }
     }
-    Ok(Args {
+    if rounds == 0 {
+        return Err("--rounds must be at least 1".into());
+    }
+    let a = Args {
         ours: ours.ok_or("--ours is required")?,
-        python: python.ok_or("--python is required")?,
-        reference: reference.ok_or("--reference is required")?,
+        python: python.zip(reference),
+        peer_rs,
+        peer_js: node.zip(peer_js),
         functions,
         scale,
+        rounds,
+        growth,
         only_ours,
-    })
+    };
+    if !a.only_ours {
+        a.python
+            .as_ref()
+            .ok_or("--python and --reference are required (or --only ours)")?;
+        a.peer_rs
+            .as_ref()
+            .ok_or("--peer-rs is required (or --only ours)")?;
+        a.peer_js
+            .as_ref()
+            .ok_or("--node and --peer-js are required (or --only ours)")?;
+    }
+    Ok(a)
 }
 
-// ------------------------------------------------------------------ the two servers
+// ------------------------------------------------------------------ the servers
 
 #[derive(Clone, Copy, PartialEq)]
 enum Which {
     Ours,
-    Reference,
+    /// harness-local with `--fsync-commits`: each commit survives a power loss.
+    OursFsync,
+    /// The official Python server (`reference_server.py`).
+    Python,
+    /// The official Rust server (`peer-rs`).
+    PeerRs,
+    /// The official JS server (`peer-js`).
+    PeerJs,
 }
 
 impl Which {
     fn name(self) -> &'static str {
         match self {
             Which::Ours => "harness-local",
-            Which::Reference => "a2a-sdk 1.3.0",
+            Which::OursFsync => "harness-local --fsync-commits",
+            Which::Python => "a2a-sdk 1.3.0 (Python)",
+            Which::PeerRs => "a2a-server-lf 0.5.3 (Rust)",
+            Which::PeerJs => "@a2a-js/sdk 1.3.0 (JS)",
         }
     }
+
+    fn is_ours(self) -> bool {
+        matches!(self, Which::Ours | Which::OursFsync)
+    }
 }
+
+const PEERS: [Which; 3] = [Which::Python, Which::PeerRs, Which::PeerJs];
 
 struct Server {
     child: Child,
@@ -130,8 +193,9 @@ fn free_port() -> u16 {
 fn spawn(which: Which, a: &Args) -> Server {
     let port = free_port();
     let url = format!("http://127.0.0.1:{port}");
+    let missing = || -> ! { panic!("{}: not given (its paths are required)", which.name()) };
     let (mut cmd, state) = match which {
-        Which::Ours => {
+        Which::Ours | Which::OursFsync => {
             let state =
                 std::env::temp_dir().join(format!("harness-bench-{port}-{}", std::process::id()));
             let mut cmd = Command::new(&a.ours);
@@ -150,11 +214,28 @@ fn spawn(which: Which, a: &Args) -> Server {
             .arg("--state-dir")
             .arg(&state)
             .env("RUST_LOG", "warn");
+            if which == Which::OursFsync {
+                cmd.arg("--fsync-commits");
+            }
             (cmd, Some(state))
         }
-        Which::Reference => {
-            let mut cmd = Command::new(&a.python);
-            cmd.arg(&a.reference).args(["--port", &port.to_string()]);
+        Which::Python => {
+            let (python, reference) = a.python.as_ref().unwrap_or_else(|| missing());
+            let mut cmd = Command::new(python);
+            cmd.arg(reference).args(["--port", &port.to_string()]);
+            (cmd, None)
+        }
+        Which::PeerRs => {
+            let mut cmd = Command::new(a.peer_rs.as_ref().unwrap_or_else(|| missing()));
+            cmd.args(["--port", &port.to_string()]);
+            (cmd, None)
+        }
+        Which::PeerJs => {
+            let (node, server) = a.peer_js.as_ref().unwrap_or_else(|| missing());
+            let mut cmd = Command::new(node);
+            cmd.arg(server)
+                .args(["--port", &port.to_string()])
+                .env("NODE_ENV", "production");
             (cmd, None)
         }
     };
@@ -203,13 +284,13 @@ async fn start(which: Which, a: &Args, client: &reqwest::Client) -> (Server, Dur
     (server, took)
 }
 
-/// Peak resident set of a process so far (VmHWM), in bytes.
-fn peak_rss(pid: u32) -> u64 {
+/// One `/proc/<pid>/status` figure in bytes: `VmRSS` (resident now), `VmHWM` (the peak).
+fn proc_status(pid: u32, field: &str) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .and_then(|s| {
             s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
+                .find(|l| l.strip_prefix(field).is_some_and(|r| r.starts_with(':')))
                 .and_then(|l| l.split_whitespace().nth(1))
                 .and_then(|kb| kb.parse::<u64>().ok())
         })
@@ -219,7 +300,7 @@ fn peak_rss(pid: u32) -> u64 {
 
 // ------------------------------------------------------------------ the load
 
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq)]
 enum Scenario {
     /// GET of the agent card: no store, no agent, no JSON parsed. Not one of the issue's
     /// scenarios: the floor that the HTTP stack and the loopback round trip set for every
@@ -541,9 +622,38 @@ fn mib(bytes: u64) -> String {
     format!("{:.1}", bytes as f64 / (1024.0 * 1024.0))
 }
 
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
+/// The median (of an even count, the mean of the two middle values).
+fn median(mut v: Vec<f64>) -> f64 {
+    assert!(!v.is_empty(), "a median of nothing");
+    v.sort_by(f64::total_cmp);
+    let mid = v.len() / 2;
+    if v.len().is_multiple_of(2) {
+        (v[mid - 1] + v[mid]) / 2.0
+    } else {
+        v[mid]
+    }
+}
+
+fn secs(d: Duration) -> f64 {
+    d.as_secs_f64()
+}
+
+/// A throughput ratio ours/peer: `7.1×`, or `0.31×` where the peer is ahead.
+fn times(ratio: f64) -> String {
+    if ratio >= 1.0 {
+        format!("{ratio:.1}×")
+    } else {
+        format!("{ratio:.2}×")
+    }
+}
+
+/// A time ratio ours/peer: `0.0110 (1/91)`, or `1.62 (1.6×)` where ours takes longer.
+fn fraction(ratio: f64) -> String {
+    if ratio < 1.0 {
+        format!("{ratio:.4} (1/{:.0})", 1.0 / ratio)
+    } else {
+        format!("{ratio:.2} ({ratio:.1}×)")
+    }
 }
 
 const LOADS: [(usize, usize); 2] = [(1, 1000), (32, 4000)];
@@ -553,6 +663,132 @@ const SCENARIOS: [Scenario; 4] = [
     Scenario::Stream,
     Scenario::Card,
 ];
+
+/// One scenario at one concurrency on one server in one round.
+struct Sample {
+    which: Which,
+    scenario: Scenario,
+    concurrency: usize,
+    m: Measured,
+}
+
+/// One server's resident memory at the end of one round's load.
+struct Memory {
+    which: Which,
+    rss: u64,
+    peak: u64,
+}
+
+/// A scenario's figures on one server: the median of each over the rounds.
+struct Figures {
+    throughput: f64,
+    p50: f64,
+    p99: f64,
+}
+
+fn figures(samples: &[Sample], which: Which, scenario: Scenario, c: usize) -> Option<Figures> {
+    let mine: Vec<&Measured> = samples
+        .iter()
+        .filter(|s| s.which == which && s.scenario == scenario && s.concurrency == c)
+        .map(|s| &s.m)
+        .collect();
+    if mine.is_empty() {
+        return None;
+    }
+    Some(Figures {
+        throughput: median(mine.iter().map(|m| m.throughput).collect()),
+        p50: median(mine.iter().map(|m| secs(m.p50)).collect()),
+        p99: median(mine.iter().map(|m| secs(m.p99)).collect()),
+    })
+}
+
+/// A fresh server's RSS while `tasks` tasks are created in it (blocking SendMessage at
+/// concurrency 32), read after its first answer and after each of `GROWTH_STEPS` steps;
+/// at the end, what the RSS is made of, and the size of the state on disk (ours).
+struct Growth {
+    which: Which,
+    fresh: u64,
+    steps: Vec<u64>,
+    /// RssAnon (the heap, the stacks) and RssFile (mapped files: the binary, the libraries,
+    /// and for the embedded store SQLite's write-ahead-log index).
+    anon: u64,
+    file: u64,
+    disk: Option<u64>,
+    took: Duration,
+}
+
+/// The bytes of the files under `dir`.
+fn du(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => du(&e.path()),
+            _ => e.metadata().map(|m| m.len()).unwrap_or(0),
+        })
+        .sum()
+}
+
+async fn growth(which: Which, a: &Args, client: &reqwest::Client, tasks: usize) -> Growth {
+    let (server, _) = start(which, a, client).await;
+    let pid = server.child.id();
+    completed_task(&server.url).await;
+    let fresh = proc_status(pid, "VmRSS");
+    let step = tasks.div_ceil(GROWTH_STEPS);
+    let mut steps = Vec::new();
+    let t0 = Instant::now();
+    for i in 1..=GROWTH_STEPS {
+        eprintln!("bench: growth {} {}/{tasks} tasks", which.name(), step * i);
+        load(&server.url, Scenario::Send, GROWTH_CONCURRENCY, step, "").await;
+        steps.push(proc_status(pid, "VmRSS"));
+    }
+    let took = t0.elapsed();
+    Growth {
+        which,
+        fresh,
+        steps,
+        anon: proc_status(pid, "RssAnon"),
+        file: proc_status(pid, "RssFile"),
+        disk: server.state.as_deref().map(du),
+        took,
+    }
+}
+
+/// The growth table: each server's RSS after each step of `step` tasks.
+fn growth_table(grown: &[Growth], step: usize) {
+    println!();
+    print!(
+        "| server, {} tasks created | RSS fresh (MiB) |",
+        step * GROWTH_STEPS
+    );
+    for i in 1..=GROWTH_STEPS {
+        print!(" after {} (MiB) |", step * i);
+    }
+    println!(
+        " growth after the first {step} (bytes/task) | at the end: anonymous (MiB) \
+         | file-backed (MiB) | state on disk (MiB) | tasks/s |"
+    );
+    println!(
+        "|---|---|{}---|---|---|---|---|",
+        "---|".repeat(GROWTH_STEPS)
+    );
+    for g in grown {
+        print!("| {} | {} |", g.which.name(), mib(g.fresh));
+        for rss in &g.steps {
+            print!(" {} |", mib(*rss));
+        }
+        let (first, last) = (g.steps[0], g.steps[GROWTH_STEPS - 1]);
+        let per_task = (last as f64 - first as f64) / (step * (GROWTH_STEPS - 1)).max(1) as f64;
+        println!(
+            " {per_task:.0} | {} | {} | {} | {:.0} |",
+            mib(g.anon),
+            mib(g.file),
+            g.disk.map_or_else(|| "(in memory)".to_owned(), mib),
+            (step * GROWTH_STEPS) as f64 / secs(g.took)
+        );
+    }
+}
 
 /// One worker thread: the client (its 32 workers are tasks on it) takes at most one of
 /// the cores it shares with the server under test.
@@ -566,92 +802,151 @@ async fn main() {
         }
     };
     let client = common::https::client_builder().build().expect("a client");
+    let peers: &[Which] = if a.only_ours { &[] } else { &PEERS };
+    // Start-up and growth: harness-local as it runs by default, and each peer.
+    let servers: Vec<Which> = std::iter::once(Which::Ours)
+        .chain(peers.iter().copied())
+        .collect();
+    // The load: harness-local also with --fsync-commits.
+    let loaded: Vec<Which> = [Which::Ours, Which::OursFsync]
+        .into_iter()
+        .chain(peers.iter().copied())
+        .collect();
 
     // Start-up: exec to the first answered card, each server on its own, several times.
-    let servers: &[Which] = if a.only_ours {
-        &[Which::Ours]
-    } else {
-        &[Which::Ours, Which::Reference]
-    };
     let mut startup = Vec::new();
-    for &which in servers {
+    for &which in &servers {
+        eprintln!("bench: start-up {}", which.name());
         let mut times = Vec::new();
         for _ in 0..STARTS {
             let (server, took) = start(which, &a, &client).await;
-            times.push(took);
+            times.push(secs(took));
             drop(server);
         }
-        startup.push((which, median(times)));
+        startup.push((which, Duration::from_secs_f64(median(times))));
     }
 
-    // Load: both servers up at once, each driven in turn by the same client.
-    let mut results = Vec::new();
-    let mut rss = Vec::new();
-    for &which in servers {
-        let (server, _) = start(which, &a, &client).await;
-        let task_id = completed_task(&server.url).await;
-        for scenario in SCENARIOS {
-            for (concurrency, requests) in LOADS {
-                let requests = ((requests as f64) * a.scale).max(1.0) as usize;
-                eprintln!(
-                    "bench: {} {} c={concurrency} n={requests}",
-                    which.name(),
-                    scenario.name()
-                );
-                let m = load(&server.url, scenario, concurrency, requests, &task_id).await;
-                results.push((which, scenario.name(), concurrency, requests, m));
+    // Load: in each round every server afresh, one at a time, driven by the same client.
+    let mut samples = Vec::new();
+    let mut memory = Vec::new();
+    for round in 1..=a.rounds {
+        for &which in &loaded {
+            let (server, _) = start(which, &a, &client).await;
+            let task_id = completed_task(&server.url).await;
+            for scenario in SCENARIOS {
+                for (concurrency, requests) in LOADS {
+                    let requests = ((requests as f64) * a.scale).max(1.0) as usize;
+                    eprintln!(
+                        "bench: round {round}/{} {} {} c={concurrency} n={requests}",
+                        a.rounds,
+                        which.name(),
+                        scenario.name()
+                    );
+                    let m = load(&server.url, scenario, concurrency, requests, &task_id).await;
+                    samples.push(Sample {
+                        which,
+                        scenario,
+                        concurrency,
+                        m,
+                    });
+                }
             }
+            let pid = server.child.id();
+            memory.push(Memory {
+                which,
+                rss: proc_status(pid, "VmRSS"),
+                peak: proc_status(pid, "VmHWM"),
+            });
         }
-        rss.push((which, peak_rss(server.child.id())));
+    }
+
+    // RSS growth: a fresh server of each kind, `growth` tasks created in it (none: skipped).
+    let tasks = ((a.growth as f64) * a.scale).round() as usize;
+    let step = tasks.div_ceil(GROWTH_STEPS);
+    let mut grown = Vec::new();
+    if step > 0 {
+        for &which in &servers {
+            grown.push(growth(which, &a, &client, step * GROWTH_STEPS).await);
+        }
     }
 
     println!(
-        "| scenario | concurrency | requests | server | throughput (req/s) | p50 (ms) | p99 (ms) |"
+        "Each figure is the median of {} round{}; every round starts each server afresh.",
+        a.rounds,
+        if a.rounds == 1 { "" } else { "s" }
     );
-    println!("|---|---|---|---|---|---|---|");
-    for (which, name, c, n, m) in &results {
+    println!();
+    println!(
+        "| scenario | concurrency | requests | server | throughput (req/s) | p50 (ms) | p99 (ms) \
+         | throughput ours/peer | p50 ours/peer | p99 ours/peer |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    for scenario in SCENARIOS {
+        for (c, n) in LOADS {
+            let n = ((n as f64) * a.scale).max(1.0) as usize;
+            let ours = figures(&samples, Which::Ours, scenario, c);
+            for &which in &loaded {
+                let Some(f) = figures(&samples, which, scenario, c) else {
+                    continue;
+                };
+                let ratios = match (&ours, which.is_ours()) {
+                    (Some(o), false) => format!(
+                        "{} | {:.3} | {:.3}",
+                        times(o.throughput / f.throughput),
+                        o.p50 / f.p50,
+                        o.p99 / f.p99
+                    ),
+                    _ => " | |".to_owned(),
+                };
+                println!(
+                    "| {} | {c} | {n} | {} | {:.0} | {:.2} | {:.2} | {ratios} |",
+                    scenario.name(),
+                    which.name(),
+                    f.throughput,
+                    f.p50 * 1000.0,
+                    f.p99 * 1000.0
+                );
+            }
+        }
+    }
+
+    println!();
+    println!(
+        "| server | start-up, median of {STARTS} (ms) | RSS after the load (MiB) | peak RSS (MiB) \
+         | start-up ours/peer | RSS after the load ours/peer |"
+    );
+    println!("|---|---|---|---|---|---|");
+    let rss_of = |which: Which| -> (u64, u64) {
+        let mine: Vec<&Memory> = memory.iter().filter(|m| m.which == which).collect();
+        let rss = median(mine.iter().map(|m| m.rss as f64).collect());
+        let peak = median(mine.iter().map(|m| m.peak as f64).collect());
+        (rss as u64, peak as u64)
+    };
+    let up_of = |which: Which| startup.iter().find(|(w, _)| *w == which).map(|(_, d)| *d);
+    let (ours_rss, _) = rss_of(Which::Ours);
+    let ours_up = up_of(Which::Ours);
+    for &which in &loaded {
+        let (rss, peak) = rss_of(which);
+        let up = up_of(which);
+        let ratios = match (ours_up, up, which.is_ours()) {
+            (Some(o), Some(p), false) => format!(
+                "{} | {:.3}",
+                fraction(secs(o) / secs(p)),
+                ours_rss as f64 / rss.max(1) as f64
+            ),
+            _ => " |".to_owned(),
+        };
         println!(
-            "| {name} | {c} | {n} | {} | {:.0} | {} | {} |",
+            "| {} | {} | {} | {} | {ratios} |",
             which.name(),
-            m.throughput,
-            ms(m.p50),
-            ms(m.p99)
+            up.map_or_else(|| "(the same binary)".to_owned(), ms),
+            mib(rss),
+            mib(peak)
         );
     }
-    println!();
-    println!("| scenario | concurrency | throughput ours/reference | p50 ours/reference | p99 ours/reference |");
-    println!("|---|---|---|---|---|");
-    for (which, name, c, _, m) in &results {
-        if *which != Which::Ours {
-            continue;
-        }
-        if let Some((_, _, _, _, r)) = results
-            .iter()
-            .find(|(w, n, rc, _, _)| *w == Which::Reference && n == name && rc == c)
-        {
-            println!(
-                "| {name} | {c} | {:.1}× | {:.3} | {:.3} |",
-                m.throughput / r.throughput,
-                m.p50.as_secs_f64() / r.p50.as_secs_f64(),
-                m.p99.as_secs_f64() / r.p99.as_secs_f64()
-            );
-        }
-    }
-    println!();
-    println!("| server | start-up, median of {STARTS} (ms) | peak RSS under the load (MiB) |");
-    println!("|---|---|---|");
-    for ((which, up), (_, peak)) in startup.iter().zip(&rss) {
-        println!("| {} | {} | {} |", which.name(), ms(*up), mib(*peak));
-    }
-    if let ([(_, ours_up), (_, ref_up)], [(_, ours_rss), (_, ref_rss)]) =
-        (startup.as_slice(), rss.as_slice())
-    {
-        println!(
-            "| ours/reference | {:.4} (1/{:.0}) | {:.3} |",
-            ours_up.as_secs_f64() / ref_up.as_secs_f64(),
-            ref_up.as_secs_f64() / ours_up.as_secs_f64(),
-            *ours_rss as f64 / (*ref_rss).max(1) as f64
-        );
+
+    if !grown.is_empty() {
+        growth_table(&grown, step);
     }
 
     if let Some((dir, names)) = &a.functions {
