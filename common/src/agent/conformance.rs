@@ -161,7 +161,8 @@ impl Agent for ConformanceAgent {
             }
             Behaviour::Slow => {
                 run.set_status(TaskState::Working, None).await?;
-                tokio::time::sleep(SLOW_TASK).await;
+                // Stored (a write held back is made first) and leased while it waits.
+                run.keeping_lease(tokio::time::sleep(SLOW_TASK)).await?;
                 Self::complete(run, "Hello from TCK").await
             }
         }
