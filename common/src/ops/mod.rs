@@ -488,7 +488,8 @@ fn json<T: serde::Serialize>(v: T) -> Result<Answer, A2aError> {
 /// Runs one operation for `caller`, in a span named for it.
 pub async fn execute(h: &Harness, call: Call, caller: &Caller) -> Result<Answer, A2aError> {
     let span = span_of(&call, caller);
-    traced(span, run(h, call, caller)).await
+    // Boxed: every operation's future is in it, too large to be carried on the stack twice.
+    traced(span, Box::pin(run(h, call, caller))).await
 }
 
 /// The span every line of a request carries (the JSON logs' span fields); the request
