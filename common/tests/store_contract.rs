@@ -1368,6 +1368,77 @@ async fn two_stores_on_one_directory_share_conditional_writes() {
     ));
 }
 
+/// Under steady load a PASSIVE checkpoint never copies the whole write-ahead log, so the
+/// log never started over and grew without end (gigabytes under the bench): with commits
+/// and reads always in flight, it stays within its bound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn embedded_the_write_ahead_log_stays_bounded_under_steady_load() {
+    let dir = TempDir::new("wal");
+    let store = embedded(&dir);
+    let wal = dir.0.join("harness.sqlite3-wal");
+    let first = create(store.as_ref(), "", "m-wal-first").await;
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut readers = Vec::new();
+    for _ in 0..4 {
+        let (store, done, id) = (store.clone(), done.clone(), first.task.id.clone());
+        readers.push(tokio::spawn(async move {
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                store.load_task(&id).await.expect("load");
+                tokio::task::yield_now().await;
+            }
+        }));
+    }
+    let largest = {
+        let (wal, done) = (wal.clone(), done.clone());
+        tokio::spawn(async move {
+            let mut largest = 0;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                largest = largest.max(std::fs::metadata(&wal).map_or(0, |m| m.len()));
+                tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+            }
+            largest
+        })
+    };
+    // ~10 pages a commit (the text is in the record, its event and its message): several
+    // times the bound in all.
+    let text = "a long message ".repeat(1_000);
+    let mut writers = Vec::new();
+    for w in 0..16 {
+        let (store, text) = (store.clone(), text.clone());
+        writers.push(tokio::spawn(async move {
+            for i in 0..60 {
+                let mut m = message(&format!("m-wal-{w}-{i}"));
+                m.parts = vec![Part::text(text.as_str())];
+                let rec = new_task("", &mut m, &ext_for("alice"));
+                let inbound = InboundMessage {
+                    tenant: String::new(),
+                    sender: "alice".into(),
+                    message: m,
+                };
+                store
+                    .create_task(&rec, &[created(&rec)], Some(&inbound))
+                    .await
+                    .expect("create");
+            }
+        }));
+    }
+    for w in writers {
+        w.await.expect("writer");
+    }
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    for r in readers {
+        r.await.expect("reader");
+    }
+    let largest = largest.await.expect("sampler");
+    // The store's bound: 4096 frames, each a 4 KB page and its 24-byte header. It may be
+    // overshot by the commits between two checkpoints.
+    let bound = 4096 * (4096 + 24);
+    assert!(
+        largest <= 2 * bound,
+        "the log reached {largest} bytes; its bound is {bound}"
+    );
+}
+
 /// A directory written before the listing table: its tasks are listed from the `members`
 /// column when the table is made, on opening.
 #[tokio::test]
