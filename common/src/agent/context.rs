@@ -33,13 +33,9 @@ pub fn new_nonce() -> String {
     use ring::rand::{SecureRandom, SystemRandom};
     let mut bytes = [0u8; 8];
     if SystemRandom::new().fill(&mut bytes).is_err() {
-        // The system's generator failing is beyond recovery here; a uuid's random bits
-        // (60 of them) still make a nonce no content can guess.
-        return crate::engine::transition::new_id()
-            .chars()
-            .filter(char::is_ascii_hexdigit)
-            .take(16)
-            .collect();
+        // The system's generator failing is beyond recovery here; a v4 uuid's random
+        // bits (62 in these 16 digits) still make a nonce no content can guess.
+        return uuid::Uuid::new_v4().simple().to_string()[16..].to_owned();
     }
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
