@@ -11,7 +11,7 @@
 //!       --python <venv python> --reference <reference_server.py>
 //!       --peer-rs <bench-peer-rs> --node <node> --peer-js <server.mjs>
 //!       [--rounds <n>] [--growth <tasks>] [--scale <factor>] [--only ours]
-//!       [--functions <dir> <name>...]
+//!       [--cold-starts <dir>] [--functions <dir> <name>...]
 //! ```
 //!
 //! It prints Markdown: per scenario and server the throughput and p50/p99 latency, each
@@ -21,7 +21,9 @@
 //! time (exec to the first answered agent-card request, median of several starts) and RSS
 //! after the load (VmRSS; and the peak, VmHWM); the RSS of a fresh server of each kind
 //! while `--growth` tasks are created in it (`--growth 0` skips that); and the size of
-//! each Lambda function binary. Not a test: it passes or fails nothing. `--only ours`
+//! each Lambda function binary and, given `--cold-starts` (a directory of the functions
+//! built for this machine) and DynamoDB Local (`HARNESS_TEST_DYNAMODB_ENDPOINT`,
+//! `HARNESS_TEST_TABLE_DEFINITION`), each one's cold start ([`cold_start`]). Not a test: it passes or fails nothing. `--only ours`
 //! leaves the peers out (profiling our side; no ratios).
 //!
 //! The load client shares the cores with the server it measures, so it is kept as lean
@@ -48,6 +50,8 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio::net::TcpStream;
 
+mod cold_start;
+
 /// Starts of each server timed for the start-up median.
 const STARTS: usize = 7;
 /// Requests sent before each measured run (connections, caches, the JIT-less warm-up).
@@ -70,6 +74,8 @@ struct Args {
     /// The JS peer: node and its `server.mjs` (beside its installed node_modules).
     peer_js: Option<(PathBuf, PathBuf)>,
     functions: Option<(PathBuf, Vec<String>)>,
+    /// The functions built for this machine, to time their cold starts.
+    cold_starts: Option<PathBuf>,
     scale: f64,
     rounds: usize,
     growth: usize,
@@ -83,6 +89,7 @@ fn args() -> Result<Args, String> {
         (None, None, None, None, None, None);
     let (mut functions, mut scale, mut rounds, mut growth, mut only_ours) =
         (None, 1.0, ROUNDS, GROWTH_TASKS, false);
+    let mut cold_starts = None;
     while let Some(a) = it.next() {
         let mut value = || it.next().ok_or(format!("{a} needs a value"));
         match a.as_str() {
@@ -99,6 +106,7 @@ fn args() -> Result<Args, String> {
                 "ours" => only_ours = true,
                 other => return Err(format!("--only {other}: expected ours")),
             },
+            "--cold-starts" => cold_starts = Some(PathBuf::from(value()?)),
             "--functions" => {
                 let dir = PathBuf::from(value()?);
                 functions = Some((dir, it.by_ref().collect()));
@@ -115,6 +123,7 @@ fn args() -> Result<Args, String> {
         peer_rs,
         peer_js: node.zip(peer_js),
         functions,
+        cold_starts,
         scale,
         rounds,
         growth,
@@ -950,19 +959,59 @@ async fn main() {
     }
 
     if let Some((dir, names)) = &a.functions {
+        let cold = match &a.cold_starts {
+            Some(built) => cold_start::measure(built, names, &function_env().await, STARTS).await,
+            None => Vec::new(),
+        };
         println!();
-        println!("| Lambda function | its `sam build` artifact, arm64 (MB) | (MiB) |");
-        println!("|---|---|---|");
+        println!(
+            "| Lambda function | its `sam build` artifact, arm64 (MB) | (MiB) \
+             | cold start, x86_64, median of {STARTS} (ms) | its first answer |"
+        );
+        println!("|---|---|---|---|---|");
         for name in names {
             // <dir>/<name>/bootstrap (sam build, linked by binary; cargo lambda); cargo, <dir>/<name>.
             let mut path = Path::new(dir).join(name);
             if path.is_dir() {
                 path.push("bootstrap");
             }
-            match std::fs::metadata(&path).map(|m| m.len()) {
-                Ok(bytes) => println!("| {name} | {:.2} | {} |", bytes as f64 / 1e6, mib(bytes)),
-                Err(e) => println!("| {name} | not built ({e}) | |"),
-            }
+            let size = match std::fs::metadata(&path).map(|m| m.len()) {
+                Ok(bytes) => format!("{:.2} | {}", bytes as f64 / 1e6, mib(bytes)),
+                Err(e) => format!("not built ({e}) |"),
+            };
+            let start = match cold.iter().find(|(n, _)| n == name).map(|(_, c)| c) {
+                Some(Ok((took, answer))) => format!("{} | {answer}", ms(*took)),
+                Some(Err(why)) => format!("| {why}"),
+                None => " |".to_owned(),
+            };
+            println!("| {name} | {size} | {start} |");
         }
     }
+}
+
+/// The environment the functions' cold starts run in: a fresh table on DynamoDB Local,
+/// identity self-asserted (no JWKS to fetch), logs at `warn`.
+async fn function_env() -> Vec<(String, String)> {
+    let client = harness_e2e::dynamo_client()
+        .expect("cold starts need DynamoDB Local (HARNESS_TEST_DYNAMODB_ENDPOINT)");
+    let table = harness_e2e::fresh_table(&client).await;
+    let endpoint = std::env::var("HARNESS_TEST_DYNAMODB_ENDPOINT").unwrap_or_default();
+    [
+        ("HARNESS_STORE", "dynamodb"),
+        ("HARNESS_TABLE", table.as_str()),
+        ("AWS_ENDPOINT_URL_DYNAMODB", endpoint.as_str()),
+        ("AWS_REGION", "us-east-1"),
+        ("AWS_ACCESS_KEY_ID", "bench"),
+        ("AWS_SECRET_ACCESS_KEY", "bench"),
+        ("HARNESS_AUTH", "none"),
+        ("HARNESS_DEFAULT_PARTICIPANT", "bench"),
+        (
+            "HARNESS_PUSH_KEY",
+            "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
+        ),
+        ("RUST_LOG", "warn"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect()
 }
