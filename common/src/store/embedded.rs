@@ -8,8 +8,10 @@
 //! condition does not undo the others) and acknowledges them together: group commit. A commit is acknowledged
 //! once it is in the write-ahead log, or, with [`Durability::PowerLoss`], once the log is
 //! fsynced. Checkpoints (copying the log into the database, with their fsyncs) run on a
-//! thread of their own, so a commit never waits for one. Point reads run on the calling
-//! thread, scans on the blocking pool, each on one of a small pool of connections.
+//! thread of their own, so a commit does not wait for one; only when the log passes its
+//! bound does the writer empty it, between two transactions (`restart_log`). Point reads
+//! run on the calling thread, scans on the blocking pool, each on one of a small pool of
+//! connections.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
