@@ -564,21 +564,24 @@ impl Operations for Reads {
         caller: &'a Caller,
     ) -> impl std::future::Future<Output = Result<Answer, A2aError>> + Send + 'a {
         let span = span_of(&call, caller);
-        traced(span, async move {
-            match call {
-                Call::GetTask(r) => json(get_task::get_task(h, r, caller).await?),
-                Call::ListTasks(r) => json(list_tasks::list_tasks(h, r, caller).await?),
-                Call::GetPushConfig(r) => json(push_config::get(h, r, caller).await?),
-                Call::ListPushConfigs(r) => json(push_config::list(h, r, caller).await?),
-                Call::GetExtendedAgentCard(r) => {
-                    json(get_extended_agent_card::get_extended_agent_card(h, r).await?)
-                }
-                other => Err(A2aError::UnsupportedOperation(format!(
-                    "{} is not served here",
-                    other.operation().name()
-                ))),
-            }
-        })
+        traced(span, read(h, call, caller))
+    }
+}
+
+/// The operations that change nothing, for both servers; any other is unsupported.
+async fn read(h: &Harness, call: Call, c: &Caller) -> Result<Answer, A2aError> {
+    match call {
+        Call::GetTask(r) => json(get_task::get_task(h, r, c).await?),
+        Call::ListTasks(r) => json(list_tasks::list_tasks(h, r, c).await?),
+        Call::GetPushConfig(r) => json(push_config::get(h, r, c).await?),
+        Call::ListPushConfigs(r) => json(push_config::list(h, r, c).await?),
+        Call::GetExtendedAgentCard(r) => {
+            json(get_extended_agent_card::get_extended_agent_card(h, r).await?)
+        }
+        other => Err(A2aError::UnsupportedOperation(format!(
+            "{} is not served here",
+            other.operation().name()
+        ))),
     }
 }
 
@@ -588,21 +591,19 @@ async fn run(h: &Harness, call: Call, c: &Caller) -> Result<Answer, A2aError> {
         Call::SendStreamingMessage(r) => Ok(Answer::Stream(
             send_message::send_streaming_message(h, r, c).await?,
         )),
-        Call::GetTask(r) => json(get_task::get_task(h, r, c).await?),
-        Call::ListTasks(r) => json(list_tasks::list_tasks(h, r, c).await?),
         Call::CancelTask(r) => json(cancel_task::cancel_task(h, r, c).await?),
         Call::SubscribeToTask(r) => Ok(Answer::Stream(
             subscribe_to_task::subscribe_to_task(h, r, c).await?,
         )),
         Call::CreatePushConfig(r) => json(push_config::create(h, r, c).await?),
-        Call::GetPushConfig(r) => json(push_config::get(h, r, c).await?),
-        Call::ListPushConfigs(r) => json(push_config::list(h, r, c).await?),
         Call::DeletePushConfig(r) => {
             push_config::delete(h, r, c).await?;
             json(serde_json::json!({}))
         }
-        Call::GetExtendedAgentCard(r) => {
-            json(get_extended_agent_card::get_extended_agent_card(h, r).await?)
-        }
+        Call::GetTask(_)
+        | Call::ListTasks(_)
+        | Call::GetPushConfig(_)
+        | Call::ListPushConfigs(_)
+        | Call::GetExtendedAgentCard(_) => read(h, call, c).await,
     }
 }
