@@ -1,10 +1,13 @@
-//! Outbound HTTPS and the AWS configuration: one TLS stack, rustls on the `ring`
-//! provider, for every client the harness builds (the AWS SDK clients, the model
-//! providers, the webhook deliveries), and where the SDK clients' region, credentials and
-//! endpoints come from.
+//! Outbound HTTPS and the AWS configuration: one HTTP client, reqwest on rustls with the
+//! `ring` provider, for every client the harness builds (the AWS SDK clients, the model
+//! providers, the webhook deliveries, the JWKS fetches), and where the SDK clients'
+//! region, credentials and endpoints come from.
 //!
 //! The SDKs' and reqwest's defaults bring rustls on aws-lc, whose C library was about a
 //! tenth of every Lambda function binary; ring does the same work in a fraction of it.
+//! The SDKs' own HTTP client (hyper with HTTP/2, which none of our AWS calls use) was a
+//! second HTTP stack in every binary beside reqwest: the SDK clients send through
+//! reqwest instead ([`sdk_http_client`]).
 //! Likewise a Lambda function reads its AWS configuration from its environment alone
 //! (its role's credentials and `AWS_REGION` are there), and only `harness-local`, which
 //! runs on workstations with profiles and SSO, links aws-config's standard chain (with
@@ -12,7 +15,8 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Once, OnceLock};
+use std::sync::{Mutex, Once, OnceLock, PoisonError};
+use std::time::Duration;
 
 use aws_config::environment::{
     EnvironmentVariableCredentialsProvider, EnvironmentVariableRegionProvider,
@@ -20,7 +24,14 @@ use aws_config::environment::{
 use aws_config::meta::region::ProvideRegion;
 use aws_config::{BehaviorVersion, SdkConfig};
 use aws_sdk_dynamodb::config::SharedCredentialsProvider;
-use aws_smithy_http_client::tls::{self, rustls_provider::CryptoMode};
+use aws_smithy_runtime_api::client::http::{
+    HttpClient, HttpConnector, HttpConnectorFuture, HttpConnectorSettings, SharedHttpClient,
+    SharedHttpConnector,
+};
+use aws_smithy_runtime_api::client::orchestrator::{HttpRequest, HttpResponse};
+use aws_smithy_runtime_api::client::result::ConnectorError;
+use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
+use aws_smithy_types::body::SdkBody;
 
 /// A reqwest client builder on the harness's TLS stack. Every reqwest client is built
 /// from one of these: reqwest (built without a provider of its own) refuses to build a
@@ -34,11 +45,84 @@ pub fn client_builder() -> reqwest::ClientBuilder {
     reqwest::Client::builder()
 }
 
-/// The HTTPS client the AWS SDK clients share.
-pub fn sdk_http_client() -> aws_sdk_dynamodb::config::SharedHttpClient {
-    aws_smithy_http_client::Builder::new()
-        .tls_provider(tls::Provider::Rustls(CryptoMode::Ring))
-        .build_https()
+/// The HTTP client the AWS SDK clients share: reqwest, with the connect and read timeouts
+/// each SDK client asks for, never following a redirect.
+pub fn sdk_http_client() -> SharedHttpClient {
+    SharedHttpClient::new(SdkHttp::default())
+}
+
+/// The SDK's HTTP client on reqwest: one reqwest client per pair of timeouts asked for (a
+/// process asks for one or two), so the connections of one pool are reused.
+#[derive(Debug, Default)]
+struct SdkHttp {
+    connectors: Mutex<Vec<(Timeouts, SharedHttpConnector)>>,
+}
+
+/// Connect and read timeouts.
+type Timeouts = (Option<Duration>, Option<Duration>);
+
+impl HttpClient for SdkHttp {
+    fn http_connector(
+        &self,
+        settings: &HttpConnectorSettings,
+        _: &RuntimeComponents,
+    ) -> SharedHttpConnector {
+        let timeouts = (settings.connect_timeout(), settings.read_timeout());
+        let mut connectors = self
+            .connectors
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some((_, connector)) = connectors.iter().find(|(t, _)| *t == timeouts) {
+            return connector.clone();
+        }
+        let mut builder = client_builder().redirect(reqwest::redirect::Policy::none());
+        if let Some(t) = timeouts.0 {
+            builder = builder.connect_timeout(t);
+        }
+        if let Some(t) = timeouts.1 {
+            builder = builder.read_timeout(t);
+        }
+        // A client that cannot be built fails each call with why, not the process.
+        let connector =
+            SharedHttpConnector::new(SdkConnector(builder.build().map_err(|e| e.to_string())));
+        connectors.push((timeouts, connector.clone()));
+        connector
+    }
+}
+
+#[derive(Debug)]
+struct SdkConnector(Result<reqwest::Client, String>);
+
+impl HttpConnector for SdkConnector {
+    fn call(&self, request: HttpRequest) -> HttpConnectorFuture {
+        let client = self.0.clone();
+        HttpConnectorFuture::new(async move {
+            let client = client.map_err(|e| ConnectorError::other(e.into(), None))?;
+            let request = request
+                .try_into_http1x()
+                .map_err(|e| ConnectorError::user(e.into()))?;
+            let request = request.map(|body| match body.bytes() {
+                // Every request body of ours is in memory: sent with its length.
+                Some(bytes) => reqwest::Body::from(bytes.to_vec()),
+                None => reqwest::Body::wrap(body),
+            });
+            let request =
+                reqwest::Request::try_from(request).map_err(|e| ConnectorError::user(e.into()))?;
+            let response = client.execute(request).await.map_err(|e| {
+                if e.is_timeout() {
+                    ConnectorError::timeout(e.into())
+                } else if e.is_connect() || e.is_request() || e.is_body() {
+                    // A refused or dropped connection: the SDK retries these.
+                    ConnectorError::io(e.into())
+                } else {
+                    ConnectorError::other(e.into(), None)
+                }
+            })?;
+            let response = http::Response::<reqwest::Body>::from(response);
+            HttpResponse::try_from(response.map(SdkBody::from_body_1_x))
+                .map_err(|e| ConnectorError::other(e.into(), None))
+        })
+    }
 }
 
 type Loader = fn() -> Pin<Box<dyn Future<Output = SdkConfig> + Send>>;
