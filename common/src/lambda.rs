@@ -164,6 +164,32 @@ fn retention_days() -> Result<u64, Error> {
 
 /// The store the environment names, with its SDK client built once per cold start.
 pub async fn store_from_env() -> Result<Arc<dyn Store>, Error> {
+    Ok(match open_store().await? {
+        Opened::Dynamo(store) => Arc::new(store),
+        #[cfg(feature = "embedded-store")]
+        Opened::Embedded(store) => Arc::new(store),
+    })
+}
+
+/// [`store_from_env`] for the read-only functions: [`crate::store::ReadOnly`].
+async fn read_only_store_from_env() -> Result<Arc<dyn Store>, Error> {
+    use crate::store::ReadOnly;
+    Ok(match open_store().await? {
+        Opened::Dynamo(store) => Arc::new(ReadOnly(store)),
+        #[cfg(feature = "embedded-store")]
+        Opened::Embedded(store) => Arc::new(ReadOnly(store)),
+    })
+}
+
+/// The store `HARNESS_STORE` names, before it is shared: which one a binary shares (and
+/// so links) is decided at compile time.
+enum Opened {
+    Dynamo(crate::store::DynamoStore),
+    #[cfg(feature = "embedded-store")]
+    Embedded(crate::store::EmbeddedStore),
+}
+
+async fn open_store() -> Result<Opened, Error> {
     match var("HARNESS_STORE").as_deref().unwrap_or("dynamodb") {
         "dynamodb" => {
             let table = var("HARNESS_TABLE")
@@ -173,16 +199,18 @@ pub async fn store_from_env() -> Result<Arc<dyn Store>, Error> {
             let keep = (days > 0).then(|| Duration::from_secs(days * 24 * 3600));
             let agent = checked_id("HARNESS_AGENT_ID")?;
             let store = dynamo_store(table, retention_days()?).await;
-            Ok(Arc::new(store.with_task_retention(keep).with_unlisted(
-                agent.as_deref().unwrap_or(crate::config::DEFAULT_AGENT_ID),
-            )))
+            Ok(Opened::Dynamo(
+                store
+                    .with_task_retention(keep)
+                    .with_unlisted(agent.as_deref().unwrap_or(crate::config::DEFAULT_AGENT_ID)),
+            ))
         }
         #[cfg(feature = "embedded-store")]
         "embedded" => {
             let dir = var("HARNESS_STATE_DIR").unwrap_or_else(|| ".harness".into());
             let store = crate::store::EmbeddedStore::open(std::path::Path::new(&dir))?
                 .with_retention(Duration::from_secs(retention_days()? * 24 * 3600));
-            Ok(Arc::new(store))
+            Ok(Opened::Embedded(store))
         }
         #[cfg(not(feature = "embedded-store"))]
         "embedded" => Err("HARNESS_STORE=embedded: this build has no embedded store \
@@ -401,7 +429,7 @@ pub async fn run(endpoint: Endpoint, streaming: bool) -> Result<(), Error> {
 /// no secrets read, so it links no agent, model, secrets client or webhook delivery.
 pub async fn run_reader(endpoint: Endpoint) -> Result<(), Error> {
     start()?;
-    let harness = Harness::reader(store_from_env().await?, config_from_env()?)?;
+    let harness = Harness::reader(read_only_store_from_env().await?, config_from_env()?)?;
     let app = server::router_for::<crate::ops::Reads>(harness, endpoint);
     lambda_http::run(with_metrics(app, stdout_metrics())).await
 }

@@ -12,8 +12,8 @@ use common::engine::transition::{created, new_task, set_status};
 use common::ext::task::{Participant, ParticipantKind, Role as ParticipantRole, TaskExtension};
 use common::store::AuditRecord;
 use common::store::{
-    DynamoStore, EmbeddedStore, InboundMessage, PushConfigRecord, Store, StoreError, TaskQuery,
-    TaskRecord,
+    DynamoStore, EmbeddedStore, InboundMessage, PushConfigRecord, ReadOnly, Store, StoreError,
+    TaskQuery, TaskRecord,
 };
 
 struct TempDir(std::path::PathBuf);
@@ -1642,4 +1642,62 @@ async fn dynamodb_a_task_written_before_the_listing_index_is_listed_after_the_ba
         0,
         "listed once"
     );
+}
+
+/// The read-only functions' store: their reads and audit records pass, and every write
+/// is refused, leaving the task as it was.
+#[tokio::test]
+async fn a_read_only_store_reads_and_audits_but_writes_nothing() {
+    let dir = TempDir::new("read-only");
+    let store = EmbeddedStore::open(&dir.0).expect("open store");
+    let rec = create(&store, "", "m-read-only").await;
+    let reader = ReadOnly(EmbeddedStore::open(&dir.0).expect("open store"));
+
+    let read = reader.load_task(&rec.task.id).await.expect("load");
+    assert_eq!(read.map(|r| r.version), Some(rec.version));
+    let admit = |_: &TaskRecord| true;
+    assert!(reader
+        .load_view(&rec.task.id, Some(1), true, &admit)
+        .await
+        .expect("view")
+        .is_some());
+    let query = TaskQuery {
+        participant: "alice".into(),
+        page_size: 10,
+        ..Default::default()
+    };
+    let page = reader.list_tasks(&query).await.expect("list");
+    assert!(page.tasks.iter().any(|t| t.task.id == rec.task.id));
+    let refusal = AuditRecord {
+        at: Some(common::a2a::Timestamp::now()),
+        tenant: String::new(),
+        operation: "GetTask".into(),
+        task_id: rec.task.id.clone(),
+        message_id: String::new(),
+        participant: "mallory".into(),
+        accepted: false,
+        detail: "not a participant".into(),
+    };
+    assert!(reader.audit(&refusal).await.expect("audit"));
+
+    let mut next = rec.clone();
+    let ev = set_status(&mut next, TaskState::Canceled, None, None);
+    let writes = [
+        reader.commit(&next, rec.version, &[ev], None).await.err(),
+        reader.create_task(&next, &[], None).await.err(),
+        reader.delete_push_config(&rec.task.id, "c").await.err(),
+    ];
+    for refused in writes {
+        assert!(matches!(refused, Some(StoreError::ReadOnly)), "{refused:?}");
+    }
+    let after = store
+        .load_task(&rec.task.id)
+        .await
+        .expect("load")
+        .expect("task");
+    assert_eq!(
+        after.version, rec.version,
+        "a refused write changed the task"
+    );
+    assert_eq!(store.audit_trail(&rec.task.id).await.unwrap().len(), 1);
 }

@@ -9,10 +9,12 @@ pub mod dynamodb;
 #[cfg(feature = "embedded-store")]
 mod embedded;
 pub mod layout;
+mod read_only;
 
 pub use dynamodb::DynamoStore;
 #[cfg(feature = "embedded-store")]
 pub use embedded::{Durability, EmbeddedStore};
+pub use read_only::ReadOnly;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -317,6 +319,9 @@ pub enum StoreError {
     Unavailable(String),
     #[error("stored data is corrupt: {0}")]
     Corrupt(String),
+    /// A write (or a read no read-only operation makes) through [`ReadOnly`].
+    #[error("this function's store is read-only")]
+    ReadOnly,
 }
 
 /// A check of a task's head (without its parts) before anything more is read.
