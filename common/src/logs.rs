@@ -1,9 +1,16 @@
 //! How the harness's processes log. Lambda functions write JSON without timestamps
 //! (CloudWatch adds them); harness-local writes text, in colour only on a terminal (a log
 //! file or a pipe gets no escape codes), or JSON when asked. `RUST_LOG` filters (default
-//! `info`). Every line passes the process's redactor ([`crate::redact::active`]).
+//! `info`): a default level and `target=level` directives, e.g. `info,harness::lease=debug`
+//! (tracing's `Targets`, which needs no regular-expression engine, unlike its `EnvFilter`
+//! with span and field filters); a value that does not parse is `info`. Every line passes
+//! the process's redactor ([`crate::redact::active`]).
 
 use std::io::IsTerminal;
+
+use tracing_subscriber::filter::Targets;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
 
 use crate::redact::RedactingWriter;
 
@@ -29,8 +36,11 @@ impl std::str::FromStr for LogFormat {
     }
 }
 
-fn filter() -> tracing_subscriber::EnvFilter {
-    tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into())
+fn filter() -> Targets {
+    std::env::var("RUST_LOG")
+        .ok()
+        .and_then(|directives| directives.parse().ok())
+        .unwrap_or_else(|| Targets::new().with_default(tracing::Level::INFO))
 }
 
 /// Every line through the process's redactor: a credential a log field carries (a
@@ -45,22 +55,23 @@ fn stdout() -> RedactingWriter<std::io::Stdout> {
 
 /// Logs to stderr in `format`.
 pub fn init(format: LogFormat) {
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter())
-        .with_writer(stderr);
+    let builder = tracing_subscriber::fmt().with_writer(stderr);
     match format {
-        LogFormat::Text => builder.with_ansi(std::io::stderr().is_terminal()).init(),
-        LogFormat::Json => builder.json().with_current_span(true).init(),
+        LogFormat::Text => (builder.with_ansi(std::io::stderr().is_terminal()).finish())
+            .with(filter())
+            .init(),
+        LogFormat::Json => (builder.json().with_current_span(true).finish())
+            .with(filter())
+            .init(),
     }
 }
 
 /// Logs as a Lambda function does: JSON, without timestamps.
 pub fn init_lambda() {
-    tracing_subscriber::fmt()
-        .json()
-        .with_env_filter(filter())
-        .with_writer(stdout)
+    (tracing_subscriber::fmt().json().with_writer(stdout))
         .without_time()
         .with_current_span(true)
+        .finish()
+        .with(filter())
         .init();
 }
