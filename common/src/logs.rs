@@ -55,23 +55,23 @@ fn stdout() -> RedactingWriter<std::io::Stdout> {
 
 /// Logs to stderr in `format`.
 pub fn init(format: LogFormat) {
-    let builder = tracing_subscriber::fmt().with_writer(stderr);
+    let layer = tracing_subscriber::fmt::layer().with_writer(stderr);
+    let logs = tracing_subscriber::registry().with(filter());
     match format {
-        LogFormat::Text => (builder.with_ansi(std::io::stderr().is_terminal()).finish())
-            .with(filter())
+        LogFormat::Text => logs
+            .with(layer.with_ansi(std::io::stderr().is_terminal()))
             .init(),
-        LogFormat::Json => (builder.json().with_current_span(true).finish())
-            .with(filter())
-            .init(),
+        LogFormat::Json => logs.with(layer.json().with_current_span(true)).init(),
     }
 }
 
 /// Logs as a Lambda function does: JSON, without timestamps.
 pub fn init_lambda() {
-    (tracing_subscriber::fmt().json().with_writer(stdout))
+    let layer = (tracing_subscriber::fmt::layer().json().with_writer(stdout))
         .without_time()
-        .with_current_span(true)
-        .finish()
+        .with_current_span(true);
+    tracing_subscriber::registry()
         .with(filter())
+        .with(layer)
         .init();
 }
