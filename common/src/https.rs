@@ -8,7 +8,8 @@
 //! The SDKs' own HTTP client (hyper with HTTP/2, which none of our AWS calls use) was a
 //! second HTTP stack in every binary beside reqwest: the SDK clients send through
 //! reqwest instead ([`sdk_http_client`]).
-//! Likewise a Lambda function reads its AWS configuration from its environment alone
+//!
+//! A Lambda function reads its AWS configuration from its environment alone
 //! (its role's credentials and `AWS_REGION` are there), and only `harness-local`, which
 //! runs on workstations with profiles and SSO, links aws-config's standard chain (with
 //! its STS, SSO and IMDS clients) by calling [`use_standard_chain`].
