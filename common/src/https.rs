@@ -47,20 +47,20 @@ pub fn client_builder() -> reqwest::ClientBuilder {
 }
 
 /// The HTTP client the AWS SDK clients share: reqwest, with the connect and read timeouts
-/// each SDK client asks for, never following a redirect.
+/// each SDK client asks for, never following a redirect, never through a proxy (as the
+/// SDK's own client did unless told). Unlike the SDK's own client it cannot drop a
+/// connection after a 5xx answer: the SDK's retry of one goes out on the same keep-alive
+/// connection (a timeout or I/O error does close it).
 pub fn sdk_http_client() -> SharedHttpClient {
     SharedHttpClient::new(SdkHttp::default())
 }
 
-/// The SDK's HTTP client on reqwest: one reqwest client per pair of timeouts asked for (a
+/// The SDK's HTTP client on reqwest: one reqwest client per connect timeout asked for (a
 /// process asks for one or two), so the connections of one pool are reused.
 #[derive(Debug, Default)]
 struct SdkHttp {
-    connectors: Mutex<Vec<(Timeouts, SharedHttpConnector)>>,
+    clients: Mutex<Vec<(Option<Duration>, reqwest::Client)>>,
 }
-
-/// Connect and read timeouts.
-type Timeouts = (Option<Duration>, Option<Duration>);
 
 impl HttpClient for SdkHttp {
     fn http_connector(
@@ -68,35 +68,44 @@ impl HttpClient for SdkHttp {
         settings: &HttpConnectorSettings,
         _: &RuntimeComponents,
     ) -> SharedHttpConnector {
-        let timeouts = (settings.connect_timeout(), settings.read_timeout());
-        let mut connectors = self
-            .connectors
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if let Some((_, connector)) = connectors.iter().find(|(t, _)| *t == timeouts) {
-            return connector.clone();
-        }
-        let mut builder = client_builder().redirect(reqwest::redirect::Policy::none());
-        if let Some(t) = timeouts.0 {
-            builder = builder.connect_timeout(t);
-        }
-        if let Some(t) = timeouts.1 {
-            builder = builder.read_timeout(t);
-        }
-        // A client that cannot be built fails each call with why, not the process.
-        let connector =
-            SharedHttpConnector::new(SdkConnector(builder.build().map_err(|e| e.to_string())));
-        connectors.push((timeouts, connector.clone()));
-        connector
+        let connect = settings.connect_timeout();
+        let read = settings.read_timeout();
+        let mut clients = self.clients.lock().unwrap_or_else(PoisonError::into_inner);
+        let client = match clients.iter().find(|(t, _)| *t == connect) {
+            Some((_, client)) => Ok(client.clone()),
+            None => {
+                let mut builder = client_builder()
+                    .redirect(reqwest::redirect::Policy::none())
+                    .no_proxy();
+                if let Some(t) = connect {
+                    builder = builder.connect_timeout(t);
+                }
+                // A client that cannot be built fails this call with why (not the
+                // process), and the next call tries again.
+                builder
+                    .build()
+                    .map_err(|e| e.to_string())
+                    .inspect(|client| {
+                        clients.push((connect, client.clone()));
+                    })
+            }
+        };
+        SharedHttpConnector::new(SdkConnector { client, read })
     }
 }
 
 #[derive(Debug)]
-struct SdkConnector(Result<reqwest::Client, String>);
+struct SdkConnector {
+    client: Result<reqwest::Client, String>,
+    /// The SDK's read timeout: until the answer's head arrives, as the SDK's own client
+    /// counts it (reqwest's would also cut off a streamed body, e.g. a model's, that
+    /// pauses longer).
+    read: Option<Duration>,
+}
 
 impl HttpConnector for SdkConnector {
     fn call(&self, request: HttpRequest) -> HttpConnectorFuture {
-        let client = self.0.clone();
+        let (client, read) = (self.client.clone(), self.read);
         HttpConnectorFuture::new(async move {
             let client = client.map_err(|e| ConnectorError::other(e.into(), None))?;
             let request = request
@@ -109,7 +118,14 @@ impl HttpConnector for SdkConnector {
             });
             let request =
                 reqwest::Request::try_from(request).map_err(|e| ConnectorError::user(e.into()))?;
-            let response = client.execute(request).await.map_err(|e| {
+            let sent = client.execute(request);
+            let answered = match read {
+                Some(limit) => tokio::time::timeout(limit, sent).await.map_err(|_| {
+                    ConnectorError::timeout(format!("no answer within {limit:?}").into())
+                })?,
+                None => sent.await,
+            };
+            let response = answered.map_err(|e| {
                 if e.is_timeout() {
                     ConnectorError::timeout(e.into())
                 } else if e.is_connect() || e.is_request() || e.is_body() {

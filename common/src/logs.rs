@@ -39,8 +39,21 @@ impl std::str::FromStr for LogFormat {
 fn filter() -> Targets {
     std::env::var("RUST_LOG")
         .ok()
-        .and_then(|directives| directives.parse().ok())
+        .and_then(|directives| targets(&directives))
         .unwrap_or_else(|| Targets::new().with_default(tracing::Level::INFO))
+}
+
+/// `RUST_LOG`'s directives, each trimmed and empty ones skipped (as `EnvFilter` read them:
+/// `Targets` takes `info,` as a default of ERROR and ` harness` as a target with a space).
+fn targets(directives: &str) -> Option<Targets> {
+    let kept: Vec<&str> = (directives.split(','))
+        .map(str::trim)
+        .filter(|d| !d.is_empty())
+        .collect();
+    if kept.is_empty() {
+        return None;
+    }
+    kept.join(",").parse().ok()
 }
 
 /// Every line through the process's redactor: a credential a log field carries (a
@@ -74,4 +87,25 @@ pub fn init_lambda() {
         .with(filter())
         .with(layer)
         .init();
+}
+
+#[cfg(test)]
+mod tests {
+    use tracing::level_filters::LevelFilter;
+    use tracing::Level;
+
+    use super::targets;
+
+    #[test]
+    fn directives_are_trimmed_and_empty_ones_skipped() {
+        let t = targets("info, harness::lease=debug ,").expect("parses");
+        assert!(t.would_enable("harness::lease", &Level::DEBUG));
+        assert!(t.would_enable("common::ops", &Level::INFO));
+        assert!(!t.would_enable("common::ops", &Level::DEBUG));
+        assert!(targets(" , ").is_none());
+        assert_eq!(
+            targets("warn").map(|t| t.default_level()),
+            Some(Some(LevelFilter::WARN))
+        );
+    }
 }

@@ -34,6 +34,11 @@ fn dynamodb(endpoint: &str, attempts: u32, read_timeout: Duration) -> aws_sdk_dy
 /// A server that answers every request on every connection with `answer` (after reading
 /// the request head), or never when None; returns its URL and its count of connections.
 async fn server(answer: Option<String>) -> (String, Arc<AtomicUsize>) {
+    server_in_pieces(answer.map(|a| vec![(a, Duration::ZERO)])).await
+}
+
+/// [`server`], writing each piece of the answer after its pause.
+async fn server_in_pieces(answer: Option<Vec<(String, Duration)>>) -> (String, Arc<AtomicUsize>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let connections = Arc::new(AtomicUsize::new(0));
@@ -47,8 +52,11 @@ async fn server(answer: Option<String>) -> (String, Arc<AtomicUsize>) {
                 let mut buf = vec![0u8; 64 * 1024];
                 let _ = socket.read(&mut buf).await;
                 match answer {
-                    Some(answer) => {
-                        let _ = socket.write_all(answer.as_bytes()).await;
+                    Some(pieces) => {
+                        for (piece, pause) in pieces {
+                            tokio::time::sleep(pause).await;
+                            let _ = socket.write_all(piece.as_bytes()).await;
+                        }
                     }
                     // Holds the connection open, silent.
                     None => tokio::time::sleep(Duration::from_secs(60)).await,
@@ -58,6 +66,9 @@ async fn server(answer: Option<String>) -> (String, Arc<AtomicUsize>) {
     });
     (url, connections)
 }
+
+const NO_TABLES: &str = "HTTP/1.1 200 OK\r\ncontent-type: application/x-amz-json-1.0\r\n\
+                         content-length: 17\r\n\r\n{\"TableNames\":[]}";
 
 #[tokio::test]
 async fn a_silent_server_is_a_timeout_and_retried_on_a_new_connection() {
@@ -80,12 +91,7 @@ async fn a_silent_server_is_a_timeout_and_retried_on_a_new_connection() {
 
 #[tokio::test]
 async fn a_redirect_is_not_followed() {
-    let (elsewhere, followed) = server(Some(
-        "HTTP/1.1 200 OK\r\ncontent-type: application/x-amz-json-1.0\r\n\
-         content-length: 17\r\n\r\n{\"TableNames\":[]}"
-            .into(),
-    ))
-    .await;
+    let (elsewhere, followed) = server(Some(NO_TABLES.into())).await;
     let (url, _) = server(Some(format!(
         "HTTP/1.1 307 Temporary Redirect\r\nlocation: {elsewhere}/\r\ncontent-length: 0\r\n\r\n"
     )))
@@ -105,4 +111,46 @@ async fn a_redirect_is_not_followed() {
         0,
         "the redirect was followed"
     );
+}
+
+/// The read timeout runs until the answer's head, as the SDK's own client counts it: a
+/// body that pauses longer (a model's stream, say) is not cut off.
+#[tokio::test]
+async fn the_read_timeout_ends_at_the_answers_head() {
+    let (head, body) = NO_TABLES.split_at(NO_TABLES.len() - 4);
+    let (url, _) = server_in_pieces(Some(vec![
+        (head.into(), Duration::ZERO),
+        (body.into(), Duration::from_millis(600)),
+    ]))
+    .await;
+    let out = dynamodb(&url, 1, Duration::from_millis(200))
+        .list_tables()
+        .send()
+        .await
+        .expect("the whole answer");
+    assert!(out.table_names().is_empty());
+}
+
+/// A proxy named in the environment is not used: signed requests go where the SDK
+/// client's endpoint says, as with the SDK's own client.
+#[tokio::test]
+async fn a_proxy_in_the_environment_is_not_used() {
+    let (proxy, proxied) = server(Some(NO_TABLES.into())).await;
+    let (url, direct) = server(Some(NO_TABLES.into())).await;
+    // Only this test sets them; the others' requests would not be proxied either.
+    std::env::set_var("HTTP_PROXY", &proxy);
+    std::env::set_var("http_proxy", &proxy);
+    let sent = dynamodb(&url, 1, Duration::from_secs(5))
+        .list_tables()
+        .send()
+        .await;
+    std::env::remove_var("HTTP_PROXY");
+    std::env::remove_var("http_proxy");
+    sent.expect("answered");
+    assert_eq!(
+        proxied.load(Ordering::SeqCst),
+        0,
+        "the request went through the proxy"
+    );
+    assert_eq!(direct.load(Ordering::SeqCst), 1);
 }

@@ -1041,9 +1041,14 @@ async def test_two_subscribers_receive_the_same_events(
     shared = earlier[len(missed) + 1 :]
     assert describe(shared) == describe(later[1:])
     assert list(shared) == list(later[1:])
+    snapshot = later[0].task
     statuses = [e.status_update.status for e in missed if kind(e) == 'status_update']
     if statuses:
-        assert later[0].task.status.state == statuses[-1].state, describe(missed)
+        assert snapshot.status == statuses[-1], describe(missed)
+    artifacts = {a.artifact_id for a in snapshot.artifacts}
+    for e in missed:
+        if kind(e) == 'artifact_update':
+            assert e.artifact_update.artifact.artifact_id in artifacts, describe(missed)
 
 
 async def test_cancel_is_delivered_to_a_subscriber_and_closes_its_stream(

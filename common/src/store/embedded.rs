@@ -699,14 +699,21 @@ fn in_snapshot<R>(
     conn: &Connection,
     f: impl FnOnce(&Connection) -> Result<R, StoreError>,
 ) -> Result<R, StoreError> {
-    run(conn, "BEGIN")?;
-    let out = f(conn);
-    if let Err(e) = run(conn, "COMMIT") {
-        // Never leave the connection inside the transaction.
-        let _ = conn.execute_batch("ROLLBACK");
-        return Err(e);
+    /// Ends a transaction `f` or COMMIT left open (an error, a panic): an open read would
+    /// hold the log from being emptied.
+    struct Close<'c>(&'c Connection);
+    impl Drop for Close<'_> {
+        fn drop(&mut self) {
+            if !self.0.is_autocommit() {
+                let _ = run(self.0, "ROLLBACK");
+            }
+        }
     }
-    out
+    run(conn, "BEGIN")?;
+    let _close = Close(conn);
+    let out = f(conn)?;
+    run(conn, "COMMIT")?;
+    Ok(out)
 }
 
 /// A task's row in `tasks`: its head and the columns queries filter on.
@@ -1312,5 +1319,29 @@ impl Store for EmbeddedStore {
 
     fn pushes(&self) -> broadcast::Receiver<String> {
         self.signals.pushes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A read that fails or panics leaves its connection outside any transaction (an open
+    /// one would hold the write-ahead log from being emptied), with the read's own error.
+    #[test]
+    fn a_failed_or_panicking_read_ends_its_transaction() {
+        let conn = Connection::open_in_memory().unwrap();
+        let failed: Result<(), _> = in_snapshot(&conn, |_| Err(backend("the read's own")));
+        assert!(failed.unwrap_err().to_string().contains("the read's own"));
+        assert!(conn.is_autocommit());
+
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            in_snapshot(&conn, |_| -> Result<(), StoreError> { panic!("in a read") })
+        }));
+        assert!(panicked.is_err());
+        assert!(conn.is_autocommit());
+
+        assert_eq!(in_snapshot(&conn, |_| Ok(7)).unwrap(), 7);
+        assert!(conn.is_autocommit());
     }
 }
