@@ -1049,19 +1049,19 @@ impl Store for EmbeddedStore {
                  ORDER BY m.status_ms DESC, m.task_id DESC LIMIT ?{}",
                 args.len()
             );
-            let tx = conn.unchecked_transaction().map_err(backend)?;
-            let mut stmt = tx.prepare(&sql).map_err(backend)?;
             let want = Want::view(q.history, q.artifacts);
-            let mut tasks = stmt
-                .query_map(rusqlite::params_from_iter(args.iter()), row_record)
-                .map_err(backend)?
-                .filter_map(|r| {
-                    let decoded = r.map_err(backend);
-                    decoded
-                        .and_then(|h| decode_record(&tx, h, want, &|_| true))
+            let mut tasks = in_snapshot(conn, |conn| {
+                let mut stmt = conn.prepare(&sql).map_err(backend)?;
+                let rows = stmt
+                    .query_map(rusqlite::params_from_iter(args.iter()), row_record)
+                    .map_err(backend)?;
+                rows.filter_map(|r| {
+                    (r.map_err(backend))
+                        .and_then(|h| decode_record(conn, h, want, &|_| true))
                         .transpose()
                 })
-                .collect::<Result<Vec<_>, _>>()?;
+                .collect::<Result<Vec<_>, _>>()
+            })?;
             let next = if tasks.len() > q.page_size {
                 tasks.truncate(q.page_size);
                 tasks.last().map(|t| Cursor {
