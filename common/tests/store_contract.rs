@@ -1476,6 +1476,33 @@ async fn embedded_tasks_stored_before_the_listing_table_are_listed() {
     assert_eq!(listed, ids);
 }
 
+/// The index of every task by time that older builds kept (and wrote on every status
+/// change, though no query read it) is dropped when the directory is opened.
+#[tokio::test]
+async fn embedded_an_older_builds_unread_index_is_dropped() {
+    let dir = TempDir::new("old-index");
+    let id = {
+        let store = embedded(&dir);
+        create(store.as_ref(), "", "m-old-index").await.task.id
+    };
+    let indexes = |db: &rusqlite::Connection| -> Vec<String> {
+        let mut stmt = db
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'tasks'")
+            .expect("query");
+        let names = stmt.query_map([], |r| r.get(0)).expect("rows");
+        names.collect::<Result<_, _>>().expect("names")
+    };
+    let db = rusqlite::Connection::open(dir.0.join("harness.sqlite3")).expect("db");
+    db.execute_batch("CREATE INDEX tasks_by_status ON tasks (tenant, status_ms DESC, id DESC)")
+        .expect("as an older build left it");
+    drop(db);
+    let store = embedded(&dir);
+    assert!(store.load_task(&id).await.expect("load").is_some());
+    let db = rusqlite::Connection::open(dir.0.join("harness.sqlite3")).expect("db");
+    let left = indexes(&db);
+    assert!(!left.iter().any(|n| n == "tasks_by_status"), "{left:?}");
+}
+
 #[tokio::test]
 async fn state_survives_reopening_the_directory() {
     let dir = TempDir::new("reopen");
