@@ -31,6 +31,8 @@ use crate::a2a::{StreamResponse, Timestamp};
 
 const DB_FILE: &str = "harness.sqlite3";
 const READERS: usize = 4;
+/// How long a connection waits on another process's hold of the database.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// Most commits gathered into one transaction.
 const MAX_BATCH: usize = 256;
 /// Commits between two checkpoints of the write-ahead log into the database (~1000 pages,
@@ -262,8 +264,58 @@ type Completion = Box<dyn FnOnce(Result<(), StoreError>) + Send>;
 /// returns whether it succeeded and what acknowledges it once the outcome is known.
 type Job = Box<dyn FnOnce(Option<&Connection>, bool) -> (bool, Completion) + Send>;
 
-pub struct EmbeddedStore {
+/// The writer's connection and the commits since the last checkpoint: held by the writer
+/// thread while it commits a batch, or by a caller committing its own write while the
+/// writer has nothing to do.
+struct Writer {
+    conn: Connection,
+    since_checkpoint: usize,
+}
+
+/// How writes reach the writer's connection.
+struct Writes {
+    writer: Arc<Mutex<Writer>>,
     jobs: mpsc::Sender<Job>,
+    /// Jobs sent to the writer thread that it has not taken yet.
+    queued: Arc<AtomicUsize>,
+    /// The log's length in frames as the checkpointer last saw it.
+    log: Arc<AtomicI64>,
+    checkpoint: mpsc::SyncSender<()>,
+    /// Whether a caller may commit on its own thread: not when a commit waits on an fsync.
+    inline: bool,
+}
+
+impl Writes {
+    /// Commits `job` on this thread if the writer has nothing to do, else sends it to the
+    /// writer thread.
+    fn hand_over(&self, job: Job) -> Result<(), StoreError> {
+        let idle = self.inline
+            && self.queued.load(Ordering::Acquire) == 0
+            && self.log.load(Ordering::Relaxed) < WAL_RESTART_FRAMES;
+        let writer = match idle.then(|| self.writer.try_lock()) {
+            Some(Ok(writer)) => Some(writer),
+            // A write panicked on its caller's thread; `begin` ends what it left.
+            Some(Err(std::sync::TryLockError::Poisoned(p))) => Some(p.into_inner()),
+            _ => None,
+        };
+        match writer {
+            // Not waiting on another process's transaction: that is the writer thread's.
+            Some(mut writer) if begin(&writer.conn, false).is_ok() => {
+                commit(&mut writer, vec![job], &self.checkpoint)
+            }
+            _ => {
+                self.queued.fetch_add(1, Ordering::AcqRel);
+                self.jobs
+                    .send(job)
+                    .map_err(|_| backend("the store writer has stopped"))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+pub struct EmbeddedStore {
+    writes: Writes,
     readers: Arc<Vec<Mutex<Connection>>>,
     next_reader: AtomicUsize,
     signals: super::Signals,
@@ -294,8 +346,7 @@ pub enum Durability {
 
 fn open(path: &Path, flags: OpenFlags, durability: Durability) -> Result<Connection, StoreError> {
     let conn = Connection::open_with_flags(path, flags).map_err(backend)?;
-    conn.busy_timeout(Duration::from_secs(10))
-        .map_err(backend)?;
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(backend)?;
     // Room for every statement the store runs, so none is parsed twice.
     conn.set_prepared_statement_cache_capacity(64);
     let synchronous = match durability {
@@ -372,12 +423,29 @@ impl EmbeddedStore {
             })
             .collect::<Result<Vec<_>, _>>()?;
         let (jobs, rx) = mpsc::channel::<Job>();
+        let writes = Writes {
+            writer: Arc::new(Mutex::new(Writer {
+                conn: writer,
+                since_checkpoint: 0,
+            })),
+            jobs,
+            queued: Arc::default(),
+            log,
+            checkpoint: kick,
+            inline: durability == Durability::Process,
+        };
+        let (writer, queued, log, kick) = (
+            writes.writer.clone(),
+            writes.queued.clone(),
+            writes.log.clone(),
+            writes.checkpoint.clone(),
+        );
         std::thread::Builder::new()
             .name("store-writer".into())
-            .spawn(move || writer_loop(writer, rx, kick, &log))
+            .spawn(move || writer_loop(&writer, rx, &queued, &kick, &log))
             .map_err(backend)?;
         Ok(EmbeddedStore {
-            jobs,
+            writes,
             readers: Arc::new(readers),
             next_reader: AtomicUsize::new(0),
             signals: Default::default(),
@@ -392,7 +460,11 @@ impl EmbeddedStore {
     }
 
     /// Runs `f` inside the next group transaction; resolves once that transaction is
-    /// committed (durable as the store's [`Durability`] says).
+    /// committed (durable as the store's [`Durability`] says). When the writer has nothing
+    /// to do, the caller commits `f` alone on its own thread, as a point read runs: the
+    /// hand-off to the writer thread and back was two thread wake-ups a write, most of a
+    /// lone commit's wait. Not when a commit waits on an fsync, nor when the log is due to
+    /// start over (the writer thread does that, between two of its batches).
     async fn write<R: Send + 'static>(
         &self,
         f: impl FnOnce(&Connection) -> Result<R, StoreError> + Send + 'static,
@@ -412,9 +484,7 @@ impl EmbeddedStore {
             });
             (ok, done)
         });
-        self.jobs
-            .send(job)
-            .map_err(|_| backend("the store writer has stopped"))?;
+        self.writes.hand_over(job)?;
         rx.await
             .map_err(|_| backend("the store writer has stopped"))?
     }
@@ -478,14 +548,15 @@ fn run(conn: &Connection, sql: &str) -> Result<(), StoreError> {
         .map_err(backend)
 }
 
-/// `log` is the log's length in frames as the checkpointer last saw it.
+/// Commits what callers hand over, in batches; `log` is the log's length in frames as the
+/// checkpointer last saw it.
 fn writer_loop(
-    conn: Connection,
+    writer: &Mutex<Writer>,
     rx: mpsc::Receiver<Job>,
-    checkpoint: mpsc::SyncSender<()>,
+    queued: &AtomicUsize,
+    checkpoint: &mpsc::SyncSender<()>,
     log: &AtomicI64,
 ) {
-    let mut since_checkpoint = 0;
     while let Ok(first) = rx.recv() {
         let mut batch = vec![first];
         while batch.len() < MAX_BATCH {
@@ -494,39 +565,65 @@ fn writer_loop(
                 Err(_) => break,
             }
         }
-        if let Err(err) = run(&conn, "BEGIN IMMEDIATE") {
-            for job in batch {
-                job(None, false).1(Err(err.clone()));
+        let mut writer = writer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        queued.fetch_sub(batch.len(), Ordering::AcqRel);
+        match begin(&writer.conn, true) {
+            Ok(()) => commit(&mut writer, batch, checkpoint),
+            Err(err) => {
+                for job in batch {
+                    job(None, false).1(Err(err.clone()));
+                }
             }
-            continue;
-        }
-        since_checkpoint += batch.len();
-        let shared = batch.len() > 1;
-        let (oks, completions): (Vec<bool>, Vec<Completion>) = batch
-            .into_iter()
-            .map(|job| job(Some(&conn), shared))
-            .unzip();
-        let committed = if shared || oks.iter().all(|ok| *ok) {
-            run(&conn, "COMMIT")
-        } else {
-            // The lone job failed (its outcome says why): undo whatever it did.
-            run(&conn, "ROLLBACK")
-        };
-        if committed.is_err() {
-            let _ = conn.execute_batch("ROLLBACK");
-        }
-        for done in completions {
-            done(committed.clone());
-        }
-        if since_checkpoint >= CHECKPOINT_EVERY {
-            // Full: a checkpoint is already due, which covers these commits too.
-            let _ = checkpoint.try_send(());
-            since_checkpoint = 0;
         }
         if log.load(Ordering::Relaxed) >= WAL_RESTART_FRAMES {
-            restart_log(&conn);
+            restart_log(&writer.conn);
             log.store(0, Ordering::Relaxed);
         }
+    }
+}
+
+/// Starts the writer's transaction, waiting out another process's (up to the busy timeout)
+/// if `wait`.
+fn begin(conn: &Connection, wait: bool) -> Result<(), StoreError> {
+    if !conn.is_autocommit() {
+        // Left open by a write that panicked: undone, as it was never acknowledged.
+        let _ = conn.execute_batch("ROLLBACK");
+    }
+    if wait {
+        return run(conn, "BEGIN IMMEDIATE");
+    }
+    conn.busy_timeout(Duration::ZERO).map_err(backend)?;
+    let begun = run(conn, "BEGIN IMMEDIATE");
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(backend)?;
+    begun
+}
+
+/// Commits `batch` in the transaction [`begin`] started, each job in a savepoint of its
+/// own when there are several, and acknowledges each.
+fn commit(writer: &mut Writer, batch: Vec<Job>, checkpoint: &mpsc::SyncSender<()>) {
+    let conn = &writer.conn;
+    writer.since_checkpoint += batch.len();
+    let shared = batch.len() > 1;
+    let (oks, completions): (Vec<bool>, Vec<Completion>) =
+        batch.into_iter().map(|job| job(Some(conn), shared)).unzip();
+    let committed = if shared || oks.iter().all(|ok| *ok) {
+        run(conn, "COMMIT")
+    } else {
+        // The lone job failed (its outcome says why): undo whatever it did.
+        run(conn, "ROLLBACK")
+    };
+    if committed.is_err() {
+        let _ = conn.execute_batch("ROLLBACK");
+    }
+    for done in completions {
+        done(committed.clone());
+    }
+    if writer.since_checkpoint >= CHECKPOINT_EVERY {
+        // Full: a checkpoint is already due, which covers these commits too.
+        let _ = checkpoint.try_send(());
+        writer.since_checkpoint = 0;
     }
 }
 
@@ -1357,5 +1454,87 @@ mod tests {
 
         assert_eq!(in_snapshot(&conn, |_| Ok(7)).unwrap(), 7);
         assert!(conn.is_autocommit());
+    }
+
+    struct Dir(std::path::PathBuf);
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+    fn dir(name: &str) -> Dir {
+        Dir(std::env::temp_dir().join(format!(
+            "harness-{name}-{}",
+            crate::engine::transition::new_id()
+        )))
+    }
+    fn thread_name() -> Result<String, StoreError> {
+        Ok(std::thread::current().name().unwrap_or("").to_owned())
+    }
+
+    /// A write while the writer has nothing to do commits on its caller's thread; one that
+    /// must wait on an fsync goes to the writer thread, whose commits share it.
+    #[tokio::test]
+    async fn an_idle_writer_lets_the_caller_commit_unless_it_fsyncs() {
+        let here = std::thread::current().name().unwrap_or("").to_owned();
+        let d = dir("inline");
+        let store = EmbeddedStore::open(&d.0).unwrap();
+        assert_eq!(store.write(|_| thread_name()).await.unwrap(), here);
+        let d = dir("fsync");
+        let store = EmbeddedStore::open_with(&d.0, Durability::PowerLoss).unwrap();
+        assert_eq!(
+            store.write(|_| thread_name()).await.unwrap(),
+            "store-writer"
+        );
+    }
+
+    /// While another process holds the database, a write waits on the writer thread, not
+    /// on the runtime's thread that made it.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_write_waits_out_another_process_on_the_writer_thread() {
+        let d = dir("busy");
+        let store = Arc::new(EmbeddedStore::open(&d.0).unwrap());
+        let other = Connection::open(d.0.join(DB_FILE)).unwrap();
+        other.execute_batch("BEGIN IMMEDIATE").unwrap();
+        let s = store.clone();
+        let write = tokio::spawn(async move { s.write(|_| thread_name()).await });
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(!write.is_finished());
+        other.execute_batch("COMMIT").unwrap();
+        assert_eq!(write.await.unwrap().unwrap(), "store-writer");
+    }
+
+    /// A write that panics on its caller's thread leaves no transaction open and no
+    /// writer stuck: what it wrote is undone, and the next write commits.
+    #[tokio::test]
+    async fn a_write_that_panics_on_its_callers_thread_is_undone() {
+        let d = dir("panic");
+        let store = Arc::new(EmbeddedStore::open(&d.0).unwrap());
+        let s = store.clone();
+        let panicked = tokio::spawn(async move {
+            s.write(|conn| -> Result<(), StoreError> {
+                conn.execute("INSERT INTO audit (at_ms, record) VALUES (1, 'lost')", [])
+                    .unwrap();
+                panic!("in a write")
+            })
+            .await
+        })
+        .await;
+        assert!(panicked.is_err());
+        store
+            .write(|conn| {
+                conn.execute("INSERT INTO audit (at_ms, record) VALUES (2, 'kept')", [])
+                    .map_err(backend)
+            })
+            .await
+            .unwrap();
+        let rows: Vec<String> = store
+            .read_now(|conn| {
+                let mut stmt = conn.prepare("SELECT record FROM audit").map_err(backend)?;
+                let rows = stmt.query_map([], |r| r.get(0)).map_err(backend)?;
+                rows.collect::<Result<_, _>>().map_err(backend)
+            })
+            .unwrap();
+        assert_eq!(rows, ["kept"]);
     }
 }
