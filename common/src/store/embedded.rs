@@ -3,13 +3,16 @@
 //! file locking so several processes (one per function under `cargo lambda watch`) can
 //! share the directory, and a write-ahead log that survives kill -9.
 //!
-//! Writes go through one writer thread that gathers whatever commits are waiting into a
-//! single transaction (each in its own savepoint when there are several, so one failed
-//! condition does not undo the others) and acknowledges them together: group commit. A commit is acknowledged
-//! once it is in the write-ahead log, or, with [`Durability::PowerLoss`], once the log is
-//! fsynced. Checkpoints (copying the log into the database, with their fsyncs) run on a
-//! thread of their own, so a commit does not wait for one; only when the log passes its
-//! bound does the writer empty it, between two transactions (`restart_log`). Point reads
+//! Writes go through one writer connection. While it has nothing to do, a caller commits
+//! its write alone on its own thread; otherwise the write goes to the writer thread, which
+//! gathers whatever commits are waiting into a single transaction (each in its own
+//! savepoint when there are several, so one failed condition does not undo the others) and
+//! acknowledges them together: group commit. A commit is acknowledged once it is in the
+//! write-ahead log, or, with [`Durability::PowerLoss`] (always through the writer thread),
+//! once the log is fsynced. Checkpoints (copying the log into the database, with their
+//! fsyncs) run on a thread of their own, so a commit does not wait for one; only when the
+//! log passes its bound does the writer thread start it over, between two transactions
+//! (`restart_log`). Point reads
 //! run on the calling thread, scans on the blocking pool, each on one of a small pool of
 //! connections.
 
