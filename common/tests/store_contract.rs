@@ -1476,6 +1476,38 @@ async fn embedded_tasks_stored_before_the_listing_table_are_listed() {
     assert_eq!(listed, ids);
 }
 
+/// Audit rows past their retention go a few hundred a write, so one write after downtime
+/// does not stop every other while it deletes the whole backlog; none is kept for good.
+#[tokio::test]
+async fn embedded_expired_audit_rows_go_a_few_hundred_a_write() {
+    let dir = TempDir::new("audit-backlog");
+    let store = embedded(&dir);
+    let db = rusqlite::Connection::open(dir.0.join("harness.sqlite3")).expect("db");
+    db.execute_batch(
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 600)
+         INSERT INTO audit (at_ms, record) SELECT 1, '{}' FROM n",
+    )
+    .expect("a backlog of expired rows");
+    let expired = |db: &rusqlite::Connection| -> i64 {
+        db.query_row("SELECT COUNT(*) FROM audit WHERE at_ms = 1", [], |r| {
+            r.get(0)
+        })
+        .expect("count")
+    };
+    let record = AuditRecord {
+        operation: "SendMessage".into(),
+        participant: "alice".into(),
+        accepted: true,
+        ..Default::default()
+    };
+    store.audit(&record).await.expect("audit");
+    assert_eq!(expired(&db), 600 - 256);
+    for _ in 0..2 {
+        store.audit(&record).await.expect("audit");
+    }
+    assert_eq!(expired(&db), 0);
+}
+
 /// The index of every task by time that older builds kept (and wrote on every status
 /// change, though no query read it) is dropped when the directory is opened.
 #[tokio::test]

@@ -17,7 +17,7 @@
 //! connections.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
@@ -275,14 +275,31 @@ struct Writer {
     since_checkpoint: usize,
 }
 
+/// The write-ahead log as the writers see it.
+struct Log {
+    /// Its length in frames as the checkpointer last saw it.
+    frames: AtomicI64,
+    /// Whether the next commit may start it over (after a checkpoint, or the writer
+    /// thread's `restart_log`): that commit writes the log's header and fsyncs it, so it
+    /// is the writer thread's, not a caller's.
+    may_restart: AtomicBool,
+}
+
+impl Log {
+    /// Whether a caller may commit on its own thread as far as the log goes.
+    fn steady(&self) -> bool {
+        !self.may_restart.load(Ordering::Acquire)
+            && self.frames.load(Ordering::Relaxed) < WAL_RESTART_FRAMES
+    }
+}
+
 /// How writes reach the writer's connection.
 struct Writes {
     writer: Arc<Mutex<Writer>>,
     jobs: mpsc::Sender<Job>,
     /// Jobs sent to the writer thread that it has not taken yet.
     queued: Arc<AtomicUsize>,
-    /// The log's length in frames as the checkpointer last saw it.
-    log: Arc<AtomicI64>,
+    log: Arc<Log>,
     checkpoint: mpsc::SyncSender<()>,
     /// Whether a caller may commit on its own thread: not when a commit waits on an fsync.
     inline: bool,
@@ -292,9 +309,7 @@ impl Writes {
     /// Commits `job` on this thread if the writer has nothing to do, else sends it to the
     /// writer thread.
     fn hand_over(&self, job: Job) -> Result<(), StoreError> {
-        let idle = self.inline
-            && self.queued.load(Ordering::Acquire) == 0
-            && self.log.load(Ordering::Relaxed) < WAL_RESTART_FRAMES;
+        let idle = self.inline && self.queued.load(Ordering::Acquire) == 0 && self.log.steady();
         let writer = match idle.then(|| self.writer.try_lock()) {
             Some(Ok(writer)) => Some(writer),
             // A write panicked on its caller's thread; `begin` ends what it left.
@@ -302,15 +317,17 @@ impl Writes {
             _ => None,
         };
         match writer {
-            // Not waiting on another process's transaction: that is the writer thread's.
-            Some(mut writer) if begin(&writer.conn, false).is_ok() => {
+            // Checked again with the lock held: a checkpoint may have ended meanwhile. Not
+            // waiting on another process's transaction: that is the writer thread's.
+            Some(mut writer) if self.log.steady() && begin(&writer.conn, false).is_ok() => {
                 commit(&mut writer, vec![job], &self.checkpoint)
             }
             _ => {
                 self.queued.fetch_add(1, Ordering::AcqRel);
-                self.jobs
-                    .send(job)
-                    .map_err(|_| backend("the store writer has stopped"))?;
+                if self.jobs.send(job).is_err() {
+                    self.queued.fetch_sub(1, Ordering::AcqRel);
+                    return Err(backend("the store writer has stopped"));
+                }
             }
         }
         Ok(())
@@ -409,11 +426,15 @@ impl EmbeddedStore {
             .execute_batch("PRAGMA wal_autocheckpoint=0")
             .map_err(backend)?;
         let (kick, kicks) = mpsc::sync_channel::<()>(1);
-        let log = Arc::new(AtomicI64::new(0));
-        let (file, frames) = (path.clone(), log.clone());
+        // A new log's first commit writes its header.
+        let log = Arc::new(Log {
+            frames: AtomicI64::new(0),
+            may_restart: AtomicBool::new(true),
+        });
+        let (file, seen) = (path.clone(), log.clone());
         std::thread::Builder::new()
             .name("store-checkpoint".into())
-            .spawn(move || checkpoint_loop(&file, durability, kicks, &frames))
+            .spawn(move || checkpoint_loop(&file, durability, kicks, &seen))
             .map_err(backend)?;
         let readers = (0..READERS)
             .map(|_| {
@@ -551,14 +572,13 @@ fn run(conn: &Connection, sql: &str) -> Result<(), StoreError> {
         .map_err(backend)
 }
 
-/// Commits what callers hand over, in batches; `log` is the log's length in frames as the
-/// checkpointer last saw it.
+/// Commits what callers hand over, in batches, and starts the log over past its bound.
 fn writer_loop(
     writer: &Mutex<Writer>,
     rx: mpsc::Receiver<Job>,
     queued: &AtomicUsize,
     checkpoint: &mpsc::SyncSender<()>,
-    log: &AtomicI64,
+    log: &Log,
 ) {
     while let Ok(first) = rx.recv() {
         let mut batch = vec![first];
@@ -573,16 +593,38 @@ fn writer_loop(
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         queued.fetch_sub(batch.len(), Ordering::AcqRel);
         match begin(&writer.conn, true) {
-            Ok(()) => commit(&mut writer, batch, checkpoint),
+            Ok(()) => {
+                // A job that panics fails its batch (each caller's answer is dropped, so it
+                // errs), not the writer thread.
+                let committed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    commit(&mut writer, batch, checkpoint)
+                }));
+                if committed.is_ok() {
+                    log.may_restart.store(false, Ordering::Release);
+                }
+            }
             Err(err) => {
                 for job in batch {
                     job(None, false).1(Err(err.clone()));
                 }
             }
         }
-        if log.load(Ordering::Relaxed) >= WAL_RESTART_FRAMES {
+        if log.frames.load(Ordering::Relaxed) >= WAL_RESTART_FRAMES {
             restart_log(&writer.conn);
-            log.store(0, Ordering::Relaxed);
+            log.frames.store(0, Ordering::Relaxed);
+            log.may_restart.store(true, Ordering::Release);
+        }
+    }
+}
+
+/// Ends a transaction left open when it is dropped (an error, a panic): an open read would
+/// hold the log from being emptied, an open write the database from every other writer.
+struct Close<'c>(&'c Connection);
+
+impl Drop for Close<'_> {
+    fn drop(&mut self) {
+        if !self.0.is_autocommit() {
+            let _ = run(self.0, "ROLLBACK");
         }
     }
 }
@@ -599,7 +641,8 @@ fn begin(conn: &Connection, wait: bool) -> Result<(), StoreError> {
     }
     conn.busy_timeout(Duration::ZERO).map_err(backend)?;
     let begun = run(conn, "BEGIN IMMEDIATE");
-    conn.busy_timeout(BUSY_TIMEOUT).map_err(backend)?;
+    // Restored whatever BEGIN did (setting a timeout cannot fail on an open connection).
+    let _ = conn.busy_timeout(BUSY_TIMEOUT);
     begun
 }
 
@@ -607,6 +650,8 @@ fn begin(conn: &Connection, wait: bool) -> Result<(), StoreError> {
 /// own when there are several, and acknowledges each.
 fn commit(writer: &mut Writer, batch: Vec<Job>, checkpoint: &mpsc::SyncSender<()>) {
     let conn = &writer.conn;
+    // A job that panics leaves no transaction holding the database from other processes.
+    let _close = Close(conn);
     writer.since_checkpoint += batch.len();
     let shared = batch.len() > 1;
     let (oks, completions): (Vec<bool>, Vec<Completion>) =
@@ -651,12 +696,7 @@ fn restart_log(conn: &Connection) {
 /// writer nor readers, and a log that readers still need is copied by a later one.
 /// Its connection is opened at the first checkpoint, off the start-up path.
 /// Each one leaves the log's length (in frames) in `log`.
-fn checkpoint_loop(
-    path: &Path,
-    durability: Durability,
-    kicks: mpsc::Receiver<()>,
-    log: &AtomicI64,
-) {
+fn checkpoint_loop(path: &Path, durability: Durability, kicks: mpsc::Receiver<()>, log: &Log) {
     let mut conn = None;
     while kicks.recv().is_ok() {
         if conn.is_none() {
@@ -668,7 +708,10 @@ fn checkpoint_loop(
         let Some(conn) = &conn else { continue };
         // Its row: (blocked, frames in the log, frames copied).
         match conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| r.get(1)) {
-            Ok(frames) => log.store(frames, Ordering::Relaxed),
+            Ok(frames) => {
+                log.frames.store(frames, Ordering::Relaxed);
+                log.may_restart.store(true, Ordering::Release);
+            }
             Err(e) => tracing::warn!(error = %e, "the embedded store's checkpoint failed"),
         }
     }
@@ -813,16 +856,6 @@ fn in_snapshot<R>(
     conn: &Connection,
     f: impl FnOnce(&Connection) -> Result<R, StoreError>,
 ) -> Result<R, StoreError> {
-    /// Ends a transaction `f` or COMMIT left open (an error, a panic): an open read would
-    /// hold the log from being emptied.
-    struct Close<'c>(&'c Connection);
-    impl Drop for Close<'_> {
-        fn drop(&mut self) {
-            if !self.0.is_autocommit() {
-                let _ = run(self.0, "ROLLBACK");
-            }
-        }
-    }
     run(conn, "BEGIN")?;
     let _close = Close(conn);
     let out = f(conn)?;
@@ -1363,10 +1396,14 @@ impl Store for EmbeddedStore {
             conn.prepare_cached("INSERT INTO audit (at_ms, record, task_id) VALUES (?1, ?2, ?3)")
                 .and_then(|mut stmt| stmt.execute(params![at, json, r.task_id]))
                 .map_err(backend)?;
-            // What the retention and past hours' counts leave behind goes as it is passed.
-            conn.prepare_cached("DELETE FROM audit WHERE at_ms < ?1")
-                .and_then(|mut stmt| stmt.execute(params![expired_before]))
-                .map_err(backend)?;
+            // What the retention and past hours' counts leave behind goes as it is passed, a
+            // few hundred rows a write at most (a backlog, after downtime, over many writes).
+            conn.prepare_cached(
+                "DELETE FROM audit WHERE seq IN
+                     (SELECT seq FROM audit WHERE at_ms < ?1 LIMIT 256)",
+            )
+            .and_then(|mut stmt| stmt.execute(params![expired_before]))
+            .map_err(backend)?;
             conn.prepare_cached("DELETE FROM audit_quota WHERE hour < ?1")
                 .and_then(|mut stmt| stmt.execute(params![r.quota_hour() - 1]))
                 .map_err(backend)?;
@@ -1482,6 +1519,11 @@ mod tests {
         let here = std::thread::current().name().unwrap_or("").to_owned();
         let d = dir("inline");
         let store = EmbeddedStore::open(&d.0).unwrap();
+        // The first writes the new log's header, and fsyncs it.
+        assert_eq!(
+            store.write(|_| thread_name()).await.unwrap(),
+            "store-writer"
+        );
         assert_eq!(store.write(|_| thread_name()).await.unwrap(), here);
         let d = dir("fsync");
         let store = EmbeddedStore::open_with(&d.0, Durability::PowerLoss).unwrap();
@@ -1497,6 +1539,7 @@ mod tests {
     async fn a_write_waits_out_another_process_on_the_writer_thread() {
         let d = dir("busy");
         let store = Arc::new(EmbeddedStore::open(&d.0).unwrap());
+        store.write(|_| Ok(())).await.unwrap();
         let other = Connection::open(d.0.join(DB_FILE)).unwrap();
         other.execute_batch("BEGIN IMMEDIATE").unwrap();
         let s = store.clone();
@@ -1507,12 +1550,29 @@ mod tests {
         assert_eq!(write.await.unwrap().unwrap(), "store-writer");
     }
 
+    /// A write that panics on the writer thread fails its batch, not the writer: the next
+    /// write commits.
+    #[tokio::test]
+    async fn a_write_that_panics_on_the_writer_thread_leaves_it_running() {
+        let d = dir("panic-writer");
+        let store = EmbeddedStore::open_with(&d.0, Durability::PowerLoss).unwrap();
+        let panicked = store
+            .write(|_| -> Result<(), StoreError> { panic!("in a write") })
+            .await;
+        assert!(panicked.is_err());
+        assert_eq!(
+            store.write(|_| thread_name()).await.unwrap(),
+            "store-writer"
+        );
+    }
+
     /// A write that panics on its caller's thread leaves no transaction open and no
     /// writer stuck: what it wrote is undone, and the next write commits.
     #[tokio::test]
     async fn a_write_that_panics_on_its_callers_thread_is_undone() {
         let d = dir("panic");
         let store = Arc::new(EmbeddedStore::open(&d.0).unwrap());
+        store.write(|_| Ok(())).await.unwrap();
         let s = store.clone();
         let panicked = tokio::spawn(async move {
             s.write(|conn| -> Result<(), StoreError> {
