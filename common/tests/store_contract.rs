@@ -83,6 +83,12 @@ fn embedded(dir: &TempDir) -> Arc<dyn Store> {
     Arc::new(EmbeddedStore::open(&dir.0).expect("open store"))
 }
 
+/// The embedded store's database in `dir`, opened beside the store (as an older build or
+/// another process would).
+fn database(dir: &TempDir) -> rusqlite::Connection {
+    rusqlite::Connection::open(dir.0.join("harness.sqlite3")).expect("open the database")
+}
+
 async fn concurrent_commits_on_one_task_lose_nothing(store: Arc<dyn Store>) {
     let rec = create(store.as_ref(), "", "m-concurrent").await;
     let writers = 8;
@@ -1457,7 +1463,7 @@ async fn embedded_tasks_stored_before_the_listing_table_are_listed() {
         }
         ids
     };
-    let db = rusqlite::Connection::open(dir.0.join("harness.sqlite3")).expect("db");
+    let db = database(&dir);
     db.execute_batch("DROP TABLE task_members")
         .expect("as an older build left it");
     drop(db);
@@ -1482,7 +1488,7 @@ async fn embedded_tasks_stored_before_the_listing_table_are_listed() {
 async fn embedded_expired_audit_rows_go_a_few_hundred_a_write() {
     let dir = TempDir::new("audit-backlog");
     let store = embedded(&dir);
-    let db = rusqlite::Connection::open(dir.0.join("harness.sqlite3")).expect("db");
+    let db = database(&dir);
     db.execute_batch(
         "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 600)
          INSERT INTO audit (at_ms, record) SELECT 1, '{}' FROM n",
@@ -1517,21 +1523,18 @@ async fn embedded_an_older_builds_unread_index_is_dropped() {
         let store = embedded(&dir);
         create(store.as_ref(), "", "m-old-index").await.task.id
     };
-    let indexes = |db: &rusqlite::Connection| -> Vec<String> {
-        let mut stmt = db
-            .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'tasks'")
-            .expect("query");
-        let names = stmt.query_map([], |r| r.get(0)).expect("rows");
-        names.collect::<Result<_, _>>().expect("names")
-    };
-    let db = rusqlite::Connection::open(dir.0.join("harness.sqlite3")).expect("db");
+    let db = database(&dir);
     db.execute_batch("CREATE INDEX tasks_by_status ON tasks (tenant, status_ms DESC, id DESC)")
         .expect("as an older build left it");
     drop(db);
     let store = embedded(&dir);
     assert!(store.load_task(&id).await.expect("load").is_some());
-    let db = rusqlite::Connection::open(dir.0.join("harness.sqlite3")).expect("db");
-    let left = indexes(&db);
+    let db = database(&dir);
+    let mut stmt = db
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'tasks'")
+        .expect("query");
+    let names = stmt.query_map([], |r| r.get(0)).expect("rows");
+    let left: Vec<String> = names.collect::<Result<_, _>>().expect("names");
     assert!(!left.iter().any(|n| n == "tasks_by_status"), "{left:?}");
 }
 
@@ -1565,7 +1568,7 @@ async fn state_survives_reopening_the_directory() {
 async fn messages_stored_by_an_older_build_are_found_under_their_sender() {
     let dir = TempDir::new("old-messages");
     std::fs::create_dir_all(&dir.0).expect("dir");
-    let old = rusqlite::Connection::open(dir.0.join("harness.sqlite3")).expect("open");
+    let old = database(&dir);
     old.execute_batch(
         r#"CREATE TABLE messages (tenant TEXT NOT NULL, message_id TEXT NOT NULL,
                task_id TEXT NOT NULL, received_ms INTEGER NOT NULL, message TEXT NOT NULL,

@@ -312,7 +312,7 @@ impl Writes {
         let idle = self.inline && self.queued.load(Ordering::Acquire) == 0 && self.log.steady();
         let writer = match idle.then(|| self.writer.try_lock()) {
             Some(Ok(writer)) => Some(writer),
-            // A write panicked on its caller's thread; `begin` ends what it left.
+            // A write panicked on its caller's thread: `commit` rolled it back.
             Some(Err(std::sync::TryLockError::Poisoned(p))) => Some(p.into_inner()),
             _ => None,
         };
@@ -632,10 +632,6 @@ impl Drop for Close<'_> {
 /// Starts the writer's transaction, waiting out another process's (up to the busy timeout)
 /// if `wait`.
 fn begin(conn: &Connection, wait: bool) -> Result<(), StoreError> {
-    if !conn.is_autocommit() {
-        // Left open by a write that panicked: undone, as it was never acknowledged.
-        let _ = conn.execute_batch("ROLLBACK");
-    }
     if wait {
         return run(conn, "BEGIN IMMEDIATE");
     }
@@ -650,7 +646,8 @@ fn begin(conn: &Connection, wait: bool) -> Result<(), StoreError> {
 /// own when there are several, and acknowledges each.
 fn commit(writer: &mut Writer, batch: Vec<Job>, checkpoint: &mpsc::SyncSender<()>) {
     let conn = &writer.conn;
-    // A job that panics leaves no transaction holding the database from other processes.
+    // Whatever ends this early (a failed COMMIT, a job that panics) leaves no transaction
+    // holding the database from other processes.
     let _close = Close(conn);
     writer.since_checkpoint += batch.len();
     let shared = batch.len() > 1;
@@ -662,9 +659,6 @@ fn commit(writer: &mut Writer, batch: Vec<Job>, checkpoint: &mpsc::SyncSender<()
         // The lone job failed (its outcome says why): undo whatever it did.
         run(conn, "ROLLBACK")
     };
-    if committed.is_err() {
-        let _ = conn.execute_batch("ROLLBACK");
-    }
     for done in completions {
         done(committed.clone());
     }
