@@ -183,6 +183,12 @@ enum Cmd {
     BackfillListing,
 }
 
+// A request allocates and frees many small buffers across the runtime's threads; glibc's
+// malloc took a fifth of the CPU of a send under load (wrk, sends at c=32: 176-204 µs of
+// CPU a send with glibc's, 137-171 with mimalloc; at c=1 311-331 and 264-286).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// The embedded store's push key, beside (not inside) its data.
 const PUSH_KEY_FILE: &str = "push.key";
 /// Most tasks the start-up sweep hands on; the timer's sweeps take the rest.
