@@ -101,8 +101,7 @@ pub async fn call(ctx: &Context<'_>, run: &mut TaskRun, call: &ToolCall) -> Resu
 }
 
 fn parse<T: for<'de> Deserialize<'de>>(call: &ToolCall) -> Result<T, ToolError> {
-    serde_json::from_value(call.arguments.clone())
-        .map_err(|e| ToolError::new("invalid_arguments", e.to_string()))
+    T::deserialize(&call.arguments).map_err(|e| ToolError::new("invalid_arguments", e.to_string()))
 }
 
 fn outcome(result: Result<String, ToolError>) -> ToolOutcome {

@@ -69,7 +69,7 @@ impl HelpDecision {
         if let Some(p) = problems(validator(), value) {
             return Err(format!("the decision does not match the schema: {p}"));
         }
-        serde_json::from_value(value.clone()).map_err(|e| e.to_string())
+        Self::deserialize(value).map_err(|e| e.to_string())
     }
 }
 

@@ -258,12 +258,12 @@ impl Engine {
     ) -> Result<Option<TaskRecord>, RunError> {
         let mut created = Vec::new();
         let task_id = start.task_id().to_owned();
-        let last = self
-            .running
-            .run(&task_id, self.drive_locked(start, deadline, &mut created))
-            .await?;
+        // Boxed, as is waking the parents: carried inline they made this future ~20 KB,
+        // copied whole by each spawn that starts a drive.
+        let drive = Box::pin(self.drive_locked(start, deadline, &mut created));
+        let last = self.running.run(&task_id, drive).await?;
         if let Some(ended) = last.as_ref().filter(|r| r.state().is_terminal()) {
-            self.wake_parents(ended).await?;
+            Box::pin(self.wake_parents(ended)).await?;
         }
         // A drive that asks ends waiting on the answer: the only drive that sees the
         // question new, after it is committed.

@@ -56,7 +56,7 @@ impl ChannelMessage {
         if let Some(p) = problems(validator(), value) {
             return Err(p);
         }
-        serde_json::from_value(value.clone()).map_err(|e| e.to_string())
+        Self::deserialize(value).map_err(|e| e.to_string())
     }
 
     /// The data part carrying this message.

@@ -152,7 +152,7 @@ impl TaskExtension {
         if let Some(p) = problems(validator(), value) {
             return Err(p);
         }
-        serde_json::from_value(value.clone()).map_err(|e| e.to_string())
+        Self::deserialize(value).map_err(|e| e.to_string())
     }
 
     /// The extension of a task started by a plain message: name = its first line (at most
@@ -177,7 +177,7 @@ impl TaskExtension {
     /// a task without participants is visible to no one).
     pub fn of(task: &Task) -> Option<Self> {
         let v = task.metadata.as_ref()?.get(TASK_METADATA_KEY)?;
-        serde_json::from_value(v.clone()).ok()
+        Self::deserialize(v).ok()
     }
 
     /// Writes the data into the task's metadata.

@@ -62,7 +62,8 @@ pub async fn send_message(
     req: SendMessageRequest,
     caller: &Caller,
 ) -> Result<SendMessageResponse, A2aError> {
-    let accepted = intake(h, Operation::SendMessage, req, caller).await?;
+    // Boxed: intake's future (~18 KB) would be carried, and copied, in every operation's.
+    let accepted = Box::pin(intake(h, Operation::SendMessage, req, caller)).await?;
     let record = match accepted.intake {
         Intake::Direct(message) => {
             return Ok(SendMessageResponse {
@@ -137,7 +138,7 @@ pub async fn send_streaming_message(
     req: SendMessageRequest,
     caller: &Caller,
 ) -> Result<EventStream, A2aError> {
-    let accepted = intake(h, Operation::SendStreamingMessage, req, caller).await?;
+    let accepted = Box::pin(intake(h, Operation::SendStreamingMessage, req, caller)).await?;
     let f = match accepted.intake {
         Intake::Direct(message) => {
             return Ok(Box::pin(futures::stream::once(async {
