@@ -248,7 +248,6 @@ pub fn split(rec: &TaskRecord) -> Result<Split, StoreError> {
         }
         artifacts.push(print);
     }
-    let mut head = serde_json::to_value(rec).map_err(corrupt)?;
     let mut status = None;
     if let Some(m) = rec.task.status.as_ref().and_then(|s| s.message.as_ref()) {
         let json = to_json(m)?;
@@ -263,12 +262,6 @@ pub fn split(rec: &TaskRecord) -> Result<Split, StoreError> {
                 });
             }
             status = Some(print);
-            if let Some(s) = head
-                .pointer_mut("/task/status")
-                .and_then(Value::as_object_mut)
-            {
-                s.remove("message");
-            }
         }
     }
     let counts = Counts {
@@ -277,13 +270,28 @@ pub fn split(rec: &TaskRecord) -> Result<Split, StoreError> {
         turns: turns.len() as u64,
         status: status.is_some(),
     };
-    if let Some(o) = head.as_object_mut() {
-        o.insert(
-            "parts".into(),
-            serde_json::to_value(counts).map_err(corrupt)?,
-        );
-    }
-    let head = head.to_string();
+    let head = if status.is_some() {
+        // The status message is a part of its own: the head is printed without it.
+        let mut head = serde_json::to_value(rec).map_err(corrupt)?;
+        if let Some(s) = head
+            .pointer_mut("/task/status")
+            .and_then(Value::as_object_mut)
+        {
+            s.remove("message");
+        }
+        if let Some(o) = head.as_object_mut() {
+            o.insert(
+                "parts".into(),
+                serde_json::to_value(counts).map_err(corrupt)?,
+            );
+        }
+        head.to_string()
+    } else {
+        to_json(&Head {
+            record: rec,
+            parts: counts,
+        })?
+    };
     if head.len() > HEAD_BYTES {
         return Err(StoreError::TooLarge(rec.id().to_owned()));
     }
@@ -301,6 +309,15 @@ pub fn split(rec: &TaskRecord) -> Result<Split, StoreError> {
             events_chunked: rec.stored.events_chunked,
         },
     })
+}
+
+/// A head as printed: the record (whose task is printed without its lists, see
+/// [`task_head`]) and the counts of its parts.
+#[derive(Serialize)]
+struct Head<'a> {
+    #[serde(flatten)]
+    record: &'a TaskRecord,
+    parts: Counts,
 }
 
 /// A record from its head, with the counts of the parts it has. A head written before
@@ -553,6 +570,25 @@ mod tests {
             "an extended artifact is written again"
         );
         assert!(!third.parts[0].once);
+    }
+
+    #[test]
+    fn every_field_of_the_head_reads_back() {
+        let mut rec = record();
+        rec.tenant = "acme".into();
+        rec.task.context_id = "ctx".into();
+        rec.task.metadata = serde_json::json!({"k": {"b": 1, "a": [true, null]}})
+            .as_object()
+            .cloned();
+        (rec.version, rec.last_seq, rec.handovers) = (7, 12, 2);
+        (rec.push, rec.wake, rec.parents_owed) = (true, true, true);
+        rec.waits_on = Some("bob".into());
+        rec.lease = Some(crate::engine::lease::Lease::new(
+            "owner",
+            std::time::Duration::from_secs(30),
+        ));
+        let s = split(&rec).expect("split");
+        assert_eq!(round_trip(&s), rec);
     }
 
     #[test]
