@@ -324,14 +324,16 @@ struct Head<'a> {
 /// this layout holds everything (and no counts): its lists are read from it, and the next
 /// commit writes them as parts.
 pub fn decode_head(json: &str) -> Result<(TaskRecord, Counts), StoreError> {
-    let mut value: Value = serde_json::from_str(json).map_err(corrupt)?;
-    let counts = value.as_object_mut().and_then(|o| o.remove("parts"));
-    let rec: TaskRecord = serde_json::from_value(value).map_err(corrupt)?;
-    let counts = match counts {
-        Some(c) => serde_json::from_value(c).map_err(corrupt)?,
-        None => Counts::default(),
-    };
-    Ok((rec, counts))
+    /// The head's counts alone; the record passes over them. Two passes over the text
+    /// cost less than building a `Value` of it to take them out (a sixth of GetTask's CPU).
+    #[derive(Deserialize)]
+    struct Parts {
+        #[serde(default)]
+        parts: Counts,
+    }
+    let rec: TaskRecord = serde_json::from_str(json).map_err(corrupt)?;
+    let Parts { parts } = serde_json::from_str(json).map_err(corrupt)?;
+    Ok((rec, parts))
 }
 
 /// What of a task a reader wants.
