@@ -1532,7 +1532,6 @@ mod tests {
     /// must wait on an fsync goes to the writer thread, whose commits share it.
     #[tokio::test]
     async fn an_idle_writer_lets_the_caller_commit_unless_it_fsyncs() {
-        let here = std::thread::current().name().unwrap_or("").to_owned();
         let d = dir("inline");
         let store = EmbeddedStore::open(&d.0).unwrap();
         // The first writes the new log's header, and fsyncs it.
@@ -1540,7 +1539,7 @@ mod tests {
             store.write(|_| thread_name()).await.unwrap(),
             "store-writer"
         );
-        assert_eq!(store.write(|_| thread_name()).await.unwrap(), here);
+        until_inline(&store).await;
         let d = dir("fsync");
         let store = EmbeddedStore::open_with(&d.0, Durability::PowerLoss).unwrap();
         assert_eq!(
