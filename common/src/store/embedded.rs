@@ -16,6 +16,7 @@
 //! run on the calling thread, scans on the blocking pool, each on one of a small pool of
 //! connections.
 
+use std::cell::Cell;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
@@ -277,7 +278,7 @@ struct Writer {
 
 /// The write-ahead log as the writers see it.
 struct Log {
-    /// Its length in frames as the checkpointer last saw it.
+    /// Its length in frames after the last commit (SQLite's WAL hook, [`note_log_frames`]).
     frames: AtomicI64,
     /// Whether the next commit may start it over (after a checkpoint, or the writer
     /// thread's `restart_log`): that commit writes the log's header and fsyncs it, so it
@@ -320,7 +321,7 @@ impl Writes {
             // Checked again with the lock held: a checkpoint may have ended meanwhile. Not
             // waiting on another process's transaction: that is the writer thread's.
             Some(mut writer) if self.log.steady() && begin(&writer.conn, false).is_ok() => {
-                commit(&mut writer, vec![job], &self.checkpoint)
+                commit(&mut writer, vec![job], &self.checkpoint, &self.log)
             }
             _ => {
                 self.queued.fetch_add(1, Ordering::AcqRel);
@@ -425,6 +426,8 @@ impl EmbeddedStore {
         writer
             .execute_batch("PRAGMA wal_autocheckpoint=0")
             .map_err(backend)?;
+        // After the pragma, which sets the connection's WAL hook to nothing.
+        writer.wal_hook(Some(note_log_frames));
         let (kick, kicks) = mpsc::sync_channel::<()>(1);
         // A new log's first commit writes its header.
         let log = Arc::new(Log {
@@ -597,7 +600,7 @@ fn writer_loop(
                 // A job that panics fails its batch (each caller's answer is dropped, so it
                 // errs), not the writer thread.
                 let committed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    commit(&mut writer, batch, checkpoint)
+                    commit(&mut writer, batch, checkpoint, log)
                 }));
                 if committed.is_ok() {
                     log.may_restart.store(false, Ordering::Release);
@@ -644,7 +647,7 @@ fn begin(conn: &Connection, wait: bool) -> Result<(), StoreError> {
 
 /// Commits `batch` in the transaction [`begin`] started, each job in a savepoint of its
 /// own when there are several, and acknowledges each.
-fn commit(writer: &mut Writer, batch: Vec<Job>, checkpoint: &mpsc::SyncSender<()>) {
+fn commit(writer: &mut Writer, batch: Vec<Job>, checkpoint: &mpsc::SyncSender<()>, log: &Log) {
     let conn = &writer.conn;
     // Whatever ends this early (a failed COMMIT, a job that panics) leaves no transaction
     // holding the database from other processes.
@@ -659,6 +662,10 @@ fn commit(writer: &mut Writer, batch: Vec<Job>, checkpoint: &mpsc::SyncSender<()
         // The lone job failed (its outcome says why): undo whatever it did.
         run(conn, "ROLLBACK")
     };
+    if committed.is_ok() {
+        log.frames
+            .store(LOG_FRAMES.with(Cell::get), Ordering::Relaxed);
+    }
     for done in completions {
         done(committed.clone());
     }
@@ -686,10 +693,22 @@ fn restart_log(conn: &Connection) {
     }
 }
 
+thread_local! {
+    /// The log's length in frames after the last commit on this thread.
+    static LOG_FRAMES: Cell<i64> = const { Cell::new(0) };
+}
+
+/// The writer connection's WAL hook: SQLite calls it in each COMMIT, on the committing
+/// thread, with the log's length. The writer learns it at once, where the checkpointer's
+/// count came up to 128 commits late (and a log of large commits passed twice its bound).
+fn note_log_frames(_: &rusqlite::hooks::Wal, frames: std::ffi::c_int) -> rusqlite::Result<()> {
+    LOG_FRAMES.with(|f| f.set(frames.into()));
+    Ok(())
+}
+
 /// Copies the log into the database when the writer asks. PASSIVE: it never blocks the
 /// writer nor readers, and a log that readers still need is copied by a later one.
 /// Its connection is opened at the first checkpoint, off the start-up path.
-/// Each one leaves the log's length (in frames) in `log`.
 fn checkpoint_loop(path: &Path, durability: Durability, kicks: mpsc::Receiver<()>, log: &Log) {
     let mut conn = None;
     while kicks.recv().is_ok() {
@@ -700,12 +719,8 @@ fn checkpoint_loop(path: &Path, durability: Durability, kicks: mpsc::Receiver<()
                 .ok();
         }
         let Some(conn) = &conn else { continue };
-        // Its row: (blocked, frames in the log, frames copied).
-        match conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| r.get(1)) {
-            Ok(frames) => {
-                log.frames.store(frames, Ordering::Relaxed);
-                log.may_restart.store(true, Ordering::Release);
-            }
+        match conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
+            Ok(()) => log.may_restart.store(true, Ordering::Release),
             Err(e) => tracing::warn!(error = %e, "the embedded store's checkpoint failed"),
         }
     }
