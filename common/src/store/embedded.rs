@@ -656,15 +656,17 @@ fn commit(writer: &mut Writer, batch: Vec<Job>, checkpoint: &mpsc::SyncSender<()
     let shared = batch.len() > 1;
     let (oks, completions): (Vec<bool>, Vec<Completion>) =
         batch.into_iter().map(|job| job(Some(conn), shared)).unzip();
+    // Unknown until a COMMIT that wrote frames calls the WAL hook.
+    LOG_FRAMES.with(|f| f.set(-1));
     let committed = if shared || oks.iter().all(|ok| *ok) {
         run(conn, "COMMIT")
     } else {
         // The lone job failed (its outcome says why): undo whatever it did.
         run(conn, "ROLLBACK")
     };
-    if committed.is_ok() {
-        log.frames
-            .store(LOG_FRAMES.with(Cell::get), Ordering::Relaxed);
+    let frames = LOG_FRAMES.with(Cell::get);
+    if committed.is_ok() && frames >= 0 {
+        log.frames.store(frames, Ordering::Relaxed);
     }
     for done in completions {
         done(committed.clone());
