@@ -16,19 +16,11 @@ use common::ext::task::{Participant, ParticipantKind, Role as ParticipantRole, T
 use common::ops::Harness;
 use common::store::{EmbeddedStore, Store, TaskRecord};
 
-struct Dir(std::path::PathBuf);
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn dir() -> Dir {
-    Dir(std::env::temp_dir().join(format!(
-        "harness-leases-{}",
-        common::engine::transition::new_id()
-    )))
+fn dir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("harness-leases-")
+        .tempdir()
+        .expect("a temporary directory")
 }
 
 /// A harness that drives only when told to (no local wake-ups), as `owner`.
@@ -108,7 +100,7 @@ async fn load(store: &dyn Store, id: &str) -> TaskRecord {
 #[tokio::test]
 async fn a_held_lease_keeps_other_drives_off_and_a_lapsed_one_is_swept_to_another() {
     let d = dir();
-    let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(&d.0).expect("store"));
+    let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(d.path()).expect("store"));
     let other = harness(store.clone(), "b", common::agent::conformance());
     let held = Lease {
         owner: "a".into(),
@@ -151,7 +143,7 @@ async fn a_held_lease_keeps_other_drives_off_and_a_lapsed_one_is_swept_to_anothe
 #[tokio::test]
 async fn a_drive_near_its_deadline_hands_the_task_over_from_its_checkpoint() {
     let d = dir();
-    let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(&d.0).expect("store"));
+    let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(d.path()).expect("store"));
     let script = r#"{"turns": [
         {"tool_calls": [{"name": "current_time", "arguments": {}}]},
         {"text": "done"}
@@ -189,7 +181,7 @@ async fn a_drive_near_its_deadline_hands_the_task_over_from_its_checkpoint() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_model_call_slower_than_the_lease_keeps_it_and_is_made_once() {
     let d = dir();
-    let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(&d.0).expect("store"));
+    let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(d.path()).expect("store"));
     let script = r#"{"turns": [{"text": "slow but once", "delay_ms": 2500}]}"#;
     let model = scripted(script);
     let ttl = Duration::from_secs(1);
@@ -228,7 +220,7 @@ async fn a_model_call_slower_than_the_lease_keeps_it_and_is_made_once() {
 #[tokio::test]
 async fn a_task_no_drive_gets_through_fails_after_ten_hand_overs() {
     let d = dir();
-    let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(&d.0).expect("store"));
+    let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(d.path()).expect("store"));
     let model = scripted(r#"{"turns": [{"text": "never reached"}]}"#);
     let sweeper = harness(store.clone(), "sweeper", llm_agent(&model));
     let lapsed = || Lease {
@@ -294,7 +286,7 @@ impl common::agent::tools::Tool for SlowTool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tool_slower_than_the_lease_keeps_it_and_runs_once() {
     let d = dir();
-    let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(&d.0).expect("store"));
+    let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(d.path()).expect("store"));
     let script = r#"{"turns": [
         {"tool_calls": [{"name": "slow_tool", "arguments": {}}]},
         {"text": "done"}
@@ -349,7 +341,7 @@ async fn a_tool_slower_than_the_lease_keeps_it_and_runs_once() {
 #[tokio::test]
 async fn a_model_call_cut_off_by_the_deadline_is_handed_over_at_once() {
     let d = dir();
-    let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(&d.0).expect("store"));
+    let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(d.path()).expect("store"));
     let script = r#"{"turns": [{"text": "after the hand-over", "delay_ms": 3000}]}"#;
     let model = scripted(script);
     let h = harness(store.clone(), "a", llm_agent(&model));
@@ -423,7 +415,7 @@ async fn a_wake_up_no_drive_answered_is_rung_again_by_the_sweep(store: Arc<dyn S
 #[tokio::test]
 async fn a_wake_up_no_drive_answered_is_rung_again_by_the_sweep_embedded() {
     let d = dir();
-    let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(&d.0).expect("store"));
+    let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(d.path()).expect("store"));
     a_wake_up_no_drive_answered_is_rung_again_by_the_sweep(store).await;
 }
 

@@ -23,20 +23,6 @@ use serde_json::{json, Map, Value};
 /// chunk, in log order.
 const SHARED: &str = "shared";
 
-struct TempDir(std::path::PathBuf);
-
-impl TempDir {
-    fn new() -> Self {
-        TempDir(std::env::temp_dir().join(format!("harness-proptest-commits-{}", new_id())))
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// What one event of a commit does.
 #[derive(Debug, Clone, Copy)]
 enum Change {
@@ -228,8 +214,11 @@ async fn write(
 
 /// Runs the writers against a fresh store and checks the log and the record.
 async fn run(plan: Vec<Vec<Commit>>) -> Result<(), TestCaseError> {
-    let dir = TempDir::new();
-    let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(&dir.0).expect("open store"));
+    let dir = tempfile::Builder::new()
+        .prefix("harness-proptest-commits-")
+        .tempdir()
+        .expect("a temporary directory");
+    let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(dir.path()).expect("open store"));
     let mut m = Message {
         message_id: new_id(),
         role: Role::User,

@@ -15,20 +15,13 @@ use common::store::{
     DynamoStore, EmbeddedStore, InboundMessage, PushConfigRecord, ReadOnly, Store, StoreError,
     TaskQuery, TaskRecord,
 };
+use tempfile::TempDir;
 
-struct TempDir(std::path::PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> Self {
-        let dir = std::env::temp_dir().join(format!("harness-store-{name}-{}", uuid_like()));
-        TempDir(dir)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+fn temp_dir(name: &str) -> TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("harness-store-{name}-"))
+        .tempdir()
+        .expect("a temporary directory")
 }
 
 fn uuid_like() -> String {
@@ -80,13 +73,13 @@ async fn create_for(store: &dyn Store, tenant: &str, message_id: &str, member: &
 }
 
 fn embedded(dir: &TempDir) -> Arc<dyn Store> {
-    Arc::new(EmbeddedStore::open(&dir.0).expect("open store"))
+    Arc::new(EmbeddedStore::open(dir.path()).expect("open store"))
 }
 
 /// The embedded store's database in `dir`, opened beside the store (as an older build or
 /// another process would).
 fn database(dir: &TempDir) -> rusqlite::Connection {
-    rusqlite::Connection::open(dir.0.join("harness.sqlite3")).expect("open the database")
+    rusqlite::Connection::open(dir.path().join("harness.sqlite3")).expect("open the database")
 }
 
 async fn concurrent_commits_on_one_task_lose_nothing(store: Arc<dyn Store>) {
@@ -727,7 +720,7 @@ macro_rules! contract {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
                 async fn $name() {
-                    let dir = TempDir::new(stringify!($name));
+                    let dir = temp_dir(stringify!($name));
                     super::$name(embedded(&dir)).await;
                 }
             )+
@@ -1347,7 +1340,7 @@ async fn dynamodb_audit_records_expire_through_the_ttl_attribute() {
 /// per function): their conditional writes still exclude each other.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_stores_on_one_directory_share_conditional_writes() {
-    let dir = TempDir::new("shared");
+    let dir = temp_dir("shared");
     let a = embedded(&dir);
     let b = embedded(&dir);
     let rec = create(a.as_ref(), "", "m-shared").await;
@@ -1379,9 +1372,9 @@ async fn two_stores_on_one_directory_share_conditional_writes() {
 /// and reads always in flight, it stays within its bound.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn embedded_the_write_ahead_log_stays_bounded_under_steady_load() {
-    let dir = TempDir::new("wal");
+    let dir = temp_dir("wal");
     let store = embedded(&dir);
-    let wal = dir.0.join("harness.sqlite3-wal");
+    let wal = dir.path().join("harness.sqlite3-wal");
     let first = create(store.as_ref(), "", "m-wal-first").await;
     let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let mut readers = Vec::new();
@@ -1449,7 +1442,7 @@ async fn embedded_the_write_ahead_log_stays_bounded_under_steady_load() {
 /// column when the table is made, on opening.
 #[tokio::test]
 async fn embedded_tasks_stored_before_the_listing_table_are_listed() {
-    let dir = TempDir::new("listing");
+    let dir = temp_dir("listing");
     let ids: HashSet<String> = {
         let store = embedded(&dir);
         let mut ids = HashSet::new();
@@ -1486,7 +1479,7 @@ async fn embedded_tasks_stored_before_the_listing_table_are_listed() {
 /// does not stop every other while it deletes the whole backlog; none is kept for good.
 #[tokio::test]
 async fn embedded_expired_audit_rows_go_a_few_hundred_a_write() {
-    let dir = TempDir::new("audit-backlog");
+    let dir = temp_dir("audit-backlog");
     let store = embedded(&dir);
     let db = database(&dir);
     db.execute_batch(
@@ -1518,7 +1511,7 @@ async fn embedded_expired_audit_rows_go_a_few_hundred_a_write() {
 /// change, though no query read it) is dropped when the directory is opened.
 #[tokio::test]
 async fn embedded_an_older_builds_unread_index_is_dropped() {
-    let dir = TempDir::new("old-index");
+    let dir = temp_dir("old-index");
     let id = {
         let store = embedded(&dir);
         create(store.as_ref(), "", "m-old-index").await.task.id
@@ -1540,7 +1533,7 @@ async fn embedded_an_older_builds_unread_index_is_dropped() {
 
 #[tokio::test]
 async fn state_survives_reopening_the_directory() {
-    let dir = TempDir::new("reopen");
+    let dir = temp_dir("reopen");
     let id = {
         let store = embedded(&dir);
         create(store.as_ref(), "", "m-reopen").await.task.id
@@ -1566,8 +1559,8 @@ async fn state_survives_reopening_the_directory() {
 /// sender their metadata names.
 #[tokio::test]
 async fn messages_stored_by_an_older_build_are_found_under_their_sender() {
-    let dir = TempDir::new("old-messages");
-    std::fs::create_dir_all(&dir.0).expect("dir");
+    let dir = temp_dir("old-messages");
+    std::fs::create_dir_all(dir.path()).expect("dir");
     let old = database(&dir);
     old.execute_batch(
         r#"CREATE TABLE messages (tenant TEXT NOT NULL, message_id TEXT NOT NULL,
@@ -1710,10 +1703,10 @@ async fn dynamodb_a_task_written_before_the_listing_index_is_listed_after_the_ba
 /// is refused, leaving the task as it was.
 #[tokio::test]
 async fn a_read_only_store_reads_and_audits_but_writes_nothing() {
-    let dir = TempDir::new("read-only");
-    let store = EmbeddedStore::open(&dir.0).expect("open store");
+    let dir = temp_dir("read-only");
+    let store = EmbeddedStore::open(dir.path()).expect("open store");
     let rec = create(&store, "", "m-read-only").await;
-    let reader = ReadOnly(EmbeddedStore::open(&dir.0).expect("open store"));
+    let reader = ReadOnly(EmbeddedStore::open(dir.path()).expect("open store"));
 
     let read = reader.load_task(&rec.task.id).await.expect("load");
     assert_eq!(read.map(|r| r.version), Some(rec.version));

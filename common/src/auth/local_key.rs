@@ -211,21 +211,19 @@ fn read_private(path: &Path) -> Result<String, LocalKeyError> {
 mod tests {
     use super::*;
 
-    fn temp_dir() -> std::path::PathBuf {
-        let dir = std::env::temp_dir().join(format!(
-            "local-key-{}-{}",
-            std::process::id(),
-            uuid::Uuid::new_v4()
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
+    fn temp_dir() -> tempfile::TempDir {
+        tempfile::Builder::new()
+            .prefix("local-key-")
+            .tempdir()
+            .unwrap()
     }
 
     #[test]
     fn the_key_is_created_once_private_to_its_owner_and_signs_tokens_it_verifies() {
-        let dir = temp_dir();
-        let first = LocalKey::load_or_create(&dir).unwrap();
-        let second = LocalKey::load_or_create(&dir).unwrap();
+        let tmp = temp_dir();
+        let dir = tmp.path();
+        let first = LocalKey::load_or_create(dir).unwrap();
+        let second = LocalKey::load_or_create(dir).unwrap();
         assert_eq!(first.public(), second.public());
         #[cfg(unix)]
         {
@@ -255,26 +253,26 @@ mod tests {
             data.header.kid.as_deref(),
             Some(first.public().kid.as_str())
         );
-        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[cfg(unix)]
     #[test]
     fn a_key_file_that_is_a_link_is_refused() {
-        let dir = temp_dir();
-        let elsewhere = temp_dir();
-        let _ = LocalKey::load_or_create(&elsewhere).unwrap();
+        let tmp = temp_dir();
+        let dir = tmp.path();
+        let tmp_elsewhere = temp_dir();
+        let elsewhere = tmp_elsewhere.path();
+        let _ = LocalKey::load_or_create(elsewhere).unwrap();
         std::os::unix::fs::symlink(elsewhere.join(KEY_FILE), dir.join(KEY_FILE)).unwrap();
-        let e = LocalKey::load_or_create(&dir).unwrap_err();
+        let e = LocalKey::load_or_create(dir).unwrap_err();
         assert!(e.to_string().contains("not a regular file"), "{e}");
-        std::fs::remove_dir_all(dir).unwrap();
-        std::fs::remove_dir_all(elsewhere).unwrap();
     }
 
     #[test]
     fn a_key_others_may_read_is_refused_and_lifetimes_are_bounded() {
-        let dir = temp_dir();
-        let key = LocalKey::load_or_create(&dir).unwrap();
+        let tmp = temp_dir();
+        let dir = tmp.path();
+        let key = LocalKey::load_or_create(dir).unwrap();
         assert!(matches!(
             key.mint("a", "sub", "i", "a", MAX_LIFETIME + Duration::from_secs(1)),
             Err(LocalKeyError::Lifetime)
@@ -285,10 +283,9 @@ mod tests {
             let path = dir.join(KEY_FILE);
             std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
             assert!(matches!(
-                LocalKey::load_or_create(&dir),
+                LocalKey::load_or_create(dir),
                 Err(LocalKeyError::Exposed { .. })
             ));
         }
-        std::fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -1529,17 +1529,11 @@ mod tests {
         assert!(conn.is_autocommit());
     }
 
-    struct Dir(std::path::PathBuf);
-    impl Drop for Dir {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-    fn dir(name: &str) -> Dir {
-        Dir(std::env::temp_dir().join(format!(
-            "harness-{name}-{}",
-            crate::engine::transition::new_id()
-        )))
+    fn dir(name: &str) -> tempfile::TempDir {
+        tempfile::Builder::new()
+            .prefix(&format!("harness-{name}-"))
+            .tempdir()
+            .unwrap()
     }
     fn thread_name() -> Result<String, StoreError> {
         Ok(std::thread::current().name().unwrap_or("").to_owned())
@@ -1550,7 +1544,7 @@ mod tests {
     #[tokio::test]
     async fn an_idle_writer_lets_the_caller_commit_unless_it_fsyncs() {
         let d = dir("inline");
-        let store = EmbeddedStore::open(&d.0).unwrap();
+        let store = EmbeddedStore::open(d.path()).unwrap();
         // The first writes the new log's header, and fsyncs it.
         assert_eq!(
             store.write(|_| thread_name()).await.unwrap(),
@@ -1558,7 +1552,7 @@ mod tests {
         );
         until_inline(&store).await;
         let d = dir("fsync");
-        let store = EmbeddedStore::open_with(&d.0, Durability::PowerLoss).unwrap();
+        let store = EmbeddedStore::open_with(d.path(), Durability::PowerLoss).unwrap();
         assert_eq!(
             store.write(|_| thread_name()).await.unwrap(),
             "store-writer"
@@ -1570,9 +1564,9 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_write_waits_out_another_process_on_the_writer_thread() {
         let d = dir("busy");
-        let store = Arc::new(EmbeddedStore::open(&d.0).unwrap());
+        let store = Arc::new(EmbeddedStore::open(d.path()).unwrap());
         store.write(|_| Ok(())).await.unwrap();
-        let other = Connection::open(d.0.join(DB_FILE)).unwrap();
+        let other = Connection::open(d.path().join(DB_FILE)).unwrap();
         other.execute_batch("BEGIN IMMEDIATE").unwrap();
         let s = store.clone();
         let write = tokio::spawn(async move { s.write(|_| thread_name()).await });
@@ -1587,7 +1581,7 @@ mod tests {
     #[tokio::test]
     async fn a_write_that_panics_on_the_writer_thread_leaves_it_running() {
         let d = dir("panic-writer");
-        let store = EmbeddedStore::open_with(&d.0, Durability::PowerLoss).unwrap();
+        let store = EmbeddedStore::open_with(d.path(), Durability::PowerLoss).unwrap();
         let panicked = store
             .write(|_| -> Result<(), StoreError> { panic!("in a write") })
             .await;
@@ -1617,7 +1611,7 @@ mod tests {
     #[tokio::test]
     async fn a_write_that_panics_on_its_callers_thread_is_undone() {
         let d = dir("panic");
-        let store = Arc::new(EmbeddedStore::open(&d.0).unwrap());
+        let store = Arc::new(EmbeddedStore::open(d.path()).unwrap());
         until_inline(&store).await;
         let s = store.clone();
         let panicked = tokio::spawn(async move {
