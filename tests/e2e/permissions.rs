@@ -6,8 +6,13 @@
 //! and walt (watcher); the harness is the assignee.
 
 use harness_e2e::identity::*;
-use harness_e2e::participants::{participant, task_envelope_part, Script, CHANNEL_MEDIA_TYPE};
+use std::time::{Duration, Instant};
+
+use harness_e2e::participants::{
+    participant, task_envelope_part, wait_for_state_as, Script, CHANNEL_MEDIA_TYPE,
+};
 use harness_e2e::*;
+use reqwest::Method;
 use serde_json::{json, Value};
 
 fn alice() -> Who {
@@ -212,6 +217,91 @@ async fn the_reporter_or_an_admin_creates_sub_tasks() {
             .ok();
         let text = reply_text(&made["task"]);
         assert!(text.ends_with("created for walt"), "{made}");
+    }
+}
+
+/// SendMessage as `who` with `returnImmediately` (a message on a working task is then
+/// stored at once, not held for the drive that has the task).
+async fn send_at_once(s: &Server, who: &Who, message: Value) -> Value {
+    let params = json!({"message": message, "configuration": {"returnImmediately": true}});
+    let rest = (
+        Method::POST,
+        "/message:send".to_owned(),
+        Some(params.clone()),
+    );
+    call(s, who, Via::JsonRpc, "SendMessage", params, rest)
+        .await
+        .ok()
+}
+
+/// SubscribeToTask as `who`, left open: its events as they come.
+async fn subscribed(s: &Server, who: &Who, via: Via, id: &str) -> SseReader {
+    let resp = match via {
+        Via::JsonRpc => {
+            let body = json!({"jsonrpc": "2.0", "id": "r-1", "method": "SubscribeToTask",
+                "params": {"id": id}});
+            s.rpc_raw(&who.headers(), body.to_string()).await
+        }
+        Via::Rest => {
+            let path = format!("/tasks/{id}:subscribe");
+            s.rest_raw(Method::GET, &path, &who.headers(), "").await
+        }
+    };
+    SseReader::new(expect_stream(resp, "SubscribeToTask").await)
+}
+
+/// Row: only participants see a task, also while they follow it: walt's stream of a
+/// working task ends when ada takes him off it, before anything that happened after.
+#[tokio::test]
+async fn a_participant_taken_off_a_task_stops_following_it() {
+    let s = server().await;
+    for via in Via::BOTH {
+        let people = json!([
+            participant("alice", "human", "reporter"),
+            participant("ada", "human", "admin"),
+            participant("walt", "human", "watcher"),
+        ]);
+        // WORKING for 4 s, then COMPLETED.
+        let m = json!({"messageId": unique("test-resubscribe-message-id"), "role": "ROLE_USER",
+            "parts": [{"text": "slow"}, task_envelope_part("Shed", "Paint the shed", people)]});
+        let id = task_id(&send_at_once(&s, &alice(), m).await["task"]);
+        wait_for_state_as(
+            &s,
+            "alice",
+            &id,
+            "TASK_STATE_WORKING",
+            Duration::from_secs(3),
+        )
+        .await;
+
+        let mut walt_follows = subscribed(&s, &walt(), via, &id).await;
+        let first = walt_follows.next().await.expect("the task");
+        assert_eq!(first.state(), Some("TASK_STATE_WORKING"));
+        let people = json!([
+            participant("alice", "human", "reporter"),
+            participant("ada", "human", "admin"),
+        ]);
+        let off = json!({"messageId": unique("roster"), "taskId": id, "role": "ROLE_USER",
+            "parts": [{"text": "walt is off this task"},
+                      {"mediaType": participants::EVENT_MEDIA_TYPE,
+                       "data": {"kind": "task", "payload": {"participants": people}}}]});
+        send_at_once(&s, &ada(), off).await;
+
+        let mut after = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while let Some(event) = walt_follows.next_before(deadline).await {
+            after.push(event);
+        }
+        assert!(after.is_empty(), "walt saw, after the task: {after:?}");
+        wait_for_state_as(
+            &s,
+            "ada",
+            &id,
+            "TASK_STATE_COMPLETED",
+            Duration::from_secs(10),
+        )
+        .await;
+        get(&s, &walt(), via, &id).await.not_found();
     }
 }
 

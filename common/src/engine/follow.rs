@@ -2,6 +2,10 @@
 //! deliver. Every follower reads the same log in sequence order, so concurrent followers
 //! see the same events in the same order.
 //!
+//! A follower sees the task only while it may: before each batch of events the task's head
+//! is read again and put to the follower's test ([`MaySee`]), so a participant taken off
+//! the task while following gets nothing that happened after.
+//!
 //! What a stream costs is bounded: it lasts at most [`MAX_STREAM`] (then ends; the client
 //! subscribes again), re-reads the log without a signal no more often than every
 //! [`POLL_MIN`], backing off to [`POLL_MAX`] while nothing happens (a reader in another
@@ -19,7 +23,7 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::mpsc;
 
 use crate::a2a::{A2aError, StreamResponse};
-use crate::store::Store;
+use crate::store::{Store, TaskRecord};
 
 /// Re-reads the log this soon after an event even without a signal, for writers in other
 /// processes...
@@ -88,9 +92,16 @@ impl Drop for Subscription {
     }
 }
 
+/// Whether the follower may see the task as its head now stands (its tenant, and the caller
+/// among its participants).
+pub type MaySee = Arc<dyn Fn(&TaskRecord) -> bool + Send + Sync>;
+
 /// Where a follower starts and when it stops.
 pub struct Follow {
     pub task_id: String,
+    /// Asked of the head before each batch; the stream ends, saying nothing more, once it
+    /// fails.
+    pub may_see: MaySee,
     /// Sent before anything from the log: the Task as it is now.
     pub first: StreamResponse,
     /// Log events with a greater seq are sent.
@@ -150,6 +161,17 @@ async fn produce(store: Arc<dyn Store>, f: Follow, tx: &Tx) -> Result<(), ()> {
             continue;
         }
         poll = POLL_MIN;
+        match store
+            .load_view(&f.task_id, Some(0), false, &*f.may_see)
+            .await
+        {
+            Ok(Some(_)) => {}
+            Ok(None) => return Ok(()),
+            Err(e) => {
+                let _ = tx.send(Err(A2aError::Internal(e.to_string()))).await;
+                return Ok(());
+            }
+        }
         for e in events {
             cursor = e.seq;
             let ends = e.event.state().is_some_and(|s| s.ends_stream());
@@ -234,6 +256,7 @@ mod tests {
             .expect("task");
         let f = Follow {
             task_id: "t".into(),
+            may_see: Arc::new(|_| true),
             first,
             after: 0,
             replay_until: 0,

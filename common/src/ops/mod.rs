@@ -201,6 +201,12 @@ impl Harness {
         rec.tenant == tenant && caller.may_see(rec)
     }
 
+    /// The visibility test a stream puts each new head to (see [`Harness::visible_task`]).
+    pub fn may_see(&self, tenant: &str, caller: &Caller) -> crate::engine::follow::MaySee {
+        let (tenant, caller) = (tenant.to_owned(), caller.clone());
+        Arc::new(move |rec| Self::visible(rec, &tenant, &caller))
+    }
+
     /// Whether the caller, a participant of `rec` (see [`Harness::visible_task`]), may do
     /// `action` on it: a refusal names the rule.
     pub fn permit(

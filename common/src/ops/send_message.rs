@@ -52,6 +52,8 @@ enum Intake {
 
 struct Accepted {
     intake: Intake,
+    /// Who the message is from: the participant a stream of it follows the task as.
+    sender: String,
     history: Option<usize>,
     return_immediately: bool,
 }
@@ -138,7 +140,13 @@ pub async fn send_streaming_message(
     req: SendMessageRequest,
     caller: &Caller,
 ) -> Result<EventStream, A2aError> {
+    let tenant = req.tenant.clone();
     let accepted = Box::pin(intake(h, Operation::SendStreamingMessage, req, caller)).await?;
+    let follower = Caller {
+        participant: Some(accepted.sender),
+        ..caller.clone()
+    };
+    let may_see = h.may_see(&tenant, &follower);
     let f = match accepted.intake {
         Intake::Direct(message) => {
             return Ok(Box::pin(futures::stream::once(async {
@@ -152,6 +160,7 @@ pub async fn send_streaming_message(
             settled,
         } => Follow {
             task_id: record.task.id.clone(),
+            may_see,
             first: StreamResponse::task(view(&record.task, None, true)),
             after: replay_from,
             replay_until: if run.is_some() {
@@ -166,6 +175,7 @@ pub async fn send_streaming_message(
         Intake::Duplicate(record) => Follow {
             subscription: Some(h.subscribers.admit(&record.task.id)?),
             task_id: record.task.id.clone(),
+            may_see,
             first: StreamResponse::task(view(&record.task, None, true)),
             after: record.last_seq,
             replay_until: record.last_seq,
@@ -253,6 +263,7 @@ async fn intake(
     let history = validate::history_length(config.history_length, "configuration.historyLength")?;
     let accepted = |intake| Accepted {
         intake,
+        sender: sender.clone(),
         history,
         return_immediately: config.returns_immediately(),
     };
