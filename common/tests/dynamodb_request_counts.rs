@@ -698,6 +698,41 @@ async fn get_task_with_a_short_history_reads_only_that_history() {
 
 /// A client to the test server that records every request it makes, and a fresh table
 /// (its creation not recorded); None when no server is configured.
+/// A message or a cancel from someone who is not on the task reads its head and nothing
+/// more: what the task holds, and so how long it takes to read, is not theirs to time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stranger_reads_the_head_alone() {
+    let Some((recorder, client, table)) = recorded_table().await else {
+        return;
+    };
+    let store = Arc::new(DynamoStore::new(client, table));
+    let h = Harness::new(store, common::agent::conformance(), with_push_key()).expect("harness");
+    let waiting = run(&h, send("tck-input-required", "")).await;
+    let id = waiting["task"]["id"].as_str().expect("task id").to_owned();
+    let cancel = Call::CancelTask(CancelTaskRequest {
+        id: id.clone(),
+        ..Default::default()
+    });
+    for (what, call) in [
+        ("message", send("tck-complete-task", &id)),
+        ("cancel", cancel),
+    ] {
+        recorder.take();
+        let refused = execute(&h, call, &Caller::named("mallory")).await;
+        assert!(
+            matches!(&refused, Err(e) if e.to_string().contains("not found")),
+            "{what}: {:?}",
+            refused.map(|_| ())
+        );
+        let row = Row {
+            scenario: what,
+            sent: recorder.take(),
+        };
+        assert_eq!(row.count(&["GetItem"]), 1, "{what}: {:?}", row.sent);
+        assert_eq!(row.count(&["Query"]), 0, "{what}: {:?}", row.sent);
+    }
+}
+
 async fn recorded_table() -> Option<(Recorder, aws_sdk_dynamodb::Client, String)> {
     let config = support::dynamo_config()?;
     let recorder = Recorder::default();

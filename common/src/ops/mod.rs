@@ -174,12 +174,8 @@ impl Harness {
         caller: &Caller,
     ) -> Result<TaskRecord, A2aError> {
         // The head first: a stranger's request reads nothing more.
-        self.visible_view(tenant, id, caller, Some(0), false)
-            .await?;
-        match self.store.load_task(id).await? {
-            Some(rec) if Self::visible(&rec, tenant, caller) => Ok(rec),
-            _ => Err(A2aError::task_not_found(id)),
-        }
+        let admit = |rec: &TaskRecord| Self::visible(rec, tenant, caller);
+        (self.store.load_task_for(id, &admit).await?).ok_or_else(|| A2aError::task_not_found(id))
     }
 
     /// [`Harness::visible_task`] for a reader: the task's last `history` messages (all

@@ -557,15 +557,19 @@ async fn continue_task(
 ) -> Result<Stored, IntakeError> {
     let mut attempt = 0;
     loop {
-        let found = h
-            .store
-            .load_task(&message.task_id)
-            .await?
-            .filter(|r| r.tenant == tenant);
+        // Nothing past the head of a task the caller is not on: its size and what it
+        // holds cost a stranger's message nothing, so they cannot be timed.
+        let in_tenant = std::sync::atomic::AtomicBool::new(false);
+        let admit = |rec: &TaskRecord| {
+            let here = rec.tenant == tenant;
+            in_tenant.store(here, std::sync::atomic::Ordering::Relaxed);
+            here && from.caller.may_see(rec)
+        };
+        let found = h.store.load_task_for(&message.task_id, &admit).await?;
         let ext = found.as_ref().and_then(TaskRecord::ext);
         let refusal = match &found {
+            None if in_tenant.into_inner() => Some(NOT_A_PARTICIPANT),
             None => Some("no such task"),
-            Some(rec) if !from.caller.may_see(rec) => Some(NOT_A_PARTICIPANT),
             Some(_) => channels::admits(ext.as_ref(), Some(from.id)).err(),
         };
         let (Some(current), Some(ext), None) = (found.clone(), ext, refusal) else {
@@ -934,8 +938,9 @@ async fn duplicate(
     }
     // The sender's own message, but maybe on a task they may no longer see: its id is
     // not told again.
-    match h.store.load_task(task_id).await? {
-        Some(rec) if rec.tenant == tenant && caller.may_see(&rec) => Ok(Intake::Duplicate(rec)),
+    let admit = |rec: &TaskRecord| rec.tenant == tenant && caller.may_see(rec);
+    match h.store.load_task_for(task_id, &admit).await? {
+        Some(rec) => Ok(Intake::Duplicate(rec)),
         _ => Err(A2aError::invalid_params(format!(
             "message {} was already received",
             message.message_id

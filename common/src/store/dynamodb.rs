@@ -1444,6 +1444,14 @@ impl Store for DynamoStore {
         self.load(task_id, Want::WHOLE, &|_| true).await
     }
 
+    async fn load_task_for(
+        &self,
+        task_id: &str,
+        admit: &Admit<'_>,
+    ) -> Result<Option<TaskRecord>, StoreError> {
+        self.load(task_id, Want::WHOLE, admit).await
+    }
+
     async fn load_view(
         &self,
         task_id: &str,

@@ -1146,6 +1146,14 @@ impl Store for EmbeddedStore {
         self.read_now(|conn| load(conn, task_id, Want::WHOLE, &|_| true))
     }
 
+    async fn load_task_for(
+        &self,
+        task_id: &str,
+        admit: &Admit<'_>,
+    ) -> Result<Option<TaskRecord>, StoreError> {
+        self.read_now(|conn| load(conn, task_id, Want::WHOLE, admit))
+    }
+
     async fn load_view(
         &self,
         task_id: &str,

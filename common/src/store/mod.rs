@@ -363,6 +363,14 @@ pub trait Store: Send + Sync + 'static {
     /// The whole task: a record that can be committed.
     async fn load_task(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError>;
 
+    /// [`Store::load_task`] for a caller: nothing past the head unless `admit` passes it,
+    /// so a task that is not theirs costs what a missing one does.
+    async fn load_task_for(
+        &self,
+        task_id: &str,
+        admit: &Admit<'_>,
+    ) -> Result<Option<TaskRecord>, StoreError>;
+
     /// What a reader asks of the task: its last `history` messages (all when None), its
     /// artifacts if `artifacts`, never the agent's conversation. Reads only those parts (a
     /// bounded read for a bounded `history`), and none unless `admit` passes the head (the

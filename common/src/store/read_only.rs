@@ -50,6 +50,14 @@ impl<S: Store> Store for ReadOnly<S> {
         self.0.load_task(task_id).await
     }
 
+    async fn load_task_for(
+        &self,
+        task_id: &str,
+        admit: &Admit<'_>,
+    ) -> Result<Option<TaskRecord>, StoreError> {
+        self.0.load_task_for(task_id, admit).await
+    }
+
     async fn load_view(
         &self,
         task_id: &str,
