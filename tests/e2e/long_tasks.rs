@@ -244,6 +244,50 @@ async fn a_message_id_over_256_characters_is_refused() {
     }
 }
 
+/// A tenant, task id, context id or push config id is part of stored keys too: over 256
+/// characters it is refused with -32602 naming the field, on both stores and bindings,
+/// never a store's error.
+#[tokio::test]
+async fn ids_and_tenants_over_256_characters_are_refused() {
+    use harness_e2e::identity::{call, get_push, subscribe};
+    use reqwest::Method;
+    let long = "t".repeat(257);
+    for backend in [Backend::Embedded, Backend::DynamoDb] {
+        let Some(s) = Server::start_on(backend, &[FAIL_CLOSED]).await else {
+            continue;
+        };
+        let alice = Who::header("alice");
+        for via in Via::BOTH {
+            let named = |answer: identity::Answer, field: &str| {
+                answer.invalid_params();
+                let message = answer.message();
+                let said = format!("{field} is longer than 256 characters");
+                assert!(
+                    message.contains(&said),
+                    "{backend:?} {via:?}: {}",
+                    answer.text
+                );
+            };
+            named(get(&s, &alice, via, &long).await, "id");
+            named(subscribe(&s, &alice, via, &long).await, "id");
+            named(get_push(&s, &alice, via, &long, "c").await, "taskId");
+            named(get_push(&s, &alice, via, "t", &long).await, "id");
+            let on_long = json!({"messageId": unique("m"), "taskId": long, "role": "ROLE_USER",
+                "parts": [{"text": "hi"}]});
+            named(send(&s, &alice, via, on_long).await, "message.taskId");
+            let in_long = json!({"messageId": unique("m"), "contextId": long, "role": "ROLE_USER",
+                "parts": [{"text": "hi"}]});
+            named(send(&s, &alice, via, in_long).await, "message.contextId");
+            let rest = (Method::GET, format!("/{long}/tasks"), None);
+            let params = json!({"tenant": long});
+            named(
+                call(&s, &alice, via, "ListTasks", params, rest).await,
+                "tenant",
+            );
+        }
+    }
+}
+
 /// A step whose write is larger than DynamoDB takes in one transaction (4 MB) can never be
 /// committed: the task fails with a stable reason in a small commit, holds no lease, waits
 /// for no wake-up, and its model is not called again, not even after a restart.

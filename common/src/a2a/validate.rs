@@ -10,6 +10,22 @@ use super::types::{Message, Part, Role, StreamResponse};
 /// Longest `messageId` (characters): it is part of stored keys.
 pub const MESSAGE_ID_CHARS: usize = 256;
 
+/// Longest tenant, task id, context id or push config id a request names (characters):
+/// each is part of stored keys, whose size the stores bound.
+pub const ID_CHARS: usize = 256;
+
+/// A tenant or id a request names: at most [`ID_CHARS`].
+pub fn id_length(value: &str, field: &str) -> Result<(), A2aError> {
+    if value.len() <= ID_CHARS || value.chars().count() <= ID_CHARS {
+        Ok(())
+    } else {
+        Err(A2aError::invalid_field(
+            field,
+            format!("{field} is longer than {ID_CHARS} characters"),
+        ))
+    }
+}
+
 /// A message as a client sends it: `messageId` (at most [`MESSAGE_ID_CHARS`]), `role` and
 /// at least one valid part. `raw` parts are normalised to standard padded base64.
 pub fn message(m: &mut Message, path: &str) -> Result<(), A2aError> {

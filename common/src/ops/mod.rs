@@ -455,6 +455,47 @@ impl Call {
         }
     }
 
+    /// The tenant and every id the request names, each at most
+    /// [`crate::a2a::validate::ID_CHARS`].
+    fn check_names(&self) -> Result<(), A2aError> {
+        use crate::a2a::validate::id_length;
+        let (tenant, task_id, other) = match self {
+            Call::SendMessage(r) | Call::SendStreamingMessage(r) => {
+                if let Some(m) = &r.message {
+                    id_length(&m.context_id, "message.contextId")?;
+                    for id in &m.reference_task_ids {
+                        id_length(id, "message.referenceTaskIds")?;
+                    }
+                }
+                let task_id = r.message.as_ref().map(|m| m.task_id.as_str());
+                (
+                    &r.tenant,
+                    ("message.taskId", task_id.unwrap_or_default()),
+                    None,
+                )
+            }
+            Call::GetTask(r) => (&r.tenant, ("id", r.id.as_str()), None),
+            Call::CancelTask(r) => (&r.tenant, ("id", r.id.as_str()), None),
+            Call::SubscribeToTask(r) => (&r.tenant, ("id", r.id.as_str()), None),
+            Call::ListTasks(r) => (&r.tenant, ("", ""), Some(("contextId", &r.context_id))),
+            Call::CreatePushConfig(r) => (
+                &r.tenant,
+                ("taskId", r.task_id.as_str()),
+                Some(("id", &r.id)),
+            ),
+            Call::GetPushConfig(r) | Call::DeletePushConfig(r) => (
+                &r.tenant,
+                ("taskId", r.task_id.as_str()),
+                Some(("id", &r.id)),
+            ),
+            Call::ListPushConfigs(r) => (&r.tenant, ("taskId", r.task_id.as_str()), None),
+            Call::GetExtendedAgentCard(r) => (&r.tenant, ("", ""), None),
+        };
+        id_length(tenant, "tenant")?;
+        id_length(task_id.1, task_id.0)?;
+        other.map_or(Ok(()), |(field, id)| id_length(id, field))
+    }
+
     /// The task and context the request names, for its log lines (empty: none named).
     fn names(&self) -> (&str, &str) {
         match self {
@@ -489,17 +530,34 @@ fn json<T: serde::Serialize>(v: T) -> Result<Answer, A2aError> {
 
 /// Runs one operation for `caller`, in a span named for it.
 pub async fn execute(h: &Harness, call: Call, caller: &Caller) -> Result<Answer, A2aError> {
-    let span = span_of(&call, caller);
     // Boxed: every operation's future is in it, too large to be carried on the stack twice.
-    traced(span, Box::pin(run(h, call, caller))).await
+    checked(call, caller, |call| Box::pin(run(h, call, caller))).await
+}
+
+/// `op` on the call, in the call's span, once the names it carries are within bounds
+/// (checked before the span, whose fields they are: no log line holds an oversized one).
+fn checked<'a, F>(
+    call: Call,
+    caller: &'a Caller,
+    op: impl FnOnce(Call) -> F + Send + 'a,
+) -> impl std::future::Future<Output = Result<Answer, A2aError>> + Send + 'a
+where
+    F: std::future::Future<Output = Result<Answer, A2aError>> + Send + 'a,
+{
+    let named = call.check_names();
+    let span = span_of(&call, caller, named.is_ok());
+    traced(span, async move {
+        named?;
+        op(call).await
+    })
 }
 
 /// The span every line of a request carries (the JSON logs' span fields); the request
 /// is counted.
-fn span_of(call: &Call, caller: &Caller) -> tracing::Span {
+fn span_of(call: &Call, caller: &Caller, named: bool) -> tracing::Span {
     let op = call.operation().name();
     crate::metrics::request(op);
-    let (task_id, context_id) = call.names();
+    let (task_id, context_id) = if named { call.names() } else { ("", "") };
     tracing::info_span!(
         "a2a",
         op,
@@ -565,8 +623,7 @@ impl Operations for Reads {
         call: Call,
         caller: &'a Caller,
     ) -> impl std::future::Future<Output = Result<Answer, A2aError>> + Send + 'a {
-        let span = span_of(&call, caller);
-        traced(span, read(h, call, caller))
+        checked(call, caller, move |call| read(h, call, caller))
     }
 }
 
