@@ -446,61 +446,88 @@ async fn a_subscriber_going_away_does_not_affect_another() {
     assert_task_lifecycle(&events, "TASK_STATE_COMPLETED");
 }
 
-/// A task takes at most 16 subscriptions at once; the 17th is refused saying so, and
-/// one ending frees its place.
+/// SubscribeToTask as `who` (self-asserted), answered with its stream or an error.
+async fn subscribe_as(s: &Server, who: &str, id: &str) -> reqwest::Response {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask",
+                      "params": {"id": id}});
+    let mut h = default_headers();
+    h.insert("x-participant-id", who.parse().expect("a header value"));
+    s.rpc_raw(&h, body.to_string()).await
+}
+
+/// Whether an answer is an event stream (a subscription taken).
+fn is_stream(answer: &reqwest::Response) -> bool {
+    answer.headers()["content-type"]
+        .to_str()
+        .unwrap_or_default()
+        .starts_with("text/event-stream")
+}
+
+/// A task takes at most 16 subscriptions at once, and one participant at most 4 of them:
+/// past either, a subscription is refused saying which, and one ending frees its place.
 #[tokio::test]
-async fn a_task_takes_sixteen_subscriptions_at_once() {
+async fn a_task_takes_sixteen_subscriptions_at_once_four_a_participant() {
+    use harness_e2e::participants::{participant, task_envelope_part};
     let s = Server::start().await;
     let message_id = unique("test-resubscribe-message-id");
+    let people: Vec<String> = (0..5).map(|i| format!("p{i}")).collect();
+    let roster: Vec<Value> = (people.iter())
+        .map(|p| participant(p, "human", "watcher"))
+        .collect();
+    let message = json!({"messageId": message_id, "role": "ROLE_USER",
+        "parts": [{"text": "slow"}, task_envelope_part("Slow", "slow", json!(roster))]});
     let result = s
         .rpc_ok(
             "SendMessage",
-            json!({"message": user_message(&message_id, "slow"),
-                   "configuration": {"returnImmediately": true}}),
+            json!({"message": message.clone(), "configuration": {"returnImmediately": true}}),
         )
         .await;
     let id = result["task"]["id"].as_str().unwrap().to_owned();
     let mut open = Vec::new();
-    for _ in 0..16 {
-        let (_, mut reader) = s
-            .rpc_stream_open("SubscribeToTask", json!({"id": id}))
-            .await;
-        let first = reader
-            .next_before(Instant::now() + Duration::from_secs(5))
-            .await
-            .expect("first event");
-        assert_eq!(first.kind(), "task");
-        open.push(reader);
+    for who in &people[..4] {
+        for _ in 0..4 {
+            let answer = subscribe_as(&s, who, &id).await;
+            let mut reader = SseReader::new(expect_stream(answer, "SubscribeToTask").await);
+            let first = reader
+                .next_before(Instant::now() + Duration::from_secs(5))
+                .await
+                .expect("first event");
+            assert_eq!(first.kind(), "task");
+            open.push(reader);
+        }
     }
-    let refused = s.rpc("SubscribeToTask", json!({"id": id})).await;
-    assert_eq!(refused["error"]["code"], -32004, "{refused}");
-    let message = refused["error"]["message"].as_str().unwrap_or_default();
-    assert!(message.contains("16 subscriptions already"), "{refused}");
+    let refused = |why: &'static str| {
+        move |answer: Value| {
+            assert_eq!(answer["error"]["code"], -32004, "{answer}");
+            let message = answer["error"]["message"].as_str().unwrap_or_default();
+            assert!(message.contains(why), "{answer}");
+        }
+    };
+    let of = |answer: reqwest::Response| async move {
+        serde_json::from_str::<Value>(&answer.text().await.unwrap_or_default()).expect("JSON")
+    };
+    refused("16 subscriptions already")(of(subscribe_as(&s, "p4", &id).await).await);
     // A streaming resend of the task's message starts nothing new: it is refused too.
     let resent = s
-        .rpc(
-            "SendStreamingMessage",
-            json!({"message": user_message(&message_id, "slow")}),
-        )
+        .rpc("SendStreamingMessage", json!({"message": message.clone()}))
         .await;
-    assert_eq!(resent["error"]["code"], -32004, "{resent}");
+    refused("16 subscriptions already")(resent);
 
-    drop(open.pop());
+    // p0 gives up one place: p4 may take it.
+    drop(open.remove(0));
     let deadline = Instant::now() + Duration::from_secs(5);
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask",
-                      "params": {"id": id}});
     loop {
-        let answer = s.rpc_raw(&default_headers(), body.to_string()).await;
-        let kind = answer.headers()["content-type"]
-            .to_str()
-            .unwrap_or_default();
-        if kind.starts_with("text/event-stream") {
+        let answer = subscribe_as(&s, "p4", &id).await;
+        if is_stream(&answer) {
+            open.push(SseReader::new(answer));
             break;
         }
         let text = answer.text().await.unwrap_or_default();
         assert!(Instant::now() < deadline, "no place freed: {text}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    // p1 holds four: a fifth is refused, whatever places the task has left.
+    refused("You hold 4 subscriptions")(of(subscribe_as(&s, "p1", &id).await).await);
 }
 
 #[tokio::test]

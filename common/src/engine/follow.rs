@@ -10,8 +10,8 @@
 //! subscribes again), re-reads the log without a signal no more often than every
 //! [`POLL_MIN`], backing off to [`POLL_MAX`] while nothing happens (a reader in another
 //! process than the writer, such as a Lambda function, pays a Query per read), and a task
-//! has at most [`MAX_SUBSCRIBERS`] streams no new message started in one process (in
-//! Lambda, where each stream is a function of its own, the function's reserved
+//! has at most [`MAX_SUBSCRIBERS`] streams no new message started in one process, at most
+//! [`MAX_SUBSCRIBERS_EACH`] of them any one participant's (in Lambda, where each stream is a function of its own, the function's reserved
 //! concurrency bounds them).
 
 use std::collections::HashMap;
@@ -33,61 +33,107 @@ pub const POLL_MAX: Duration = Duration::from_secs(2);
 /// Longest a stream lasts; a task still running then is followed by subscribing again.
 pub const MAX_STREAM: Duration = Duration::from_secs(10 * 60);
 /// Most streams of one task at once in one process that no new message started
-/// (SubscribeToTask, and a streaming send of a message already sent).
+/// (SubscribeToTask, and a streaming send of a message already sent)...
 pub const MAX_SUBSCRIBERS: usize = 16;
+/// ...and most of them one participant holds, so no one can take a task's every place.
+pub const MAX_SUBSCRIBERS_EACH: usize = 4;
 const BATCH: usize = 128;
 
-/// The streams each task has in this process that no new message started.
+/// The streams each task has in this process that no new message started, in all and by
+/// participant.
 #[derive(Debug, Clone, Default)]
-pub struct Subscribers(Arc<Mutex<HashMap<String, usize>>>);
+pub struct Subscribers(Arc<Mutex<Counts>>);
 
-/// One task's subscription, counted until dropped (when its stream ends).
+#[derive(Debug, Default)]
+struct Counts {
+    tasks: HashMap<String, usize>,
+    /// By task, then participant.
+    each: HashMap<(String, String), usize>,
+}
+
+/// One participant's subscription to a task, counted until dropped (when its stream ends).
 #[derive(Debug)]
 pub struct Subscription {
     of: Subscribers,
     task_id: String,
+    participant: String,
+}
+
+/// Why a subscription was not taken.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Full {
+    /// The task has [`MAX_SUBSCRIBERS`].
+    Task,
+    /// The participant holds [`MAX_SUBSCRIBERS_EACH`] of the task's.
+    Participant,
 }
 
 impl Subscribers {
-    /// A subscription to `task_id`; None when it has [`MAX_SUBSCRIBERS`] already.
-    pub fn take(&self, task_id: &str) -> Option<Subscription> {
+    /// A subscription to `task_id` for `participant`, unless either is full.
+    pub fn take(&self, task_id: &str, participant: &str) -> Result<Subscription, Full> {
         let mut counts = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        let count = counts.entry(task_id.to_owned()).or_default();
-        if *count >= MAX_SUBSCRIBERS {
-            return None;
+        let key = (task_id.to_owned(), participant.to_owned());
+        if counts
+            .each
+            .get(&key)
+            .is_some_and(|n| *n >= MAX_SUBSCRIBERS_EACH)
+        {
+            return Err(Full::Participant);
         }
-        *count += 1;
-        Some(Subscription {
+        let task = counts.tasks.entry(task_id.to_owned()).or_default();
+        if *task >= MAX_SUBSCRIBERS {
+            return Err(Full::Task);
+        }
+        *task += 1;
+        *counts.each.entry(key).or_default() += 1;
+        Ok(Subscription {
             of: self.clone(),
             task_id: task_id.to_owned(),
+            participant: participant.to_owned(),
         })
     }
 
-    /// [`take`](Self::take), or the error that says the task has no place left.
-    pub fn admit(&self, task_id: &str) -> Result<Subscription, A2aError> {
-        self.take(task_id).ok_or_else(|| {
-            A2aError::UnsupportedOperation(format!(
-                "Task {task_id} has {MAX_SUBSCRIBERS} subscriptions already, the most one task \
-                 takes; subscribe again when one ends"
-            ))
+    /// [`take`](Self::take), or the error that says which place is full.
+    pub fn admit(&self, task_id: &str, participant: &str) -> Result<Subscription, A2aError> {
+        self.take(task_id, participant).map_err(|full| {
+            A2aError::UnsupportedOperation(match full {
+                Full::Task => format!(
+                    "Task {task_id} has {MAX_SUBSCRIBERS} subscriptions already, the most one \
+                     task takes; subscribe again when one ends"
+                ),
+                Full::Participant => format!(
+                    "You hold {MAX_SUBSCRIBERS_EACH} subscriptions to task {task_id} already, \
+                     the most one participant takes; subscribe again when one ends"
+                ),
+            })
         })
     }
 
     #[cfg(test)]
     fn count(&self, task_id: &str) -> usize {
         let counts = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        counts.get(task_id).copied().unwrap_or(0)
+        counts.tasks.get(task_id).copied().unwrap_or(0)
     }
 }
 
 impl Drop for Subscription {
     fn drop(&mut self) {
         let mut counts = self.of.0.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(count) = counts.get_mut(&self.task_id) {
-            *count -= 1;
-            if *count == 0 {
-                counts.remove(&self.task_id);
-            }
+        let released = |map_count: Option<&mut usize>| {
+            map_count.is_some_and(|n| {
+                *n -= 1;
+                *n == 0
+            })
+        };
+        if released(counts.tasks.get_mut(&self.task_id)) {
+            counts.tasks.remove(&self.task_id);
+        }
+        let key = (
+            std::mem::take(&mut self.task_id),
+            std::mem::take(&mut self.participant),
+        );
+        if released(counts.each.get_mut(&key)) {
+            counts.each.remove(&key);
         }
     }
 }
@@ -218,14 +264,44 @@ mod tests {
     #[test]
     fn a_task_takes_at_most_its_subscribers_and_a_dropped_one_frees_its_place() {
         let subscribers = Subscribers::default();
+        let people = MAX_SUBSCRIBERS / MAX_SUBSCRIBERS_EACH;
         let held: Vec<_> = (0..MAX_SUBSCRIBERS)
-            .map(|_| subscribers.take("t").expect("a place"))
+            .map(|i| {
+                let who = format!("p{}", i % people);
+                subscribers.take("t", &who).expect("a place")
+            })
             .collect();
-        assert!(subscribers.take("t").is_none());
-        assert!(subscribers.take("other").is_some(), "per task");
+        assert_eq!(
+            subscribers.take("t", "someone else").err(),
+            Some(Full::Task)
+        );
+        assert!(subscribers.take("other", "p0").is_ok(), "per task");
         drop(held);
         assert_eq!(subscribers.count("t"), 0);
-        assert!(subscribers.take("t").is_some());
+        assert!(subscribers
+            .0
+            .lock()
+            .unwrap()
+            .each
+            .keys()
+            .all(|(t, _)| t == "other"));
+        assert!(subscribers.take("t", "p0").is_ok());
+    }
+
+    #[test]
+    fn one_participant_takes_at_most_their_share_of_a_task() {
+        let subscribers = Subscribers::default();
+        let mine: Vec<_> = (0..MAX_SUBSCRIBERS_EACH)
+            .map(|_| subscribers.take("t", "walt").expect("a place"))
+            .collect();
+        assert_eq!(subscribers.take("t", "walt").err(), Some(Full::Participant));
+        assert!(
+            subscribers.take("t", "ada").is_ok(),
+            "others still subscribe"
+        );
+        assert!(subscribers.take("u", "walt").is_ok(), "per task");
+        drop(mine);
+        assert!(subscribers.take("t", "walt").is_ok());
     }
 
     /// A stream on a task that never settles ends at its longest, without an error.

@@ -173,7 +173,7 @@ pub async fn send_streaming_message(
         },
         // A resend opens no new work: it takes a place like a subscription.
         Intake::Duplicate(record) => Follow {
-            subscription: Some(h.subscribers.admit(&record.task.id)?),
+            subscription: Some(h.subscribers.admit(&record.task.id, follower.id())?),
             task_id: record.task.id.clone(),
             may_see,
             first: StreamResponse::task(view(&record.task, None, true)),

@@ -23,7 +23,7 @@ pub async fn subscribe_to_task(
             rec.state().as_str()
         )));
     }
-    let subscription = h.subscribers.admit(&rec.task.id)?;
+    let subscription = h.subscribers.admit(&rec.task.id, caller.id())?;
     Ok(follow(
         h.store.clone(),
         Follow {
