@@ -246,7 +246,8 @@ async fn a_message_id_over_256_characters_is_refused() {
 
 /// A tenant, task id, context id or push config id is part of stored keys too: over 256
 /// characters it is refused with -32602 naming the field, on both stores and bindings,
-/// never a store's error.
+/// never a store's error; so is a page token naming such a task id, and a self-asserted
+/// participant id.
 #[tokio::test]
 async fn ids_and_tenants_over_256_characters_are_refused() {
     use harness_e2e::identity::{call, get_push, subscribe};
@@ -283,6 +284,41 @@ async fn ids_and_tenants_over_256_characters_are_refused() {
             named(
                 call(&s, &alice, via, "ListTasks", params, rest).await,
                 "tenant",
+            );
+            let m =
+                json!({"messageId": unique("m"), "role": "ROLE_USER", "parts": [{"text": "hi"}]});
+            let params = json!({"message": m, "configuration": {"taskPushNotificationConfig":
+                {"id": long, "url": "https://example.com/hook"}}});
+            let rest = (
+                Method::POST,
+                "/message:send".to_owned(),
+                Some(params.clone()),
+            );
+            let answer = call(&s, &alice, via, "SendMessage", params, rest).await;
+            named(answer, "configuration.taskPushNotificationConfig.id");
+            // A page token is the server's, but comes back from the client.
+            use base64::Engine;
+            let token =
+                base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("0:{long}"));
+            let rest = (Method::GET, format!("/tasks?pageToken={token}"), None);
+            let answer = call(
+                &s,
+                &alice,
+                via,
+                "ListTasks",
+                json!({"pageToken": token}),
+                rest,
+            )
+            .await;
+            answer.invalid_params();
+            assert!(answer.message().contains("pageToken"), "{}", answer.text);
+            // Where identity is self-asserted, the header is bounded like any participant id.
+            let answer = get(&s, &Who::header(&long), via, "t").await;
+            answer.invalid_params();
+            assert!(
+                answer.message().contains("1 to 256 characters"),
+                "{}",
+                answer.text
             );
         }
     }

@@ -257,6 +257,12 @@ impl Harness {
                 ))
             }
             (Some(id), _) => (Some(id), true),
+            (None, Some(named)) if !crate::channels::valid_id(named) => {
+                return Err(A2aError::invalid_field(
+                    "X-Participant-Id",
+                    "a participant id is 1 to 256 characters with no control characters",
+                ))
+            }
             (None, named) => (
                 named
                     .map(str::to_owned)
@@ -466,6 +472,11 @@ impl Call {
                     for id in &m.reference_task_ids {
                         id_length(id, "message.referenceTaskIds")?;
                     }
+                }
+                let push = (r.configuration.as_ref())
+                    .and_then(|c| c.task_push_notification_config.as_ref());
+                if let Some(push) = push {
+                    id_length(&push.id, "configuration.taskPushNotificationConfig.id")?;
                 }
                 let task_id = r.message.as_ref().map(|m| m.task_id.as_str());
                 (
