@@ -220,6 +220,85 @@ async fn the_reporter_or_an_admin_creates_sub_tasks() {
     }
 }
 
+/// Row: only participants see a task, also in the answer to a blocking send: walt's
+/// message is taken while the task works, ada takes him off it, and walt is answered with
+/// the task as his message left it, not with what happened after.
+#[tokio::test]
+async fn a_blocking_send_answers_only_with_what_its_sender_may_see() {
+    let script = Script::new(json!([
+        {"text": "The shed is painted.", "delay_ms": 3000},
+        {"text": "Noted."}
+    ]));
+    let Some(s) = harness_e2e::participants::llm_server(Backend::Embedded, &script).await else {
+        return;
+    };
+    let people = json!([
+        participant("alice", "human", "reporter"),
+        participant("ada", "human", "admin"),
+        participant("walt", "human", "watcher"),
+    ]);
+    let m = json!({"messageId": unique("m"), "role": "ROLE_USER",
+        "parts": [{"text": "Paint the shed"}, task_envelope_part("Shed", "Paint the shed", people)]});
+    let id = task_id(&send_at_once(&s, &alice(), m).await["task"]);
+    wait_for_state_as(
+        &s,
+        "alice",
+        &id,
+        "TASK_STATE_WORKING",
+        Duration::from_secs(3),
+    )
+    .await;
+
+    let walt_says = unique("walt");
+    let walts = {
+        let (url, message) = (s.endpoint("/"), on_task(&id, "Blue, please"));
+        let message = json!({"messageId": walt_says, "taskId": id, "role": "ROLE_USER",
+            "parts": message["parts"].clone()});
+        let body = json!({"jsonrpc": "2.0", "id": "r-1", "method": "SendMessage",
+            "params": {"message": message}});
+        let headers = walt().headers();
+        tokio::spawn(async move {
+            let client = reqwest::Client::new();
+            let resp = client
+                .post(url)
+                .headers(headers)
+                .body(body.to_string())
+                .send()
+                .await;
+            resp.expect("walt's send")
+                .text()
+                .await
+                .expect("walt's answer")
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while !get(&s, &alice(), Via::JsonRpc, &id)
+        .await
+        .text
+        .contains(&walt_says)
+    {
+        assert!(Instant::now() < deadline, "walt's message was not taken");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let people = json!([
+        participant("alice", "human", "reporter"),
+        participant("ada", "human", "admin"),
+    ]);
+    let off = json!({"messageId": unique("roster"), "taskId": id, "role": "ROLE_USER",
+        "parts": [{"text": "walt is off this task"},
+                  {"mediaType": participants::EVENT_MEDIA_TYPE,
+                   "data": {"kind": "task", "payload": {"participants": people}}}]});
+    send_at_once(&s, &ada(), off).await;
+
+    let answer = tokio::time::timeout(Duration::from_secs(20), walts)
+        .await
+        .expect("walt was answered")
+        .expect("walt's send ran");
+    assert!(answer.contains(&walt_says), "{answer}");
+    assert!(!answer.contains("walt is off this task"), "{answer}");
+    assert!(!answer.contains("The shed is painted"), "{answer}");
+}
+
 /// SendMessage as `who` with `returnImmediately` (a message on a working task is then
 /// stored at once, not held for the drive that has the task).
 async fn send_at_once(s: &Server, who: &Who, message: Value) -> Value {

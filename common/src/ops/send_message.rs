@@ -64,8 +64,15 @@ pub async fn send_message(
     req: SendMessageRequest,
     caller: &Caller,
 ) -> Result<SendMessageResponse, A2aError> {
+    let tenant = req.tenant.clone();
     // Boxed: intake's future (~18 KB) would be carried, and copied, in every operation's.
     let accepted = Box::pin(intake(h, Operation::SendMessage, req, caller)).await?;
+    // The task as it settles, if its sender is on it still; else as the message left it.
+    let sender = Caller {
+        participant: Some(accepted.sender.clone()),
+        ..caller.clone()
+    };
+    let may_see = h.may_see(&tenant, &sender);
     let record = match accepted.intake {
         Intake::Direct(message) => {
             return Ok(SendMessageResponse {
@@ -78,14 +85,15 @@ pub async fn send_message(
             Some(run) if !accepted.return_immediately => {
                 // The run stops at a terminal or interrupted state: that is when to answer,
                 // with the task as the run left it (read again only if it did not run).
-                match run.await {
-                    Ok(Some(last)) => last,
-                    _ => h.store.load_task(record.id()).await?.unwrap_or(record),
-                }
+                let last = match run.await {
+                    Ok(Some(last)) => Some(last),
+                    _ => h.store.load_task_for(record.id(), &*may_see).await?,
+                };
+                last.filter(|last| may_see(last)).unwrap_or(record)
             }
             // Handed to a drive elsewhere (the resume function): answered once it settles.
             None if !accepted.return_immediately && record.wake => {
-                settled_elsewhere(h, record, caller.deadline, accepted.history).await?
+                settled_elsewhere(h, record, &*may_see, caller.deadline, accepted.history).await?
             }
             _ => record,
         },
@@ -102,10 +110,12 @@ const ANSWER_MARGIN: std::time::Duration = std::time::Duration::from_secs(2);
 /// The task `rec` once a drive elsewhere has left it terminal or interrupted, read from
 /// the store (every 250 ms, backing off to 2 s), with its last `history` messages; or as
 /// it is when `Config::blocking_wait` or `deadline` (less the time to answer) comes first: the
-/// client follows it from there.
+/// client follows it from there. `rec` as it is when the sender is no longer on the task
+/// (`admit`).
 async fn settled_elsewhere(
     h: &Harness,
     rec: TaskRecord,
+    admit: &crate::store::Admit<'_>,
     deadline: Option<std::time::Instant>,
     history: Option<usize>,
 ) -> Result<TaskRecord, A2aError> {
@@ -117,16 +127,11 @@ async fn settled_elsewhere(
     }
     let mut poll = POLL_MIN;
     loop {
-        let head = (h.store)
-            .load_view(rec.id(), Some(0), false, &|_| true)
-            .await?;
+        let head = (h.store).load_view(rec.id(), Some(0), false, admit).await?;
         let settled = head.as_ref().is_none_or(|t| t.state().ends_stream());
         let left = until.saturating_duration_since(std::time::Instant::now());
         if settled || left.is_zero() {
-            let task = h
-                .store
-                .load_view(rec.id(), history, true, &|_| true)
-                .await?;
+            let task = (h.store).load_view(rec.id(), history, true, admit).await?;
             return Ok(task.unwrap_or(rec));
         }
         tokio::time::sleep(poll.min(left)).await;
