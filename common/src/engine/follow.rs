@@ -11,8 +11,8 @@
 //! [`POLL_MIN`], backing off to [`POLL_MAX`] while nothing happens (a reader in another
 //! process than the writer, such as a Lambda function, pays a Query per read), and a task
 //! has at most [`MAX_SUBSCRIBERS`] streams no new message started in one process, at most
-//! [`MAX_SUBSCRIBERS_EACH`] of them any one participant's (in Lambda, where each stream is a function of its own, the function's reserved
-//! concurrency bounds them).
+//! [`MAX_SUBSCRIBERS_EACH`] of them any one participant's (in Lambda, where each stream is
+//! a function of its own, the function's reserved concurrency bounds them).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -119,19 +119,19 @@ impl Subscribers {
 impl Drop for Subscription {
     fn drop(&mut self) {
         let mut counts = self.of.0.lock().unwrap_or_else(|e| e.into_inner());
-        let released = |map_count: Option<&mut usize>| {
-            map_count.is_some_and(|n| {
+        let released = |count: Option<&mut usize>| {
+            count.is_some_and(|n| {
                 *n -= 1;
                 *n == 0
             })
         };
-        if released(counts.tasks.get_mut(&self.task_id)) {
-            counts.tasks.remove(&self.task_id);
-        }
         let key = (
             std::mem::take(&mut self.task_id),
             std::mem::take(&mut self.participant),
         );
+        if released(counts.tasks.get_mut(&key.0)) {
+            counts.tasks.remove(&key.0);
+        }
         if released(counts.each.get_mut(&key)) {
             counts.each.remove(&key);
         }

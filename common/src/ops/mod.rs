@@ -197,9 +197,10 @@ impl Harness {
         rec.tenant == tenant && caller.may_see(rec)
     }
 
-    /// The visibility test a stream puts each new head to (see [`Harness::visible_task`]).
-    pub fn may_see(&self, tenant: &str, caller: &Caller) -> crate::engine::follow::MaySee {
-        let (tenant, caller) = (tenant.to_owned(), caller.clone());
+    /// The visibility test (see [`Harness::visible_task`]) for `participant`, which a
+    /// stream or a blocking send puts the task to again as it moves on.
+    pub fn visibility(&self, tenant: &str, participant: &str) -> crate::engine::follow::MaySee {
+        let (tenant, caller) = (tenant.to_owned(), Caller::named(participant));
         Arc::new(move |rec| Self::visible(rec, &tenant, &caller))
     }
 

@@ -68,11 +68,7 @@ pub async fn send_message(
     // Boxed: intake's future (~18 KB) would be carried, and copied, in every operation's.
     let accepted = Box::pin(intake(h, Operation::SendMessage, req, caller)).await?;
     // The task as it settles, if its sender is on it still; else as the message left it.
-    let sender = Caller {
-        participant: Some(accepted.sender.clone()),
-        ..caller.clone()
-    };
-    let may_see = h.may_see(&tenant, &sender);
+    let may_see = h.visibility(&tenant, &accepted.sender);
     let record = match accepted.intake {
         Intake::Direct(message) => {
             return Ok(SendMessageResponse {
@@ -147,11 +143,7 @@ pub async fn send_streaming_message(
 ) -> Result<EventStream, A2aError> {
     let tenant = req.tenant.clone();
     let accepted = Box::pin(intake(h, Operation::SendStreamingMessage, req, caller)).await?;
-    let follower = Caller {
-        participant: Some(accepted.sender),
-        ..caller.clone()
-    };
-    let may_see = h.may_see(&tenant, &follower);
+    let may_see = h.visibility(&tenant, &accepted.sender);
     let f = match accepted.intake {
         Intake::Direct(message) => {
             return Ok(Box::pin(futures::stream::once(async {
@@ -178,7 +170,7 @@ pub async fn send_streaming_message(
         },
         // A resend opens no new work: it takes a place like a subscription.
         Intake::Duplicate(record) => Follow {
-            subscription: Some(h.subscribers.admit(&record.task.id, follower.id())?),
+            subscription: Some(h.subscribers.admit(&record.task.id, &accepted.sender)?),
             task_id: record.task.id.clone(),
             may_see,
             first: StreamResponse::task(view(&record.task, None, true)),

@@ -28,7 +28,7 @@ pub async fn subscribe_to_task(
         h.store.clone(),
         Follow {
             task_id: rec.task.id.clone(),
-            may_see: h.may_see(&req.tenant, caller),
+            may_see: h.visibility(&req.tenant, caller.id()),
             first: StreamResponse::task(view(&rec.task, None, true)),
             // The current Task already holds every earlier event's effect: replaying them
             // would show each state twice (and an old WORKING after the snapshot).
