@@ -194,7 +194,7 @@ async fn produce(store: Arc<dyn Store>, f: Follow, tx: &Tx) -> Result<(), ()> {
         let events = match store.read_events(&f.task_id, Some(cursor), BATCH).await {
             Ok(events) => events,
             Err(e) => {
-                let _ = tx.send(Err(A2aError::Internal(e.to_string()))).await;
+                let _ = tx.send(Err(e.into())).await;
                 return Ok(());
             }
         };
@@ -214,7 +214,7 @@ async fn produce(store: Arc<dyn Store>, f: Follow, tx: &Tx) -> Result<(), ()> {
             Ok(Some(_)) => {}
             Ok(None) => return Ok(()),
             Err(e) => {
-                let _ = tx.send(Err(A2aError::Internal(e.to_string()))).await;
+                let _ = tx.send(Err(e.into())).await;
                 return Ok(());
             }
         }

@@ -384,10 +384,23 @@ impl From<StoreError> for A2aError {
                 "task {task_id} already has {} push notification configs (the limit)",
                 crate::push::MAX_CONFIGS_PER_TASK
             )),
+            // The store's own words (its endpoint, the table, the SDK's request ids) are the
+            // operator's: logged in the request's span, and the caller told only what failed.
+            StoreError::Unavailable(why) => {
+                tracing::error!(error = %why, "store unavailable");
+                A2aError::Unavailable(STORE_FAILED.into())
+            }
+            other @ (StoreError::Corrupt(_) | StoreError::ReadOnly) => {
+                tracing::error!(error = %other, "store error");
+                A2aError::Internal(STORE_FAILED.into())
+            }
             other => A2aError::Internal(other.to_string()),
         }
     }
 }
+
+/// What a caller is told of a store that failed their request.
+const STORE_FAILED: &str = "the task store could not serve this request; try again later";
 
 impl From<crate::push::seal::SealError> for A2aError {
     fn from(e: crate::push::seal::SealError) -> Self {
@@ -677,5 +690,29 @@ async fn run(h: &Harness, call: Call, c: &Caller) -> Result<Answer, A2aError> {
         | Call::GetPushConfig(_)
         | Call::ListPushConfigs(_)
         | Call::GetExtendedAgentCard(_) => read(h, call, c).await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A store's failure reaches the caller as what failed, never in the store's words.
+    #[test]
+    fn a_store_failure_tells_the_caller_nothing_of_the_store() {
+        let inner = "dispatch failure: io error: connection refused (http://10.1.2.3:8000), \
+                     table harness-prod, request id 7f3c";
+        for (e, code) in [
+            (StoreError::Unavailable(inner.into()), 503),
+            (StoreError::Corrupt(inner.into()), 500),
+        ] {
+            let answer = A2aError::from(e);
+            assert_eq!(answer.http_status(), code);
+            let text = answer.to_json_rpc().to_string();
+            for word in ["10.1.2.3", "harness-prod", "7f3c", "dispatch"] {
+                assert!(!text.contains(word), "{text}");
+            }
+            assert!(text.contains(STORE_FAILED), "{text}");
+        }
     }
 }
