@@ -12,8 +12,9 @@ use common::store::EmbeddedStore;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_the_agent_works_on_is_stored_while_the_send_waits() {
-    let dir = std::env::temp_dir().join(format!("harness-held-{}", uuid::Uuid::new_v4()));
-    let store = Arc::new(EmbeddedStore::open(&dir).expect("store"));
+    let tmp = tempfile::tempdir().expect("a temporary directory");
+    let dir = tmp.path();
+    let store = Arc::new(EmbeddedStore::open(dir).expect("store"));
     let config = Config {
         push_key: Some(common::push::seal::PushKey::generate()),
         ..Default::default()
@@ -60,5 +61,4 @@ async fn a_task_the_agent_works_on_is_stored_while_the_send_waits() {
     assert_eq!(state, TaskState::Working.as_str());
     assert!(!pending.is_finished(), "the send still waits on the agent");
     assert!(pending.await.expect("send"), "the send is answered");
-    let _ = std::fs::remove_dir_all(&dir);
 }

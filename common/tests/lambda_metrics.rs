@@ -46,8 +46,8 @@ fn declared(line: &Value) -> Vec<String> {
 
 #[tokio::test]
 async fn each_invocation_prints_one_emf_line_with_what_it_did() {
-    let dir = std::env::temp_dir().join(format!("harness-emf-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = tempfile::tempdir().expect("a temporary directory");
+    let dir = tmp.path();
     let script = dir.join("script.json");
     std::fs::write(
         &script,
@@ -154,5 +154,4 @@ async fn each_invocation_prints_one_emf_line_with_what_it_did() {
         Some(3),
         "'All done.' is 9 bytes: {model:#}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -299,14 +299,10 @@ fn task_to_resume_over_a_whole_stream() {
 /// The batch on the embedded store: task A completes, record (4) is a batch item failure.
 #[tokio::test]
 async fn handle_resumes_the_task_and_reports_the_missing_one() {
-    let dir = std::env::temp_dir().join(format!(
-        "harness-resume-events-{}",
-        common::engine::transition::new_id()
-    ));
-    std::fs::create_dir_all(&dir).expect("create the store directory");
-    let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(&dir).expect("open the store"));
+    let tmp = tempfile::tempdir().expect("a temporary directory");
+    let dir = tmp.path();
+    let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(dir).expect("open the store"));
     resume_the_batch(store).await;
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The same batch on DynamoDB (DynamoDB Local, a fresh table from template.yaml's
@@ -324,12 +320,9 @@ async fn handle_resumes_the_task_on_dynamodb() {
 /// A batch with nothing to resume, or no records at all, answers no failures.
 #[tokio::test]
 async fn handle_skips_records_that_ask_for_nothing() {
-    let dir = std::env::temp_dir().join(format!(
-        "harness-resume-events-skip-{}",
-        common::engine::transition::new_id()
-    ));
-    std::fs::create_dir_all(&dir).expect("create the store directory");
-    let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(&dir).expect("open the store"));
+    let tmp = tempfile::tempdir().expect("a temporary directory");
+    let dir = tmp.path();
+    let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(dir).expect("open the store"));
     let harness = Harness::new(store, common::agent::conformance(), lambda_config())
         .expect("build the harness");
     let mut event = stream_event(BATCH);
@@ -343,5 +336,4 @@ async fn handle_skips_records_that_ask_for_nothing() {
         handle_json(&harness, &event).await,
         json!({"batchItemFailures": []})
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }

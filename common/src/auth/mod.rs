@@ -423,8 +423,9 @@ mod tests {
 
     #[tokio::test]
     async fn local_tokens_verify_and_their_claims_are_checked() {
-        let dir = std::env::temp_dir().join(format!("auth-{}", uuid::Uuid::new_v4()));
-        let key = local_key::LocalKey::load_or_create(&dir).unwrap();
+        let tmp = tempfile::tempdir().expect("a temporary directory");
+        let dir = tmp.path();
+        let key = local_key::LocalKey::load_or_create(dir).unwrap();
         let settings = JwtSettings {
             keys: KeySource::Local(key.public().clone()),
             issuer: "iss".into(),
@@ -490,6 +491,5 @@ mod tests {
                 "{name}"
             );
         }
-        std::fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -307,11 +307,11 @@ mod tests {
     /// A stream on a task that never settles ends at its longest, without an error.
     #[tokio::test]
     async fn a_stream_ends_at_its_longest() {
-        let dir = std::env::temp_dir().join(format!(
-            "harness-follow-{}",
-            crate::engine::transition::new_id()
-        ));
-        let store = Arc::new(EmbeddedStore::open(&dir).expect("store"));
+        let dir = tempfile::Builder::new()
+            .prefix("harness-follow-")
+            .tempdir()
+            .expect("a temporary directory");
+        let store = Arc::new(EmbeddedStore::open(dir.path()).expect("store"));
         let rec = TaskRecord {
             task: Task {
                 id: "t".into(),
@@ -344,6 +344,5 @@ mod tests {
             .await
             .expect("the stream ended");
         assert_eq!(events.len(), 1, "the task, then nothing");
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -85,9 +85,10 @@ mod tests {
 
     #[test]
     fn an_owner_is_gone_once_its_lock_is_let_go() {
-        let dir = std::env::temp_dir().join(format!("owners-{}", uuid::Uuid::new_v4()));
-        let a = LockFiles::claim(&dir).expect("a");
-        let b = LockFiles::claim(&dir).expect("b");
+        let tmp = tempfile::tempdir().expect("a temporary directory");
+        let dir = tmp.path();
+        let a = LockFiles::claim(dir).expect("a");
+        let b = LockFiles::claim(dir).expect("b");
         assert_ne!(a.owner(), b.owner());
         assert!(a.gone().is_empty(), "b lives");
         let b_owner = b.owner().to_owned();
@@ -96,6 +97,5 @@ mod tests {
         a.forget(&a.gone());
         assert!(a.gone().is_empty());
         assert!(!dir.join(format!("{b_owner}{SUFFIX}")).exists());
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -266,8 +266,8 @@ mod tests {
 
     #[test]
     fn a_key_file_is_created_once_owner_only_and_read_back() {
-        let dir = std::env::temp_dir().join(format!("push-key-{}", uuid::Uuid::new_v4()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let tmp = tempfile::tempdir().expect("a temporary directory");
+        let dir = tmp.path();
         let path = dir.join("push.key");
         let first = PushKey::load_or_create(&path).unwrap();
         let second = PushKey::load_or_create(&path).unwrap();
@@ -278,6 +278,5 @@ mod tests {
             let mode = std::fs::metadata(&path).unwrap().permissions().mode();
             assert_eq!(mode & 0o777, 0o600);
         }
-        std::fs::remove_dir_all(dir).unwrap();
     }
 }
