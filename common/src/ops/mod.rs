@@ -478,47 +478,36 @@ impl Call {
     /// The tenant and every id the request names, each at most
     /// [`crate::a2a::validate::ID_CHARS`].
     fn check_names(&self) -> Result<(), A2aError> {
-        use crate::a2a::validate::id_length;
-        let (tenant, task_id, other) = match self {
+        let names: Vec<(&str, &str)> = match self {
             Call::SendMessage(r) | Call::SendStreamingMessage(r) => {
+                let mut names = vec![("tenant", r.tenant.as_str())];
                 if let Some(m) = &r.message {
-                    id_length(&m.context_id, "message.contextId")?;
-                    for id in &m.reference_task_ids {
-                        id_length(id, "message.referenceTaskIds")?;
-                    }
+                    names.push(("message.taskId", &m.task_id));
+                    names.push(("message.contextId", &m.context_id));
+                    let references = m.reference_task_ids.iter();
+                    names.extend(references.map(|id| ("message.referenceTaskIds", id.as_str())));
                 }
                 let push = (r.configuration.as_ref())
                     .and_then(|c| c.task_push_notification_config.as_ref());
                 if let Some(push) = push {
-                    id_length(&push.id, "configuration.taskPushNotificationConfig.id")?;
+                    names.push(("configuration.taskPushNotificationConfig.id", &push.id));
                 }
-                let task_id = r.message.as_ref().map(|m| m.task_id.as_str());
-                (
-                    &r.tenant,
-                    ("message.taskId", task_id.unwrap_or_default()),
-                    None,
-                )
+                names
             }
-            Call::GetTask(r) => (&r.tenant, ("id", r.id.as_str()), None),
-            Call::CancelTask(r) => (&r.tenant, ("id", r.id.as_str()), None),
-            Call::SubscribeToTask(r) => (&r.tenant, ("id", r.id.as_str()), None),
-            Call::ListTasks(r) => (&r.tenant, ("", ""), Some(("contextId", &r.context_id))),
-            Call::CreatePushConfig(r) => (
-                &r.tenant,
-                ("taskId", r.task_id.as_str()),
-                Some(("id", &r.id)),
-            ),
-            Call::GetPushConfig(r) | Call::DeletePushConfig(r) => (
-                &r.tenant,
-                ("taskId", r.task_id.as_str()),
-                Some(("id", &r.id)),
-            ),
-            Call::ListPushConfigs(r) => (&r.tenant, ("taskId", r.task_id.as_str()), None),
-            Call::GetExtendedAgentCard(r) => (&r.tenant, ("", ""), None),
+            Call::GetTask(r) => vec![("tenant", &r.tenant), ("id", &r.id)],
+            Call::CancelTask(r) => vec![("tenant", &r.tenant), ("id", &r.id)],
+            Call::SubscribeToTask(r) => vec![("tenant", &r.tenant), ("id", &r.id)],
+            Call::ListTasks(r) => vec![("tenant", &r.tenant), ("contextId", &r.context_id)],
+            Call::CreatePushConfig(r) => {
+                vec![("tenant", &r.tenant), ("taskId", &r.task_id), ("id", &r.id)]
+            }
+            Call::GetPushConfig(r) | Call::DeletePushConfig(r) => {
+                vec![("tenant", &r.tenant), ("taskId", &r.task_id), ("id", &r.id)]
+            }
+            Call::ListPushConfigs(r) => vec![("tenant", &r.tenant), ("taskId", &r.task_id)],
+            Call::GetExtendedAgentCard(r) => vec![("tenant", &r.tenant)],
         };
-        id_length(tenant, "tenant")?;
-        id_length(task_id.1, task_id.0)?;
-        other.map_or(Ok(()), |(field, id)| id_length(id, field))
+        (names.into_iter()).try_for_each(|(field, id)| crate::a2a::validate::id_length(id, field))
     }
 
     /// The task and context the request names, for its log lines (empty: none named).
