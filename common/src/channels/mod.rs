@@ -60,6 +60,9 @@ pub fn asserted(message: &Message) -> Option<&str> {
         .filter(|s| !s.is_empty())
 }
 
+/// What [`valid_id`] asks, as a refusal says it.
+pub const ID_RULE: &str = "a participant id is 1 to 256 characters with no control characters";
+
 /// A participant id from outside is at most 256 characters with no control characters
 /// (so it can key an index and sit in a log line).
 pub fn valid_id(id: &str) -> bool {

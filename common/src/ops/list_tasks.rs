@@ -22,9 +22,7 @@ fn decode_cursor(token: &str) -> Result<Cursor, A2aError> {
     let bytes = URL_SAFE_NO_PAD.decode(token).map_err(|_| bad())?;
     let text = String::from_utf8(bytes).map_err(|_| bad())?;
     let (ms, id) = text.split_once(':').ok_or_else(bad)?;
-    if id.chars().count() > crate::a2a::validate::ID_CHARS {
-        return Err(bad());
-    }
+    crate::a2a::validate::id_length(id, "pageToken").map_err(|_| bad())?;
     Ok(Cursor {
         status_millis: ms.parse().map_err(|_| bad())?,
         task_id: id.to_owned(),

@@ -261,7 +261,7 @@ impl Harness {
             (None, Some(named)) if !crate::channels::valid_id(named) => {
                 return Err(A2aError::invalid_field(
                     "X-Participant-Id",
-                    "a participant id is 1 to 256 characters with no control characters",
+                    crate::channels::ID_RULE,
                 ))
             }
             (None, named) => (

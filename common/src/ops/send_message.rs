@@ -68,7 +68,7 @@ pub async fn send_message(
     // Boxed: intake's future (~18 KB) would be carried, and copied, in every operation's.
     let accepted = Box::pin(intake(h, Operation::SendMessage, req, caller)).await?;
     // The task as it settles, if its sender is on it still; else as the message left it.
-    let may_see = h.visibility(&tenant, &accepted.sender);
+    let visibility = || h.visibility(&tenant, &accepted.sender);
     let record = match accepted.intake {
         Intake::Direct(message) => {
             return Ok(SendMessageResponse {
@@ -81,6 +81,7 @@ pub async fn send_message(
             Some(run) if !accepted.return_immediately => {
                 // The run stops at a terminal or interrupted state: that is when to answer,
                 // with the task as the run left it (read again only if it did not run).
+                let may_see = visibility();
                 let last = match run.await {
                     Ok(Some(last)) => Some(last),
                     _ => h.store.load_task_for(record.id(), &*may_see).await?,
@@ -89,6 +90,7 @@ pub async fn send_message(
             }
             // Handed to a drive elsewhere (the resume function): answered once it settles.
             None if !accepted.return_immediately && record.wake => {
+                let may_see = visibility();
                 settled_elsewhere(h, record, &*may_see, caller.deadline, accepted.history).await?
             }
             _ => record,
@@ -205,10 +207,7 @@ async fn sender_of(
         (None, None) => return Err(A2aError::invalid_params(NO_PARTICIPANT)),
     };
     if !channels::valid_id(&sender) {
-        return Err(A2aError::invalid_field(
-            FIELD,
-            "a participant id is 1 to 256 characters with no control characters",
-        ));
+        return Err(A2aError::invalid_field(FIELD, channels::ID_RULE));
     }
     let sender = h.speaking_as(op, tenant, sender).await?;
     channels::assert_sender(message, &sender);

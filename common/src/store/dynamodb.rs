@@ -1440,10 +1440,6 @@ impl Store for DynamoStore {
             .transpose()
     }
 
-    async fn load_task(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
-        self.load(task_id, Want::WHOLE, &|_| true).await
-    }
-
     async fn load_task_for(
         &self,
         task_id: &str,

@@ -1142,10 +1142,6 @@ impl Store for EmbeddedStore {
         })
     }
 
-    async fn load_task(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
-        self.read_now(|conn| load(conn, task_id, Want::WHOLE, &|_| true))
-    }
-
     async fn load_task_for(
         &self,
         task_id: &str,

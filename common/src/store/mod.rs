@@ -361,7 +361,9 @@ pub trait Store: Send + Sync + 'static {
     ) -> Result<Option<String>, StoreError>;
 
     /// The whole task: a record that can be committed.
-    async fn load_task(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError>;
+    async fn load_task(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        self.load_task_for(task_id, &|_| true).await
+    }
 
     /// [`Store::load_task`] for a caller: nothing past the head unless `admit` passes it,
     /// so a task that is not theirs costs what a missing one does.

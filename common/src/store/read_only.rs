@@ -46,10 +46,6 @@ impl<S: Store> Store for ReadOnly<S> {
         Err(StoreError::ReadOnly)
     }
 
-    async fn load_task(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
-        self.0.load_task(task_id).await
-    }
-
     async fn load_task_for(
         &self,
         task_id: &str,
