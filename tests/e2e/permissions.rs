@@ -32,15 +32,19 @@ async fn server() -> Server {
     Server::start_with(&[FAIL_CLOSED]).await
 }
 
-/// alice's new task (waiting for input), with ada as admin and walt as watcher.
-async fn team_task(s: &Server, via: Via) -> String {
-    let people = json!([
+/// alice as reporter, ada as admin and walt as watcher.
+fn team() -> Value {
+    json!([
         participant("alice", "human", "reporter"),
         participant("ada", "human", "admin"),
         participant("walt", "human", "watcher"),
-    ]);
+    ])
+}
+
+/// alice's new task (waiting for input), with ada as admin and walt as watcher.
+async fn team_task(s: &Server, via: Via) -> String {
     let m = json!({"messageId": unique("tck-input-required"), "role": "ROLE_USER",
-        "parts": [{"text": "Paint the shed"}, task_envelope_part("Shed", "Paint the shed", people)]});
+        "parts": [{"text": "Paint the shed"}, task_envelope_part("Shed", "Paint the shed", team())]});
     let task = send(s, &alice(), via, m).await.ok()["task"].clone();
     assert_eq!(state(&task), "TASK_STATE_INPUT_REQUIRED", "{task}");
     task_id(&task)
@@ -232,28 +236,14 @@ async fn a_blocking_send_answers_only_with_what_its_sender_may_see() {
     let Some(s) = harness_e2e::participants::llm_server(Backend::Embedded, &script).await else {
         return;
     };
-    let people = json!([
-        participant("alice", "human", "reporter"),
-        participant("ada", "human", "admin"),
-        participant("walt", "human", "watcher"),
-    ]);
-    let m = json!({"messageId": unique("m"), "role": "ROLE_USER",
-        "parts": [{"text": "Paint the shed"}, task_envelope_part("Shed", "Paint the shed", people)]});
-    let id = task_id(&send_at_once(&s, &alice(), m).await["task"]);
-    wait_for_state_as(
-        &s,
-        "alice",
-        &id,
-        "TASK_STATE_WORKING",
-        Duration::from_secs(3),
-    )
-    .await;
+    let id = working_team_task(&s, &unique("m"), "Paint the shed").await;
 
     let walt_says = unique("walt");
     let walts = {
-        let (url, message) = (s.endpoint("/"), on_task(&id, "Blue, please"));
-        let message = json!({"messageId": walt_says, "taskId": id, "role": "ROLE_USER",
-            "parts": message["parts"].clone()});
+        let (url, message) = (
+            s.endpoint("/"),
+            reply_message(&walt_says, &id, "Blue, please"),
+        );
         let body = json!({"jsonrpc": "2.0", "id": "r-1", "method": "SendMessage",
             "params": {"message": message}});
         let headers = walt().headers();
@@ -280,15 +270,7 @@ async fn a_blocking_send_answers_only_with_what_its_sender_may_see() {
         assert!(Instant::now() < deadline, "walt's message was not taken");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let people = json!([
-        participant("alice", "human", "reporter"),
-        participant("ada", "human", "admin"),
-    ]);
-    let off = json!({"messageId": unique("roster"), "taskId": id, "role": "ROLE_USER",
-        "parts": [{"text": "walt is off this task"},
-                  {"mediaType": participants::EVENT_MEDIA_TYPE,
-                   "data": {"kind": "task", "payload": {"participants": people}}}]});
-    send_at_once(&s, &ada(), off).await;
+    send_at_once(&s, &ada(), walt_off(&id)).await;
 
     let answer = tokio::time::timeout(Duration::from_secs(20), walts)
         .await
@@ -297,6 +279,35 @@ async fn a_blocking_send_answers_only_with_what_its_sender_may_see() {
     assert!(answer.contains(&walt_says), "{answer}");
     assert!(!answer.contains("walt is off this task"), "{answer}");
     assert!(!answer.contains("The shed is painted"), "{answer}");
+}
+
+/// alice's new task with the [`team`], once it is WORKING: `message_id` picks what the
+/// agent does with `text`.
+async fn working_team_task(s: &Server, message_id: &str, text: &str) -> String {
+    let m = json!({"messageId": message_id, "role": "ROLE_USER",
+        "parts": [{"text": text}, task_envelope_part("Shed", "Paint the shed", team())]});
+    let id = task_id(&send_at_once(s, &alice(), m).await["task"]);
+    wait_for_state_as(
+        s,
+        "alice",
+        &id,
+        "TASK_STATE_WORKING",
+        Duration::from_secs(3),
+    )
+    .await;
+    id
+}
+
+/// ada's message that takes walt off `task`.
+fn walt_off(task: &str) -> Value {
+    let people = json!([
+        participant("alice", "human", "reporter"),
+        participant("ada", "human", "admin"),
+    ]);
+    json!({"messageId": unique("roster"), "taskId": task, "role": "ROLE_USER",
+        "parts": [{"text": "walt is off this task"},
+                  {"mediaType": participants::EVENT_MEDIA_TYPE,
+                   "data": {"kind": "task", "payload": {"participants": people}}}]})
 }
 
 /// SendMessage as `who` with `returnImmediately` (a message on a working task is then
@@ -335,36 +346,13 @@ async fn subscribed(s: &Server, who: &Who, via: Via, id: &str) -> SseReader {
 async fn a_participant_taken_off_a_task_stops_following_it() {
     let s = server().await;
     for via in Via::BOTH {
-        let people = json!([
-            participant("alice", "human", "reporter"),
-            participant("ada", "human", "admin"),
-            participant("walt", "human", "watcher"),
-        ]);
         // WORKING for 4 s, then COMPLETED.
-        let m = json!({"messageId": unique("test-resubscribe-message-id"), "role": "ROLE_USER",
-            "parts": [{"text": "slow"}, task_envelope_part("Shed", "Paint the shed", people)]});
-        let id = task_id(&send_at_once(&s, &alice(), m).await["task"]);
-        wait_for_state_as(
-            &s,
-            "alice",
-            &id,
-            "TASK_STATE_WORKING",
-            Duration::from_secs(3),
-        )
-        .await;
+        let id = working_team_task(&s, &unique("test-resubscribe-message-id"), "slow").await;
 
         let mut walt_follows = subscribed(&s, &walt(), via, &id).await;
         let first = walt_follows.next().await.expect("the task");
         assert_eq!(first.state(), Some("TASK_STATE_WORKING"));
-        let people = json!([
-            participant("alice", "human", "reporter"),
-            participant("ada", "human", "admin"),
-        ]);
-        let off = json!({"messageId": unique("roster"), "taskId": id, "role": "ROLE_USER",
-            "parts": [{"text": "walt is off this task"},
-                      {"mediaType": participants::EVENT_MEDIA_TYPE,
-                       "data": {"kind": "task", "payload": {"participants": people}}}]});
-        send_at_once(&s, &ada(), off).await;
+        send_at_once(&s, &ada(), walt_off(&id)).await;
 
         let mut after = Vec::new();
         let deadline = Instant::now() + Duration::from_secs(15);
