@@ -249,6 +249,24 @@ async fn a_token_speaks_for_its_bearer_only(backend: Backend) {
             refused.text
         );
         list(&s, &as_bob, via).await.invalid_params();
+        // A name that cannot be a participant id is refused as such, not repeated back:
+        // in the header and in the metadata alike.
+        let long = "b".repeat(20_000);
+        let as_long = Who::TokenAndHeader(idp.token("alice"), long.clone());
+        let mut claims_long = message("tck-complete-task", None);
+        claims_long["metadata"] = json!({"participant_id": long});
+        for refused in [
+            send(&s, &as_long, via, header.clone()).await,
+            send(&s, &alice, via, claims_long.clone()).await,
+        ] {
+            refused.invalid_params();
+            assert!(
+                refused.message().contains("1 to 256 characters"),
+                "{}",
+                refused.text
+            );
+            assert!(refused.text.len() < 1_000, "{}", refused.text.len());
+        }
         // Neither message was stored.
         for m in [&claims_bob, &header] {
             let id = m["messageId"].as_str().expect("id");

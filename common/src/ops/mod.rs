@@ -250,6 +250,13 @@ impl Harness {
         verified: Option<String>,
     ) -> Result<Caller, A2aError> {
         let header = header.filter(|h| !h.is_empty());
+        // Before the comparison with a verified id, whose refusal repeats the header.
+        if header.is_some_and(|named| !crate::channels::valid_id(named)) {
+            return Err(A2aError::invalid_field(
+                "X-Participant-Id",
+                crate::channels::ID_RULE,
+            ));
+        }
         let (participant, verified) = match (verified, header) {
             (Some(id), Some(named)) if named != id => {
                 return Err(A2aError::invalid_field(
@@ -258,12 +265,6 @@ impl Harness {
                 ))
             }
             (Some(id), _) => (Some(id), true),
-            (None, Some(named)) if !crate::channels::valid_id(named) => {
-                return Err(A2aError::invalid_field(
-                    "X-Participant-Id",
-                    crate::channels::ID_RULE,
-                ))
-            }
             (None, named) => (
                 named
                     .map(str::to_owned)

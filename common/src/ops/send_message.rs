@@ -196,18 +196,22 @@ async fn sender_of(
 ) -> Result<String, A2aError> {
     const FIELD: &str = "message.metadata.participant_id";
     let sender = match (channels::asserted(message), &caller.participant) {
-        (Some(named), Some(id)) if caller.verified && named != id => {
-            return Err(A2aError::invalid_field(
-                FIELD,
-                format!("{FIELD} names {named}, but the token authenticates {id}"),
-            ))
-        }
         (Some(named), _) => named.to_owned(),
         (None, Some(id)) => id.clone(),
         (None, None) => return Err(A2aError::invalid_params(NO_PARTICIPANT)),
     };
+    // Before the comparison with a verified id, whose refusal repeats the sender.
     if !channels::valid_id(&sender) {
         return Err(A2aError::invalid_field(FIELD, channels::ID_RULE));
+    }
+    match &caller.participant {
+        Some(id) if caller.verified && sender != *id => {
+            return Err(A2aError::invalid_field(
+                FIELD,
+                format!("{FIELD} names {sender}, but the token authenticates {id}"),
+            ))
+        }
+        _ => {}
     }
     let sender = h.speaking_as(op, tenant, sender).await?;
     channels::assert_sender(message, &sender);
