@@ -324,6 +324,56 @@ async fn ids_and_tenants_over_256_characters_are_refused() {
     }
 }
 
+/// Names within 256 characters can still join into a key longer than DynamoDB's (a
+/// character is up to 4 bytes, and a `#` or `%` is written as 3): a message whose tenant,
+/// sender and messageId are 256 `#` each, or a push config id of 256 four-byte characters.
+/// On DynamoDB they get -32602 saying so, nothing stored (a store error before); the
+/// embedded store, whose keys have no such bound, takes them.
+#[tokio::test]
+async fn names_too_long_for_a_dynamodb_key_are_refused_clearly() {
+    use harness_e2e::identity::{call, get_push};
+    use reqwest::Method;
+    let hashes = "#".repeat(256);
+    let emoji = "\u{1F600}".repeat(256);
+    for backend in [Backend::Embedded, Backend::DynamoDb] {
+        let Some(s) = Server::start_on(backend, &[FAIL_CLOSED]).await else {
+            continue;
+        };
+        let alice = Who::header("alice");
+        let task = send(&s, &alice, Via::JsonRpc, user_message(&unique("m"), "hi")).await;
+        let task = task.ok()["task"]["id"].as_str().expect("a task").to_owned();
+        for via in Via::BOTH {
+            let message = json!({"messageId": hashes, "role": "ROLE_USER",
+                "parts": [{"text": "hi"}]});
+            let params = json!({"tenant": hashes, "message": message});
+            let path = format!("/{}/message:send", "%23".repeat(256));
+            let rest = (Method::POST, path, Some(params.clone()));
+            let sent = call(&s, &Who::header(&hashes), via, "SendMessage", params, rest).await;
+            let read = get_push(&s, &alice, via, &task, &emoji).await;
+            if backend == Backend::Embedded {
+                sent.ok();
+                assert!(read.message().contains("not found"), "{}", read.text);
+                continue;
+            }
+            for (answer, what) in [(&sent, "messageId together"), (&read, "config id")] {
+                answer.invalid_params();
+                let message = answer.message();
+                assert!(
+                    message.contains(what)
+                        && message.contains("too long for the task store's keys"),
+                    "{via:?}: {}",
+                    answer.text
+                );
+            }
+            let stored = s.store().message_task(&hashes, &hashes, &hashes).await;
+            assert!(matches!(
+                stored,
+                Err(common::store::StoreError::KeyTooLong(_))
+            ));
+        }
+    }
+}
+
 /// A step whose write is larger than DynamoDB takes in one transaction (4 MB) can never be
 /// committed: the task fails with a stable reason in a small commit, holds no lease, waits
 /// for no wake-up, and its model is not called again, not even after a restart.

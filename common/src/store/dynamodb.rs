@@ -246,12 +246,41 @@ fn key_part(part: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
-fn message_pk(tenant: &str, sender: &str, message_id: &str) -> String {
-    format!(
+/// DynamoDB's bounds on a key's values, in bytes: below them, as DynamoDB Local words it.
+const MAX_PARTITION_KEY_BYTES: usize = 2047;
+const MAX_SORT_KEY_BYTES: usize = 1023;
+
+/// `key` if DynamoDB takes it (at most `max` bytes), else why not. Only the two keys that
+/// join names a client chose can be longer than that; each name is at most 256 characters,
+/// but a character is up to four bytes and `key_part` writes a `#` or `%` as three.
+fn bounded(key: String, max: usize, what: &'static str) -> Result<String, StoreError> {
+    if key.len() <= max {
+        Ok(key)
+    } else {
+        Err(StoreError::KeyTooLong(what))
+    }
+}
+
+fn message_pk(tenant: &str, sender: &str, message_id: &str) -> Result<String, StoreError> {
+    let key = format!(
         "IN#{}#{}#{}",
         key_part(tenant),
         key_part(sender),
         key_part(message_id)
+    );
+    bounded(
+        key,
+        MAX_PARTITION_KEY_BYTES,
+        "the tenant, the sender's participant id and the messageId together",
+    )
+}
+
+fn push_sk(config_id: &str) -> Result<String, StoreError> {
+    // One byte short of the bound, for list_push_configs' `PUSH#<id>$` after a page.
+    bounded(
+        format!("PUSH#{config_id}"),
+        MAX_SORT_KEY_BYTES - 1,
+        "the push notification config id",
     )
 }
 
@@ -348,7 +377,7 @@ fn corrupt(e: impl std::fmt::Display) -> StoreError {
 fn push_item(record: &PushConfigRecord) -> Result<Item, StoreError> {
     Ok(HashMap::from([
         ("pk".into(), s(task_pk(&record.config.task_id))),
-        ("sk".into(), s(format!("PUSH#{}", record.config.id))),
+        ("sk".into(), s(push_sk(&record.config.id)?)),
         ("config".into(), s(to_json(record)?)),
         ("delivered".into(), n(record.delivered)),
         // Outside the JSON too, for put_push_config's condition.
@@ -1234,7 +1263,7 @@ impl DynamoStore {
             (TTL_ATTRIBUTE.into(), n(expires)),
             (
                 "pk".into(),
-                s(message_pk(&m.tenant, &m.sender, &m.message.message_id)),
+                s(message_pk(&m.tenant, &m.sender, &m.message.message_id)?),
             ),
             ("sk".into(), s("MSG")),
             ("task_id".into(), s(task_id)),
@@ -1428,7 +1457,7 @@ impl Store for DynamoStore {
             .client
             .get_item()
             .table_name(&self.table)
-            .key("pk", s(message_pk(tenant, sender, message_id)))
+            .key("pk", s(message_pk(tenant, sender, message_id)?))
             .key("sk", s("MSG"))
             .consistent_read(true)
             .projection_expression("task_id")
@@ -1714,7 +1743,7 @@ impl Store for DynamoStore {
             .get_item()
             .table_name(&self.table)
             .key("pk", s(task_pk(task_id)))
-            .key("sk", s(format!("PUSH#{id}")))
+            .key("sk", s(push_sk(id)?))
             .consistent_read(true)
             .send()
             .await
@@ -1737,9 +1766,10 @@ impl Store for DynamoStore {
             // '$' sorts after '#', so the lower bound excludes the `after` config itself.
             .expression_attribute_values(
                 ":from",
-                s(after
-                    .map(|a| format!("PUSH#{a}$"))
-                    .unwrap_or_else(|| "PUSH#".into())),
+                s(match after {
+                    Some(a) => push_sk(a)? + "$",
+                    None => "PUSH#".into(),
+                }),
             )
             .expression_attribute_values(":to", s("PUSH#\u{10ffff}"))
             .consistent_read(true)
@@ -1768,7 +1798,7 @@ impl Store for DynamoStore {
             .update_item()
             .table_name(&self.table)
             .key("pk", s(task_pk(&record.config.task_id)))
-            .key("sk", s(format!("PUSH#{}", record.config.id)))
+            .key("sk", s(push_sk(&record.config.id)?))
             .update_expression("SET config = :config, delivered = :to")
             .condition_expression(condition)
             .expression_attribute_values(":config", s(to_json(record)?))
@@ -1787,10 +1817,11 @@ impl Store for DynamoStore {
     }
 
     async fn delete_push_config(&self, task_id: &str, id: &str) -> Result<(), StoreError> {
+        let sk = push_sk(id)?;
         let key = || {
             HashMap::from([
                 ("pk".to_owned(), s(task_pk(task_id))),
-                ("sk".to_owned(), s(format!("PUSH#{id}"))),
+                ("sk".to_owned(), s(&sk)),
             ])
         };
         // The config and its place in the task's count go together.

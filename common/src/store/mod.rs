@@ -315,6 +315,10 @@ pub enum StoreError {
     /// A new push config past [`crate::push::MAX_CONFIGS_PER_TASK`].
     #[error("task {0} has as many push notification configs as a task may")]
     TooManyPushConfigs(String),
+    /// Names the request joins into one of the store's keys are longer than the store's
+    /// keys hold (DynamoDB: 2048 bytes a partition key, 1024 a sort key); says which.
+    #[error("{0}: too long for the store's keys")]
+    KeyTooLong(&'static str),
     #[error("store unavailable: {0}")]
     Unavailable(String),
     #[error("stored data is corrupt: {0}")]
