@@ -7,11 +7,9 @@ use base64::Engine;
 use super::error::A2aError;
 use super::types::{Message, Part, Role, StreamResponse};
 
-/// Longest `messageId` (characters): it is part of stored keys.
-pub const MESSAGE_ID_CHARS: usize = 256;
-
-/// Longest tenant, task id, context id or push config id a request names (characters):
-/// each is part of stored keys, whose size the stores bound.
+/// Longest name a request carries (characters): its tenant, a task, context, push config
+/// or message id, a participant id ([`crate::channels::MAX_ID_LEN`]). Each is part of
+/// stored keys, whose size the stores bound.
 pub const ID_CHARS: usize = 256;
 
 /// A tenant or id a request names: at most [`ID_CHARS`].
@@ -26,7 +24,7 @@ pub fn id_length(value: &str, field: &str) -> Result<(), A2aError> {
     }
 }
 
-/// A message as a client sends it: `messageId` (at most [`MESSAGE_ID_CHARS`]), `role` and
+/// A message as a client sends it: `messageId` (at most [`ID_CHARS`]), `role` and
 /// at least one valid part. `raw` parts are normalised to standard padded base64.
 pub fn message(m: &mut Message, path: &str) -> Result<(), A2aError> {
     if m.message_id.is_empty() {
@@ -35,12 +33,7 @@ pub fn message(m: &mut Message, path: &str) -> Result<(), A2aError> {
             format!("{path}.messageId is required"),
         ));
     }
-    if m.message_id.chars().count() > MESSAGE_ID_CHARS {
-        return Err(A2aError::invalid_field(
-            format!("{path}.messageId"),
-            format!("{path}.messageId is longer than {MESSAGE_ID_CHARS} characters"),
-        ));
-    }
+    id_length(&m.message_id, &format!("{path}.messageId"))?;
     if m.role == Role::Unspecified {
         return Err(A2aError::invalid_field(
             format!("{path}.role"),

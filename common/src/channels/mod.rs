@@ -29,8 +29,8 @@ pub const PARTICIPANT_HEADER: &str = "x-participant-id";
 pub const NO_PARTICIPANT: &str = "no participant asserted";
 /// Why a message from a non-member is refused (audit and the waiting task's status).
 pub const NOT_A_PARTICIPANT: &str = "not a participant";
-/// Longest participant id accepted.
-pub const MAX_ID_LEN: usize = 256;
+/// Longest participant id accepted: the bound on every name a request carries.
+pub const MAX_ID_LEN: usize = crate::a2a::validate::ID_CHARS;
 
 /// The message metadata key naming whom a message from the harness is addressed to: the
 /// participant a help request asks, the assignee a sub-task waits on. The channel part's
