@@ -14,14 +14,22 @@ pub const ID_CHARS: usize = 256;
 
 /// A tenant or id a request names: at most [`ID_CHARS`].
 pub fn id_length(value: &str, field: &str) -> Result<(), A2aError> {
-    if value.len() <= ID_CHARS || value.chars().count() <= ID_CHARS {
-        Ok(())
+    if too_long(value) {
+        Err(longer_than_id_chars(field))
     } else {
-        Err(A2aError::invalid_field(
-            field,
-            format!("{field} is longer than {ID_CHARS} characters"),
-        ))
+        Ok(())
     }
+}
+
+fn too_long(value: &str) -> bool {
+    value.len() > ID_CHARS && value.chars().count() > ID_CHARS
+}
+
+fn longer_than_id_chars(field: &str) -> A2aError {
+    A2aError::invalid_field(
+        field,
+        format!("{field} is longer than {ID_CHARS} characters"),
+    )
 }
 
 /// A message as a client sends it: `messageId` (at most [`ID_CHARS`]), `role` and
@@ -33,7 +41,10 @@ pub fn message(m: &mut Message, path: &str) -> Result<(), A2aError> {
             format!("{path}.messageId is required"),
         ));
     }
-    id_length(&m.message_id, &format!("{path}.messageId"))?;
+    // Not through id_length: the field's name is built only for a refusal, not every send.
+    if too_long(&m.message_id) {
+        return Err(longer_than_id_chars(&format!("{path}.messageId")));
+    }
     if m.role == Role::Unspecified {
         return Err(A2aError::invalid_field(
             format!("{path}.role"),

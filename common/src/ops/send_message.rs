@@ -204,14 +204,15 @@ async fn sender_of(
     if !channels::valid_id(&sender) {
         return Err(A2aError::invalid_field(FIELD, channels::ID_RULE));
     }
-    match &caller.participant {
-        Some(id) if caller.verified && sender != *id => {
-            return Err(A2aError::invalid_field(
-                FIELD,
-                format!("{FIELD} names {sender}, but the token authenticates {id}"),
-            ))
-        }
-        _ => {}
+    if let Some(id) = caller
+        .participant
+        .as_ref()
+        .filter(|id| caller.verified && sender != **id)
+    {
+        return Err(A2aError::invalid_field(
+            FIELD,
+            format!("{FIELD} names {sender}, but the token authenticates {id}"),
+        ));
     }
     let sender = h.speaking_as(op, tenant, sender).await?;
     channels::assert_sender(message, &sender);
