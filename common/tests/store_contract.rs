@@ -1367,6 +1367,42 @@ async fn two_stores_on_one_directory_share_conditional_writes() {
     ));
 }
 
+/// A view a process keeps in memory (GetTask's) is never older than a commit made before
+/// it was asked for, by that process or another on the directory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn embedded_a_kept_view_follows_every_processs_commits() {
+    let dir = temp_dir("views");
+    let (a, b) = (embedded(&dir), embedded(&dir));
+    let rec = create(a.as_ref(), "", "m-views").await;
+    let version = |store: &Arc<dyn Store>| {
+        let (store, id) = (store.clone(), rec.task.id.clone());
+        async move {
+            let view = store.load_view(&id, None, true, &|_| true).await;
+            view.expect("view").expect("task").version
+        }
+    };
+    for _ in 0..2 {
+        assert_eq!(version(&a).await, rec.version);
+        assert_eq!(version(&b).await, rec.version);
+    }
+    let mut next = rec.clone();
+    let ev = set_status(&mut next, TaskState::Working, None, None);
+    let rec = a
+        .commit(&next, rec.version, &[ev], None)
+        .await
+        .expect("a commits");
+    assert_eq!(version(&b).await, rec.version, "another process's commit");
+    assert_eq!(version(&a).await, rec.version, "its own commit");
+    let mut next = rec.clone();
+    let ev = set_status(&mut next, TaskState::Completed, None, None);
+    let rec = b
+        .commit(&next, rec.version, &[ev], None)
+        .await
+        .expect("b commits");
+    assert_eq!(version(&b).await, rec.version, "its own commit");
+    assert_eq!(version(&a).await, rec.version, "another process's commit");
+}
+
 /// Under steady load a PASSIVE checkpoint never copies the whole write-ahead log, so the
 /// log never started over and grew without end (gigabytes under the bench): with commits
 /// and reads always in flight, it stays within its bound.

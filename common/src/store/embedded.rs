@@ -27,6 +27,7 @@ use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 use tokio::sync::{broadcast, oneshot};
 
 use super::layout::{self, Listing, PartKind, Split, Want};
+use super::view_cache::{Lookup, ViewCache};
 use super::{
     counting_conflicts, ended_by, Admit, AuditRecord, Cursor, Due, InboundMessage, LoggedEvent,
     PushConfigRecord, Store, StoreError, TaskPage, TaskQuery, TaskRecord,
@@ -340,6 +341,8 @@ pub struct EmbeddedStore {
     readers: Arc<Vec<Mutex<Connection>>>,
     next_reader: AtomicUsize,
     signals: super::Signals,
+    /// Task views as GetTask reads them, kept until their task changes.
+    views: ViewCache,
     /// How long audit rows are kept.
     retention: Duration,
 }
@@ -476,6 +479,7 @@ impl EmbeddedStore {
             readers: Arc::new(readers),
             next_reader: AtomicUsize::new(0),
             signals: Default::default(),
+            views: ViewCache::open(dir)?,
             retention: super::DEFAULT_RETENTION,
         })
     }
@@ -820,14 +824,15 @@ fn row_record(row: &rusqlite::Row<'_>) -> rusqlite::Result<(String, i64, i64)> {
     Ok((row.get(0)?, row.get(1)?, row.get(2)?))
 }
 
-/// A record from its head row, with the parts `want` asks for read from `task_parts`;
-/// None (and nothing more read) unless `admit` passes the head.
+/// A record from its head row, with the parts `want` asks for read from `task_parts`, and
+/// the bytes of JSON it was read from; None (and nothing more read) unless `admit` passes
+/// the head.
 fn decode_record(
     conn: &Connection,
     (json, version, last_seq): (String, i64, i64),
     want: Want,
     admit: &Admit<'_>,
-) -> Result<Option<TaskRecord>, StoreError> {
+) -> Result<Option<(TaskRecord, usize)>, StoreError> {
     let (mut rec, counts) = layout::decode_head(&json)?;
     rec.version = version as u64;
     rec.last_seq = last_seq as u64;
@@ -856,18 +861,19 @@ fn decode_record(
             parts.push(row.map_err(backend)?);
         }
     }
+    let bytes = json.len() + parts.iter().map(|p| p.2.len()).sum::<usize>();
     layout::attach(&mut rec, &counts, want, parts)?;
-    Ok(Some(rec))
+    Ok(Some((rec, bytes)))
 }
 
-/// The task `id` with what `want` asks for, read in one transaction (one snapshot); no
-/// parts unless `admit` passes its head.
+/// The task `id` with what `want` asks for (and the bytes of JSON it was read from), read
+/// in one transaction (one snapshot); no parts unless `admit` passes its head.
 fn load(
     conn: &Connection,
     id: &str,
     want: Want,
     admit: &Admit<'_>,
-) -> Result<Option<TaskRecord>, StoreError> {
+) -> Result<Option<(TaskRecord, usize)>, StoreError> {
     in_snapshot(conn, |conn| {
         let head = conn
             .prepare_cached("SELECT record, version, last_seq FROM tasks WHERE id = ?1")
@@ -1116,6 +1122,8 @@ impl Store for EmbeddedStore {
                 Ok(row.split.stored)
             })
             .await;
+        // Whatever the outcome (a failed commit may have landed), before anyone hears of it.
+        self.views.changed(rec.id());
         rec.stored = counting_conflicts(stored)?;
         let stored = rec;
         self.signals.committed(&stored, ended);
@@ -1147,7 +1155,8 @@ impl Store for EmbeddedStore {
         task_id: &str,
         admit: &Admit<'_>,
     ) -> Result<Option<TaskRecord>, StoreError> {
-        self.read_now(|conn| load(conn, task_id, Want::WHOLE, admit))
+        let loaded = self.read_now(|conn| load(conn, task_id, Want::WHOLE, admit))?;
+        Ok(loaded.map(|(rec, _)| rec))
     }
 
     async fn load_view(
@@ -1157,7 +1166,16 @@ impl Store for EmbeddedStore {
         artifacts: bool,
         admit: &Admit<'_>,
     ) -> Result<Option<TaskRecord>, StoreError> {
-        self.read_now(|conn| load(conn, task_id, Want::view(history, artifacts), admit))
+        let want = Want::view(history, artifacts);
+        let ticket = match self.views.get(task_id, want) {
+            Lookup::Hit(rec) => return Ok(admit(&rec).then(|| TaskRecord::clone(&rec))),
+            Lookup::Miss(ticket) => ticket,
+        };
+        let loaded = self.read_now(|conn| load(conn, task_id, want, admit))?;
+        Ok(loaded.map(|(rec, bytes)| {
+            self.views.keep(ticket, want, &rec, bytes);
+            rec
+        }))
     }
 
     async fn read_events(
@@ -1242,6 +1260,7 @@ impl Store for EmbeddedStore {
                 rows.filter_map(|r| {
                     (r.map_err(backend))
                         .and_then(|h| decode_record(conn, h, want, &|_| true))
+                        .map(|loaded| loaded.map(|(rec, _)| rec))
                         .transpose()
                 })
                 .collect::<Result<Vec<_>, _>>()

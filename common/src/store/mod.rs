@@ -10,6 +10,8 @@ pub mod dynamodb;
 mod embedded;
 pub mod layout;
 mod read_only;
+#[cfg(feature = "embedded-store")]
+mod view_cache;
 
 pub use dynamodb::DynamoStore;
 #[cfg(feature = "embedded-store")]
