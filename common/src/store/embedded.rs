@@ -18,7 +18,7 @@
 
 use std::cell::Cell;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
@@ -305,13 +305,64 @@ struct Writes {
     checkpoint: mpsc::SyncSender<()>,
     /// Whether a caller may commit on its own thread: not when a commit waits on an fsync.
     inline: bool,
+    /// Writes under way, and when the last one ended ([`Writing`]).
+    writing: Pace,
+}
+
+/// How busy the store's writes are.
+struct Pace {
+    /// Writes between their hand-over and their outcome.
+    under_way: AtomicUsize,
+    /// When the last write ended, in microseconds since `epoch`.
+    last_end: AtomicU64,
+    epoch: std::time::Instant,
+}
+
+/// Closer together than this, writes go to the writer thread even one at a time: its
+/// batches share their pages, and the runtime's threads go on serving meanwhile.
+const BUSY_GAP_MICROS: u64 = 100;
+
+impl Pace {
+    fn new() -> Pace {
+        Pace {
+            under_way: AtomicUsize::new(0),
+            last_end: AtomicU64::new(0),
+            epoch: std::time::Instant::now(),
+        }
+    }
+
+    fn now(&self) -> u64 {
+        self.epoch.elapsed().as_micros() as u64
+    }
+}
+
+/// One write under way, counted in [`Pace`] until it is dropped.
+struct Writing<'w>(&'w Pace);
+
+impl<'w> Writing<'w> {
+    /// The write, and whether it comes alone: no other under way, none just ended.
+    fn start(pace: &'w Pace) -> (Writing<'w>, bool) {
+        let others = pace.under_way.fetch_add(1, Ordering::AcqRel);
+        let quiet = pace
+            .now()
+            .saturating_sub(pace.last_end.load(Ordering::Relaxed));
+        (Writing(pace), others == 0 && quiet > BUSY_GAP_MICROS)
+    }
+}
+
+impl Drop for Writing<'_> {
+    fn drop(&mut self) {
+        self.0.last_end.store(self.0.now(), Ordering::Relaxed);
+        self.0.under_way.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 impl Writes {
-    /// Commits `job` on this thread if the writer has nothing to do, else sends it to the
-    /// writer thread.
-    fn hand_over(&self, job: Job) -> Result<(), StoreError> {
-        let idle = self.inline && self.queued.load(Ordering::Acquire) == 0 && self.log.steady();
+    /// Commits `job` on this thread if it is the only write (`alone`) and the writer has
+    /// nothing to do, else sends it to the writer thread.
+    fn hand_over(&self, job: Job, alone: bool) -> Result<(), StoreError> {
+        let idle =
+            self.inline && alone && self.queued.load(Ordering::Acquire) == 0 && self.log.steady();
         let writer = match idle.then(|| self.writer.try_lock()) {
             Some(Ok(writer)) => Some(writer),
             // A write panicked on its caller's thread: `commit` rolled it back.
@@ -463,6 +514,7 @@ impl EmbeddedStore {
             log,
             checkpoint: kick,
             inline: durability == Durability::Process,
+            writing: Pace::new(),
         };
         let (writer, queued, log, kick) = (
             writes.writer.clone(),
@@ -491,11 +543,13 @@ impl EmbeddedStore {
     }
 
     /// Runs `f` inside the next group transaction; resolves once that transaction is
-    /// committed (durable as the store's [`Durability`] says). When the writer has nothing
-    /// to do, the caller commits `f` alone on its own thread, as a point read runs: the
+    /// committed (durable as the store's [`Durability`] says). When no other write is under
+    /// way, the caller commits `f` alone on its own thread, as a point read runs: the
     /// hand-off to the writer thread and back was two thread wake-ups a write, most of a
     /// lone commit's wait. Not when a commit waits on an fsync, nor when the log is due to
-    /// start over (the writer thread does that, between two of its batches).
+    /// start over (the writer thread does that, between two of its batches), nor while
+    /// other writes are under way: the writer thread's batches share their pages (at 32
+    /// concurrent sends, each committing alone gave 16% fewer sends a second).
     async fn write<R: Send + 'static>(
         &self,
         f: impl FnOnce(&Connection) -> Result<R, StoreError> + Send + 'static,
@@ -515,7 +569,8 @@ impl EmbeddedStore {
             });
             (ok, done)
         });
-        self.writes.hand_over(job)?;
+        let (_writing, alone) = Writing::start(&self.writes.writing);
+        self.writes.hand_over(job, alone)?;
         rx.await
             .map_err(|_| backend("the store writer has stopped"))?
     }
@@ -1582,6 +1637,21 @@ mod tests {
         );
     }
 
+    /// A write close behind another goes to the writer thread, whose batches share their
+    /// pages, even when it is the only one under way.
+    #[tokio::test]
+    async fn a_write_close_behind_another_goes_to_the_writer_thread() {
+        let d = dir("pace");
+        let store = EmbeddedStore::open(d.path()).unwrap();
+        until_inline(&store).await;
+        let here = std::thread::current().name().unwrap_or("").to_owned();
+        assert_eq!(store.write(|_| thread_name()).await.unwrap(), here);
+        assert_eq!(
+            store.write(|_| thread_name()).await.unwrap(),
+            "store-writer"
+        );
+    }
+
     /// While another process holds the database, a write waits on the writer thread, not
     /// on the runtime's thread that made it.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1622,6 +1692,8 @@ mod tests {
         let here = std::thread::current().name().unwrap_or("").to_owned();
         for _ in 0..100 {
             if store.write(|_| thread_name()).await.unwrap() == here {
+                // A write right after another goes to the writer thread (`BUSY_GAP_MICROS`).
+                tokio::time::sleep(Duration::from_millis(1)).await;
                 return;
             }
             tokio::time::sleep(Duration::from_millis(1)).await;
