@@ -30,7 +30,7 @@ use super::{StoreError, TaskRecord};
 /// The counter's file in the state directory.
 pub const CHANGES_FILE: &str = "harness.changes";
 /// Most bytes of stored JSON the cache keeps, over all its views.
-pub const MAX_BYTES: usize = 2 << 20;
+pub const MAX_BYTES: usize = 1 << 20;
 /// A view larger than this (its stored JSON) is read each time, not kept.
 pub const MAX_VIEW_BYTES: usize = 64 << 10;
 
