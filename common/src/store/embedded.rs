@@ -548,8 +548,9 @@ impl EmbeddedStore {
     /// hand-off to the writer thread and back was two thread wake-ups a write, most of a
     /// lone commit's wait. Not when a commit waits on an fsync, nor when the log is due to
     /// start over (the writer thread does that, between two of its batches), nor while
-    /// other writes are under way: the writer thread's batches share their pages (at 32
-    /// concurrent sends, each committing alone gave 16% fewer sends a second).
+    /// other writes are under way or one has just ended ([`BUSY_GAP_MICROS`]): the writer
+    /// thread's batches share their pages (at 32 concurrent sends, each committing alone
+    /// gave 16% fewer sends a second).
     async fn write<R: Send + 'static>(
         &self,
         f: impl FnOnce(&Connection) -> Result<R, StoreError> + Send + 'static,
