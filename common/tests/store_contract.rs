@@ -1403,6 +1403,40 @@ async fn embedded_a_kept_view_follows_every_processs_commits() {
     assert_eq!(version(&a).await, rec.version, "another process's commit");
 }
 
+/// A commit whose caller has gone (a client that hung up while it waited on the writer
+/// thread) lands all the same, and drops the views it made stale.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn embedded_a_commit_whose_caller_has_gone_still_drops_its_views() {
+    use std::time::Duration;
+    let dir = temp_dir("views-gone");
+    let store = embedded(&dir);
+    let rec = create(store.as_ref(), "", "m-views-gone").await;
+    let version = || async {
+        let view = store.load_view(&rec.task.id, None, true, &|_| true).await;
+        view.expect("view").expect("task").version
+    };
+    assert_eq!(version().await, rec.version);
+    // Another process holds the database: the commit waits on the writer thread.
+    let other = database(&dir);
+    other.execute_batch("BEGIN IMMEDIATE").expect("hold");
+    let mut next = rec.clone();
+    let ev = set_status(&mut next, TaskState::Working, None, None);
+    let (s, expected) = (store.clone(), rec.version);
+    let commit = tokio::spawn(async move { s.commit(&next, expected, &[ev], None).await });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    commit.abort();
+    other.execute_batch("COMMIT").expect("release");
+    let mut seen = rec.version;
+    for _ in 0..200 {
+        seen = version().await;
+        if seen != rec.version {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(seen, rec.version + 1, "the view after the commit landed");
+}
+
 /// Under steady load a PASSIVE checkpoint never copies the whole write-ahead log, so the
 /// log never started over and grew without end (gigabytes under the bench): with commits
 /// and reads always in flight, it stays within its bound.

@@ -27,7 +27,7 @@ use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 use tokio::sync::{broadcast, oneshot};
 
 use super::layout::{self, Listing, PartKind, Split, Want};
-use super::view_cache::{Lookup, ViewCache};
+use super::view_cache::{Changed, Lookup, ViewCache};
 use super::{
     counting_conflicts, ended_by, Admit, AuditRecord, Cursor, Due, InboundMessage, LoggedEvent,
     PushConfigRecord, Store, StoreError, TaskPage, TaskQuery, TaskRecord,
@@ -393,7 +393,7 @@ pub struct EmbeddedStore {
     next_reader: AtomicUsize,
     signals: super::Signals,
     /// Task views as GetTask reads them, kept until their task changes.
-    views: ViewCache,
+    views: Arc<ViewCache>,
     /// How long audit rows are kept.
     retention: Duration,
 }
@@ -531,7 +531,7 @@ impl EmbeddedStore {
             readers: Arc::new(readers),
             next_reader: AtomicUsize::new(0),
             signals: Default::default(),
-            views: ViewCache::open(dir)?,
+            views: Arc::new(ViewCache::open(dir)?),
             retention: super::DEFAULT_RETENTION,
         })
     }
@@ -555,6 +555,18 @@ impl EmbeddedStore {
         &self,
         f: impl FnOnce(&Connection) -> Result<R, StoreError> + Send + 'static,
     ) -> Result<R, StoreError> {
+        self.write_then(f, None).await
+    }
+
+    /// [`EmbeddedStore::write`] that drops `changed` (telling the view cache) once the
+    /// transaction's outcome is known, before the write is acknowledged, on the thread that
+    /// committed it: even if the caller has gone (a client that hung up), or the job never
+    /// ran.
+    async fn write_then<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<R, StoreError> + Send + 'static,
+        changed: Option<Changed>,
+    ) -> Result<R, StoreError> {
         let (tx, rx) = oneshot::channel();
         let job: Job = Box::new(move |conn: Option<&Connection>, shared: bool| {
             let outcome = match conn {
@@ -566,6 +578,7 @@ impl EmbeddedStore {
             };
             let ok = outcome.is_ok();
             let done: Completion = Box::new(move |committed: Result<(), StoreError>| {
+                drop(changed);
                 let _ = tx.send(committed.and(outcome));
             });
             (ok, done)
@@ -1149,37 +1162,35 @@ impl Store for EmbeddedStore {
         let ended = ended_by(events);
         let events = event_rows(events)?;
         let message = message.map(InboundRow::of).transpose()?;
-        let stored = self
-            .write(move |conn| {
-                // The stored last_seq must be the one this commit read, or events would gap.
-                let current: Option<(i64, i64)> = conn
-                    .prepare_cached("SELECT version, last_seq FROM tasks WHERE id = ?1")
-                    .and_then(|mut stmt| {
-                        stmt.query_row(params![row.id], |r| Ok((r.get(0)?, r.get(1)?)))
-                            .optional()
-                    })
-                    .map_err(backend)?;
-                let conflict = || StoreError::Conflict {
-                    task_id: row.id.clone(),
-                    expected: expected_version,
-                };
-                match current {
-                    Some((v, seq))
-                        if v as u64 == expected_version && seq as u64 + 1 == first_seq => {}
-                    _ => return Err(conflict()),
-                }
-                if let Some(m) = &message {
-                    insert_message(conn, m, &row.id)?;
-                }
-                if !row.write(conn, false)? {
-                    return Err(conflict());
-                }
-                append_events(conn, &row.id, first_seq, &events)?;
-                Ok(row.split.stored)
-            })
-            .await;
-        // Whatever the outcome (a failed commit may have landed), before anyone hears of it.
-        self.views.changed(rec.id());
+        // Whatever the outcome (cheaper than knowing whether a failed transaction landed).
+        let changed = Changed::new(&self.views, rec.id());
+        let commit = move |conn: &Connection| {
+            // The stored last_seq must be the one this commit read, or events would gap.
+            let current: Option<(i64, i64)> = conn
+                .prepare_cached("SELECT version, last_seq FROM tasks WHERE id = ?1")
+                .and_then(|mut stmt| {
+                    stmt.query_row(params![row.id], |r| Ok((r.get(0)?, r.get(1)?)))
+                        .optional()
+                })
+                .map_err(backend)?;
+            let conflict = || StoreError::Conflict {
+                task_id: row.id.clone(),
+                expected: expected_version,
+            };
+            match current {
+                Some((v, seq)) if v as u64 == expected_version && seq as u64 + 1 == first_seq => {}
+                _ => return Err(conflict()),
+            }
+            if let Some(m) = &message {
+                insert_message(conn, m, &row.id)?;
+            }
+            if !row.write(conn, false)? {
+                return Err(conflict());
+            }
+            append_events(conn, &row.id, first_seq, &events)?;
+            Ok(row.split.stored)
+        };
+        let stored = self.write_then(commit, Some(changed)).await;
         rec.stored = counting_conflicts(stored)?;
         let stored = rec;
         self.signals.committed(&stored, ended);

@@ -18,11 +18,12 @@
 
 use std::collections::HashMap;
 use std::fs::OpenOptions;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use memmap2::MmapMut;
+use memmap2::{MmapMut, MmapOptions};
 
 use super::layout::Want;
 use super::{StoreError, TaskRecord};
@@ -33,10 +34,13 @@ pub const CHANGES_FILE: &str = "harness.changes";
 pub const MAX_BYTES: usize = 1 << 20;
 /// A view larger than this (its stored JSON) is read each time, not kept.
 pub const MAX_VIEW_BYTES: usize = 64 << 10;
+/// Most views of one task (each `historyLength` asked for is a view of its own); a new one
+/// replaces the oldest.
+pub const VIEWS_PER_TASK: usize = 4;
 
 /// The commit counter every process on the directory shares.
 struct Changes {
-    /// One page of the file, of which the first 8 bytes are the counter.
+    /// The file's first 8 bytes: the counter.
     map: MmapMut,
 }
 
@@ -53,6 +57,7 @@ impl Changes {
             .write(true)
             .create(true)
             .truncate(false)
+            .mode(0o600)
             .open(dir.join(CHANGES_FILE))
             .map_err(unavailable)?;
         // Only ever grown, from empty: another process may be counting in it already.
@@ -63,7 +68,7 @@ impl Changes {
         // which only read and add to the counter atomically (`counter`) and never shrink
         // the file; a file cut short by hand would fault on access, as SQLite's WAL index
         // would.
-        let map = unsafe { MmapMut::map_mut(&file) }.map_err(unavailable)?;
+        let map = unsafe { MmapOptions::new().len(8).map_mut(&file) }.map_err(unavailable)?;
         Ok(Changes { map })
     }
 
@@ -71,6 +76,28 @@ impl Changes {
         // SAFETY: the mapping is at least 8 bytes, page-aligned, lives as long as `self`,
         // and is only ever accessed as this one atomic, in this process and the others.
         unsafe { &*self.map.as_ptr().cast::<AtomicU64>() }
+    }
+}
+
+/// A change of a task by this process, told to the cache when dropped: once the commit's
+/// outcome is known, whoever holds it then.
+pub struct Changed {
+    cache: Arc<ViewCache>,
+    id: String,
+}
+
+impl Changed {
+    pub fn new(cache: &Arc<ViewCache>, id: &str) -> Changed {
+        Changed {
+            cache: cache.clone(),
+            id: id.to_owned(),
+        }
+    }
+}
+
+impl Drop for Changed {
+    fn drop(&mut self) {
+        self.cache.changed(&self.id);
     }
 }
 
@@ -134,12 +161,16 @@ impl ViewCache {
         })
     }
 
-    fn views(&self) -> MutexGuard<'_, Views> {
+    fn lock(&self) -> MutexGuard<'_, Views> {
         // A panic while the lock was held can leave only a view too many or too few.
-        let mut views = self
-            .views
+        self.views
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The views, once every other process's commits are accounted for.
+    fn views(&self) -> MutexGuard<'_, Views> {
+        let mut views = self.lock();
         views.catch_up(self.changes.counter().load(Ordering::Acquire));
         views
     }
@@ -172,10 +203,12 @@ impl ViewCache {
         }
         views.bytes += bytes;
         let task = views.tasks.entry(rec.task.id.clone()).or_default();
+        // One view a `Want`, and few of them: `historyLength` is the client's to vary.
         let old = task
             .iter()
             .position(|v| v.want == want)
-            .map(|i| task.swap_remove(i).bytes);
+            .or((task.len() >= VIEWS_PER_TASK).then_some(0))
+            .map(|i| task.remove(i).bytes);
         task.push(View {
             want,
             rec: Arc::new(rec.clone()),
@@ -186,11 +219,8 @@ impl ViewCache {
 
     /// Task `id` was committed (or a commit of it was attempted) by this process: its views
     /// go, and the other processes learn of it from the counter.
-    pub fn changed(&self, id: &str) {
-        let mut views = self
-            .views
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+    fn changed(&self, id: &str) {
+        let mut views = self.lock();
         // Under the lock, so this process's steps are accounted in their order: any other
         // step since the last one seen is another process's.
         let before = self.changes.counter().fetch_add(1, Ordering::AcqRel);
@@ -280,6 +310,27 @@ mod tests {
         there.changed("c");
         here.changed("b");
         assert_eq!(hit(&here, "a"), None);
+    }
+
+    /// `historyLength` is the client's: each length is a view, and a task keeps a few.
+    #[test]
+    fn a_task_keeps_a_few_views() {
+        let d = tempfile::tempdir().unwrap();
+        let cache = ViewCache::open(d.path()).unwrap();
+        for n in 0..VIEWS_PER_TASK + 3 {
+            let want = Want::view(Some(n), false);
+            let Lookup::Miss(t) = cache.get("a", want) else {
+                panic!("view {n} is cached");
+            };
+            cache.keep(t, want, &record("a", 1), 100);
+        }
+        assert_eq!(cache.bytes(), VIEWS_PER_TASK * 100);
+        let newest = Want::view(Some(VIEWS_PER_TASK + 2), false);
+        assert!(matches!(cache.get("a", newest), Lookup::Hit(_)));
+        assert!(matches!(
+            cache.get("a", Want::view(Some(0), false)),
+            Lookup::Miss(_)
+        ));
     }
 
     #[test]
