@@ -837,35 +837,36 @@ impl InboundRow {
 }
 
 fn insert_message(conn: &Connection, m: &InboundRow, task_id: &str) -> Result<(), StoreError> {
-    let existing: Option<String> = conn
+    // The key's own condition: a second look only for a message seen before.
+    let inserted = conn
+        .prepare_cached(
+            "INSERT INTO inbound (tenant, sender, message_id, task_id, received_ms, message)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT DO NOTHING",
+        )
+        .and_then(|mut stmt| {
+            stmt.execute(params![
+                m.tenant,
+                m.sender,
+                m.message_id,
+                task_id,
+                now_ms(),
+                m.json
+            ])
+        })
+        .map_err(backend)?;
+    if inserted == 1 {
+        return Ok(());
+    }
+    let task_id: String = conn
         .prepare_cached(MESSAGE_TASK)
         .and_then(|mut stmt| {
             stmt.query_row(params![m.tenant, m.sender, m.message_id], |r| r.get(0))
-                .optional()
         })
         .map_err(backend)?;
-    if let Some(task_id) = existing {
-        return Err(StoreError::DuplicateMessage {
-            message_id: m.message_id.clone(),
-            task_id,
-        });
-    }
-    conn.prepare_cached(
-        "INSERT INTO inbound (tenant, sender, message_id, task_id, received_ms, message)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-    )
-    .and_then(|mut stmt| {
-        stmt.execute(params![
-            m.tenant,
-            m.sender,
-            m.message_id,
-            task_id,
-            now_ms(),
-            m.json
-        ])
+    Err(StoreError::DuplicateMessage {
+        message_id: m.message_id.clone(),
+        task_id,
     })
-    .map_err(backend)?;
-    Ok(())
 }
 
 /// Events as their rows keep them, printed on the caller's thread.
@@ -1056,14 +1057,26 @@ impl HeadRow {
                 .map_err(backend)?;
         }
         if let Some(listing) = &self.listing {
+            // A new task has no rows to replace.
+            if !insert {
+                unlist(conn, &self.id)?;
+            }
             list_members(conn, &self.id, &self.tenant, &self.context_id, listing)?;
         }
         Ok(true)
     }
 }
 
+/// Removes task `id`'s rows from `task_members`.
+fn unlist(conn: &Connection, id: &str) -> Result<(), StoreError> {
+    conn.prepare_cached("DELETE FROM task_members WHERE task_id = ?1")
+        .and_then(|mut stmt| stmt.execute(params![id]))
+        .map(drop)
+        .map_err(backend)
+}
+
 /// Writes task `id`'s rows in `task_members` (one a member: what ListTasks reads, so its
-/// cost follows the caller's own tasks), replacing those it had.
+/// cost follows the caller's own tasks), where it has none ([`unlist`]).
 fn list_members(
     conn: &Connection,
     id: &str,
@@ -1071,9 +1084,6 @@ fn list_members(
     context_id: &str,
     listing: &Listing,
 ) -> Result<(), StoreError> {
-    conn.prepare_cached("DELETE FROM task_members WHERE task_id = ?1")
-        .and_then(|mut stmt| stmt.execute(params![id]))
-        .map_err(backend)?;
     let mut insert = conn
         .prepare_cached(
             "INSERT INTO task_members (tenant, participant, status_ms, task_id, context_id, state, waiting)
