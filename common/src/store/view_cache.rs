@@ -3,8 +3,10 @@
 //! and no JSON decoding. It owns the rules that keep it coherent with every process that
 //! writes the same state directory (one per function under `cargo lambda watch`):
 //!
-//! - A process's own commits drop the views of the task they wrote, before the commit is
-//!   acknowledged or signalled. (A new task has no views to drop.)
+//! - A process's own commits drop the views of the task they wrote once their outcome is
+//!   known, on the thread that committed them ([`Changed`]): before the commit is
+//!   acknowledged or signalled, and even when its caller has gone. (A new task has no views
+//!   to drop.)
 //! - Every such commit, by any process, then adds one to a counter in a file beside the
 //!   database (`harness.changes`, mapped into each process as SQLite maps its WAL index).
 //!   A process that finds the counter moved by more than its own commits drops every view:
@@ -14,7 +16,7 @@
 //!   never replaces a newer one.
 //!
 //! Its size is bounded ([`MAX_BYTES`] of the views' stored JSON, none over
-//! [`MAX_VIEW_BYTES`]); when full it starts over.
+//! [`MAX_VIEW_BYTES`], [`VIEWS_PER_TASK`] a task); when full it starts over.
 
 use std::collections::HashMap;
 use std::fs::OpenOptions;
