@@ -1367,6 +1367,23 @@ async fn two_stores_on_one_directory_share_conditional_writes() {
     ));
 }
 
+/// The version of task `id`'s view, whole.
+async fn view_version(store: &dyn Store, id: &str) -> u64 {
+    let view = store.load_view(id, None, true, &|_| true).await;
+    view.expect("view").expect("task").version
+}
+
+/// Commits `rec` moved to `state`, with its status event, at the version it was read at.
+async fn commit_state(
+    store: Arc<dyn Store>,
+    rec: TaskRecord,
+    state: TaskState,
+) -> Result<TaskRecord, StoreError> {
+    let mut next = rec.clone();
+    let ev = set_status(&mut next, state, None, None);
+    store.commit(&next, rec.version, &[ev], None).await
+}
+
 /// A view a process keeps in memory (GetTask's) is never older than a commit made before
 /// it was asked for, by that process or another on the directory.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -1374,33 +1391,37 @@ async fn embedded_a_kept_view_follows_every_processs_commits() {
     let dir = temp_dir("views");
     let (a, b) = (embedded(&dir), embedded(&dir));
     let rec = create(a.as_ref(), "", "m-views").await;
-    let version = |store: &Arc<dyn Store>| {
-        let (store, id) = (store.clone(), rec.task.id.clone());
-        async move {
-            let view = store.load_view(&id, None, true, &|_| true).await;
-            view.expect("view").expect("task").version
-        }
-    };
+    let id = rec.task.id.clone();
     for _ in 0..2 {
-        assert_eq!(version(&a).await, rec.version);
-        assert_eq!(version(&b).await, rec.version);
+        assert_eq!(view_version(a.as_ref(), &id).await, rec.version);
+        assert_eq!(view_version(b.as_ref(), &id).await, rec.version);
     }
-    let mut next = rec.clone();
-    let ev = set_status(&mut next, TaskState::Working, None, None);
-    let rec = a
-        .commit(&next, rec.version, &[ev], None)
+    let rec = commit_state(a.clone(), rec, TaskState::Working)
         .await
         .expect("a commits");
-    assert_eq!(version(&b).await, rec.version, "another process's commit");
-    assert_eq!(version(&a).await, rec.version, "its own commit");
-    let mut next = rec.clone();
-    let ev = set_status(&mut next, TaskState::Completed, None, None);
-    let rec = b
-        .commit(&next, rec.version, &[ev], None)
+    assert_eq!(
+        view_version(b.as_ref(), &id).await,
+        rec.version,
+        "another process's commit"
+    );
+    assert_eq!(
+        view_version(a.as_ref(), &id).await,
+        rec.version,
+        "its own commit"
+    );
+    let rec = commit_state(b.clone(), rec, TaskState::Completed)
         .await
         .expect("b commits");
-    assert_eq!(version(&b).await, rec.version, "its own commit");
-    assert_eq!(version(&a).await, rec.version, "another process's commit");
+    assert_eq!(
+        view_version(b.as_ref(), &id).await,
+        rec.version,
+        "its own commit"
+    );
+    assert_eq!(
+        view_version(a.as_ref(), &id).await,
+        rec.version,
+        "another process's commit"
+    );
 }
 
 /// A commit whose caller has gone (a client that hung up while it waited on the writer
@@ -1411,24 +1432,18 @@ async fn embedded_a_commit_whose_caller_has_gone_still_drops_its_views() {
     let dir = temp_dir("views-gone");
     let store = embedded(&dir);
     let rec = create(store.as_ref(), "", "m-views-gone").await;
-    let version = || async {
-        let view = store.load_view(&rec.task.id, None, true, &|_| true).await;
-        view.expect("view").expect("task").version
-    };
-    assert_eq!(version().await, rec.version);
+    let id = rec.task.id.clone();
+    assert_eq!(view_version(store.as_ref(), &id).await, rec.version);
     // Another process holds the database: the commit waits on the writer thread.
     let other = database(&dir);
     other.execute_batch("BEGIN IMMEDIATE").expect("hold");
-    let mut next = rec.clone();
-    let ev = set_status(&mut next, TaskState::Working, None, None);
-    let (s, expected) = (store.clone(), rec.version);
-    let commit = tokio::spawn(async move { s.commit(&next, expected, &[ev], None).await });
+    let commit = tokio::spawn(commit_state(store.clone(), rec.clone(), TaskState::Working));
     tokio::time::sleep(Duration::from_millis(100)).await;
     commit.abort();
     other.execute_batch("COMMIT").expect("release");
     let mut seen = rec.version;
     for _ in 0..200 {
-        seen = version().await;
+        seen = view_version(store.as_ref(), &id).await;
         if seen != rec.version {
             break;
         }

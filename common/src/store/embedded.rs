@@ -306,7 +306,7 @@ struct Writes {
     /// Whether a caller may commit on its own thread: not when a commit waits on an fsync.
     inline: bool,
     /// Writes under way, and when the last one ended ([`Writing`]).
-    writing: Pace,
+    pace: Pace,
 }
 
 /// How busy the store's writes are.
@@ -514,7 +514,7 @@ impl EmbeddedStore {
             log,
             checkpoint: kick,
             inline: durability == Durability::Process,
-            writing: Pace::new(),
+            pace: Pace::new(),
         };
         let (writer, queued, log, kick) = (
             writes.writer.clone(),
@@ -583,7 +583,7 @@ impl EmbeddedStore {
             });
             (ok, done)
         });
-        let (_writing, alone) = Writing::start(&self.writes.writing);
+        let (_writing, alone) = Writing::start(&self.writes.pace);
         self.writes.hand_over(job, alone)?;
         rx.await
             .map_err(|_| backend("the store writer has stopped"))?
