@@ -765,10 +765,29 @@ fn commit(writer: &mut Writer, batch: Vec<Job>, checkpoint: &mpsc::SyncSender<()
 /// (~10% of a send's CPU), and `journal_size_limit` cuts back a log a large transaction
 /// grew past the bound.
 fn restart_log(conn: &Connection) {
+    let _ = conn.busy_handler(Some(wait_for_readers));
     let done = conn.query_row("PRAGMA wal_checkpoint(RESTART)", [], |_| Ok(()));
+    // Restored (setting a timeout cannot fail on an open connection).
+    let _ = conn.busy_timeout(BUSY_TIMEOUT);
     if let Err(e) = done {
         tracing::warn!(error = %e, "the embedded store's log was not emptied");
     }
+}
+
+/// The busy handler while the writer starts the log over: the readers it waits for leave
+/// within microseconds, where SQLite's own handler sleeps 1 ms, then 2, then 5... with
+/// every commit held meanwhile. Short naps for the first 10 ms, then 1 ms ones, up to the
+/// busy timeout in all.
+fn wait_for_readers(tries: i32) -> bool {
+    const NAP: Duration = Duration::from_micros(20);
+    const NAPS: i32 = 500;
+    const LONG: Duration = Duration::from_millis(1);
+    let long_naps = tries - NAPS;
+    if long_naps >= (BUSY_TIMEOUT.as_millis() as i32) {
+        return false;
+    }
+    std::thread::sleep(if long_naps < 0 { NAP } else { LONG });
+    true
 }
 
 thread_local! {
