@@ -265,6 +265,63 @@ async fn list_pages_cover_every_task_once_newest_first(store: Arc<dyn Store>) {
     assert!(seen.windows(2).all(|w| w[0] >= w[1]), "newest status first");
 }
 
+/// Names within their 256 characters that join into a key longer than DynamoDB's (a `#`
+/// is written as 3 bytes, a character may be 4) are refused by every store alike, nothing
+/// stored: what the embedded store takes locally, the deployed store takes too.
+async fn names_too_long_for_dynamodbs_keys_are_refused_alike(store: Arc<dyn Store>) {
+    let hashes = "#".repeat(256);
+    let mut m = message(&hashes);
+    let rec = new_task(&hashes, &mut m, &ext_for(&hashes));
+    let inbound = InboundMessage {
+        tenant: hashes.clone(),
+        sender: hashes.clone(),
+        message: m,
+    };
+    let too_long = |r: Result<_, StoreError>| matches!(r, Err(StoreError::KeyTooLong(_)));
+    assert!(too_long(
+        store
+            .create_task(&rec, &[created(&rec)], Some(&inbound))
+            .await
+            .map(drop)
+    ));
+    assert!(store.load_task(&rec.task.id).await.expect("load").is_none());
+    assert!(too_long(store.put_message(&inbound).await));
+    assert!(too_long(
+        store
+            .message_task(&hashes, &hashes, &hashes)
+            .await
+            .map(drop)
+    ));
+
+    let task = create(store.as_ref(), "", &uuid_like()).await;
+    let emoji = "\u{1F600}".repeat(256);
+    let record = PushConfigRecord {
+        config: common::a2a::TaskPushNotificationConfig {
+            task_id: task.task.id.clone(),
+            id: emoji.clone(),
+            url: "http://localhost/hook".into(),
+            ..Default::default()
+        },
+        sealed: "v1.sealed".into(),
+        ..Default::default()
+    };
+    assert!(too_long(store.put_push_config(&record).await));
+    assert!(too_long(
+        store.get_push_config(&task.task.id, &emoji).await.map(drop)
+    ));
+    assert!(too_long(
+        store
+            .list_push_configs(&task.task.id, Some(&emoji), 10)
+            .await
+            .map(drop)
+    ));
+    assert!(too_long(
+        store.delete_push_config(&task.task.id, &emoji).await
+    ));
+    let listed = store.list_push_configs(&task.task.id, None, 10).await;
+    assert!(listed.expect("list").is_empty(), "nothing stored");
+}
+
 async fn push_configs_are_kept_per_task_and_deletes_are_idempotent(store: Arc<dyn Store>) {
     let task = create(store.as_ref(), "", &uuid_like()).await;
     let t = task.task.id.clone();
@@ -746,6 +803,7 @@ contract!(
     a_repeated_message_id_is_stored_once,
     a_refused_write_stores_none_of_its_message,
     list_pages_cover_every_task_once_newest_first,
+    names_too_long_for_dynamodbs_keys_are_refused_alike,
     push_configs_are_kept_per_task_and_deletes_are_idempotent,
     push_cursors_move_only_from_where_they_were,
     a_push_config_is_replaced_only_by_its_creator,

@@ -378,9 +378,10 @@ impl From<StoreError> for A2aError {
                  metadata and task envelope) is at most 48 KB, one commit at most 4 MB; send less",
             ),
             StoreError::KeyTooLong(what) => A2aError::invalid_params(format!(
-                "{what}: too long for the task store's keys (DynamoDB holds 2048 bytes in a \
-                 partition key and 1024 in a sort key; a character counts its UTF-8 bytes, and \
-                 a '#' or '%' in a tenant, participant id or messageId three); use shorter names"
+                "{what}: too long for the task store's keys (at most 2048 bytes in a partition \
+                 key and 1024 in a sort key, DynamoDB's bounds, which every store keeps; a \
+                 character counts its UTF-8 bytes, and a '#' or '%' in a tenant, participant id \
+                 or messageId three); use shorter names"
             )),
             StoreError::PushConfigTaken { task_id, id } => A2aError::invalid_params(format!(
                 "push notification config {id} of task {task_id} exists: {}",

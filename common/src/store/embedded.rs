@@ -26,6 +26,7 @@ use async_trait::async_trait;
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 use tokio::sync::{broadcast, oneshot};
 
+use super::keys;
 use super::layout::{self, Listing, PartKind, Split, Want};
 use super::view_cache::{Changed, Lookup, ViewCache};
 use super::{
@@ -849,6 +850,7 @@ struct InboundRow {
 
 impl InboundRow {
     fn of(m: &InboundMessage) -> Result<InboundRow, StoreError> {
+        keys::message_pk(&m.tenant, &m.sender, &m.message.message_id)?;
         Ok(InboundRow {
             tenant: m.tenant.clone(),
             sender: m.sender.clone(),
@@ -1240,6 +1242,7 @@ impl Store for EmbeddedStore {
         sender: &str,
         message_id: &str,
     ) -> Result<Option<String>, StoreError> {
+        keys::message_pk(tenant, sender, message_id)?;
         let key = (tenant.to_owned(), sender.to_owned(), message_id.to_owned());
         self.read_now(|conn| {
             conn.prepare_cached(MESSAGE_TASK)
@@ -1383,6 +1386,7 @@ impl Store for EmbeddedStore {
     }
 
     async fn put_push_config(&self, record: &PushConfigRecord) -> Result<(), StoreError> {
+        keys::push_sk(&record.config.id)?;
         let r = record.clone();
         self.write(move |conn| {
             // Read and written in one write transaction: no other writer comes between.
@@ -1439,6 +1443,7 @@ impl Store for EmbeddedStore {
         task_id: &str,
         id: &str,
     ) -> Result<Option<PushConfigRecord>, StoreError> {
+        keys::push_sk(id)?;
         let (task_id, id) = (task_id.to_owned(), id.to_owned());
         self.read_now(|conn| {
             conn.prepare_cached(
@@ -1462,6 +1467,7 @@ impl Store for EmbeddedStore {
         after: Option<&str>,
         limit: usize,
     ) -> Result<Vec<PushConfigRecord>, StoreError> {
+        after.map(keys::push_sk).transpose()?;
         let (task_id, after) = (task_id.to_owned(), after.unwrap_or("").to_owned());
         self.read(move |conn| {
             let mut stmt = conn
@@ -1512,6 +1518,7 @@ impl Store for EmbeddedStore {
     }
 
     async fn delete_push_config(&self, task_id: &str, id: &str) -> Result<(), StoreError> {
+        keys::push_sk(id)?;
         let (task_id, id) = (task_id.to_owned(), id.to_owned());
         self.write(move |conn| {
             conn.execute(

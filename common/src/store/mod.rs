@@ -8,6 +8,7 @@ pub mod conversation;
 pub mod dynamodb;
 #[cfg(feature = "embedded-store")]
 mod embedded;
+mod keys;
 pub mod layout;
 mod read_only;
 #[cfg(feature = "embedded-store")]
@@ -317,8 +318,9 @@ pub enum StoreError {
     /// A new push config past [`crate::push::MAX_CONFIGS_PER_TASK`].
     #[error("task {0} has as many push notification configs as a task may")]
     TooManyPushConfigs(String),
-    /// Names the request joins into one of the store's keys are longer than the store's
-    /// keys hold (DynamoDB: 2048 bytes a partition key, 1024 a sort key); says which.
+    /// Names the request joins into one of the store's keys are longer than DynamoDB's
+    /// keys hold (2048 bytes a partition key, 1024 a sort key), which every store refuses
+    /// alike (`store::keys`); says which.
     #[error("{0}: too long for the store's keys")]
     KeyTooLong(&'static str),
     #[error("store unavailable: {0}")]
