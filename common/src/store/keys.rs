@@ -1,7 +1,7 @@
-//! The store's keys as DynamoDB writes them, and DynamoDB's bounds on the two that join
-//! names a client chose (a message's tenant, sender and messageId; a push config's id).
-//! Every store enforces those bounds, so a request the embedded store takes locally is
-//! one the deployed store takes too.
+//! The two DynamoDB keys that join names a client chose (a message's dedupe key from its
+//! tenant, sender and messageId; a push config's from its id), with DynamoDB's bounds on
+//! them, and the escaping of a key's parts. Every store enforces those bounds, so a
+//! request the embedded store takes locally is one the deployed store takes too.
 
 use super::StoreError;
 
