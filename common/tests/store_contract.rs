@@ -1457,29 +1457,23 @@ async fn embedded_a_kept_view_follows_every_processs_commits() {
     let rec = commit_state(a.clone(), rec, TaskState::Working)
         .await
         .expect("a commits");
-    assert_eq!(
-        view_version(b.as_ref(), &id).await,
-        rec.version,
-        "another process's commit"
-    );
-    assert_eq!(
-        view_version(a.as_ref(), &id).await,
-        rec.version,
-        "its own commit"
-    );
+    for (store, whose) in [(&b, "another process's commit"), (&a, "its own commit")] {
+        assert_eq!(
+            view_version(store.as_ref(), &id).await,
+            rec.version,
+            "{whose}"
+        );
+    }
     let rec = commit_state(b.clone(), rec, TaskState::Completed)
         .await
         .expect("b commits");
-    assert_eq!(
-        view_version(b.as_ref(), &id).await,
-        rec.version,
-        "its own commit"
-    );
-    assert_eq!(
-        view_version(a.as_ref(), &id).await,
-        rec.version,
-        "another process's commit"
-    );
+    for (store, whose) in [(&b, "its own commit"), (&a, "another process's commit")] {
+        assert_eq!(
+            view_version(store.as_ref(), &id).await,
+            rec.version,
+            "{whose}"
+        );
+    }
 }
 
 /// A commit whose caller has gone (a client that hung up while it waited on the writer
