@@ -327,9 +327,8 @@ async fn ids_and_tenants_over_256_characters_are_refused() {
 /// Names within 256 characters can still join into a key longer than DynamoDB's (a
 /// character is up to 4 bytes, and a `#` or `%` is written as 3): a message whose tenant,
 /// sender and messageId are 256 `#` each, or a push config id of 256 four-byte characters.
-/// They get -32602 saying so, nothing stored (a store error before), on DynamoDB and on the
-/// embedded store alike, whose own keys have no such bound: what works locally works deployed.
-/// (The embedded store took them before.)
+/// They get -32602 saying so, nothing stored, on DynamoDB and on the embedded store alike
+/// (whose own keys have no such bound): what works locally works deployed.
 #[tokio::test]
 async fn names_too_long_for_a_dynamodb_key_are_refused_clearly() {
     use harness_e2e::identity::{call, get_push};
