@@ -977,6 +977,17 @@ async fn a_participant_lists_only_their_own_tasks(store: Arc<dyn Store>) {
 async fn a_participant_removed_no_longer_lists_the_task(store: Arc<dyn Store>) {
     let tenant = format!("roster-{}", uuid_like());
     let rec = create_for(store.as_ref(), &tenant, &uuid_like(), "alice").await;
+    alice_off_bob_on(store.as_ref(), &rec).await;
+    assert_eq!(
+        listed(store.as_ref(), &tenant, "alice").await,
+        Vec::<String>::new(),
+        "alice was removed"
+    );
+    assert_eq!(listed(store.as_ref(), &tenant, "bob").await, [rec.task.id]);
+}
+
+/// Commits `rec` with alice taken off its roster and bob added.
+async fn alice_off_bob_on(store: &dyn Store, rec: &TaskRecord) {
     let mut next = rec.clone();
     let mut ext = TaskExtension::of(&next.task).expect("extension");
     ext.participants.retain(|p| p.id != "alice");
@@ -990,21 +1001,22 @@ async fn a_participant_removed_no_longer_lists_the_task(store: Arc<dyn Store>) {
         .commit(&next, rec.version, &[], None)
         .await
         .expect("commit");
-    let query = |participant: &str| TaskQuery {
-        tenant: tenant.clone(),
-        participant: participant.into(),
-        page_size: 10,
-        ..Default::default()
-    };
-    let alice = store.list_tasks(&query("alice")).await.expect("list");
-    assert_eq!(
-        (alice.total, alice.tasks.len()),
-        (0, 0),
-        "alice was removed"
-    );
-    let bob = store.list_tasks(&query("bob")).await.expect("list");
-    assert_eq!(bob.total, 1);
-    assert_eq!(bob.tasks[0].task.id, rec.task.id);
+}
+
+/// The ids of the tasks `participant` lists in `tenant` (one page of up to 10), checked
+/// against the count the page gives.
+async fn listed(store: &dyn Store, tenant: &str, participant: &str) -> Vec<String> {
+    let page = store
+        .list_tasks(&TaskQuery {
+            tenant: tenant.into(),
+            participant: participant.into(),
+            page_size: 10,
+            ..Default::default()
+        })
+        .await
+        .expect("list");
+    assert_eq!(page.total as usize, page.tasks.len(), "{participant}");
+    page.tasks.into_iter().map(|t| t.task.id).collect()
 }
 
 async fn refusals_are_kept_in_the_audit_trail_of_the_task_id_named(store: Arc<dyn Store>) {
@@ -1644,28 +1656,71 @@ async fn embedded_expired_audit_rows_go_a_few_hundred_a_write() {
     assert_eq!(expired(&db), 0);
 }
 
-/// The index of every task by time that older builds kept (and wrote on every status
-/// change, though no query read it) is dropped when the directory is opened.
+/// The indexes older builds kept and wrote on every commit that no query needs now (every
+/// task by time; the listing rows by task, which are deleted by their whole keys) are
+/// dropped when the directory is opened.
 #[tokio::test]
-async fn embedded_an_older_builds_unread_index_is_dropped() {
+async fn embedded_an_older_builds_unneeded_indexes_are_dropped() {
     let dir = temp_dir("old-index");
     let id = {
         let store = embedded(&dir);
         create(store.as_ref(), "", "m-old-index").await.task.id
     };
     let db = database(&dir);
-    db.execute_batch("CREATE INDEX tasks_by_status ON tasks (tenant, status_ms DESC, id DESC)")
-        .expect("as an older build left it");
+    db.execute_batch(
+        "CREATE INDEX tasks_by_status ON tasks (tenant, status_ms DESC, id DESC);
+         CREATE INDEX task_members_by_task ON task_members (task_id);",
+    )
+    .expect("as an older build left it");
     drop(db);
     let store = embedded(&dir);
     assert!(store.load_task(&id).await.expect("load").is_some());
     let db = database(&dir);
     let mut stmt = db
-        .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'tasks'")
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'index'")
         .expect("query");
     let names = stmt.query_map([], |r| r.get(0)).expect("rows");
     let left: Vec<String> = names.collect::<Result<_, _>>().expect("names");
-    assert!(!left.iter().any(|n| n == "tasks_by_status"), "{left:?}");
+    for gone in ["tasks_by_status", "task_members_by_task"] {
+        assert!(!left.iter().any(|n| n == gone), "{gone}: {left:?}");
+    }
+}
+
+/// A task's listing rows are found by the keys its row in `tasks` holds; should they be
+/// keyed otherwise (as an older build might have left them), a change of roster still
+/// takes them all away, so whoever was taken off the task no longer lists it.
+#[tokio::test]
+async fn embedded_listing_rows_keyed_otherwise_still_go_with_a_roster_change() {
+    let dir = temp_dir("listing-keys");
+    let store = embedded(&dir);
+    let rec = create_for(store.as_ref(), "keys", &uuid_like(), "alice").await;
+    let db = database(&dir);
+    db.execute(
+        "UPDATE task_members SET status_ms = status_ms - 1 WHERE task_id = ?1",
+        [&rec.task.id],
+    )
+    .expect("rows keyed otherwise");
+    assert_eq!(
+        listed(store.as_ref(), "keys", "alice").await,
+        [rec.task.id.clone()]
+    );
+    alice_off_bob_on(store.as_ref(), &rec).await;
+    assert_eq!(
+        listed(store.as_ref(), "keys", "alice").await,
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        listed(store.as_ref(), "keys", "bob").await,
+        [rec.task.id.clone()]
+    );
+    let rows: i64 = db
+        .query_row(
+            "SELECT COUNT(*) FROM task_members WHERE task_id = ?1",
+            [&rec.task.id],
+            |r| r.get(0),
+        )
+        .expect("count");
+    assert_eq!(rows, 2, "bob's and the harness's, nothing else");
 }
 
 #[tokio::test]
