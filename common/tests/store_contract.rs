@@ -983,7 +983,10 @@ async fn a_participant_removed_no_longer_lists_the_task(store: Arc<dyn Store>) {
         Vec::<String>::new(),
         "alice was removed"
     );
-    assert_eq!(listed(store.as_ref(), &tenant, "bob").await, [rec.task.id]);
+    assert_eq!(
+        listed(store.as_ref(), &tenant, "bob").await,
+        [rec.task.id.as_str()]
+    );
 }
 
 /// Commits `rec` with alice taken off its roster and bob added.
@@ -1702,7 +1705,7 @@ async fn embedded_listing_rows_keyed_otherwise_still_go_with_a_roster_change() {
     .expect("rows keyed otherwise");
     assert_eq!(
         listed(store.as_ref(), "keys", "alice").await,
-        [rec.task.id.clone()]
+        [rec.task.id.as_str()]
     );
     alice_off_bob_on(store.as_ref(), &rec).await;
     assert_eq!(
@@ -1711,7 +1714,7 @@ async fn embedded_listing_rows_keyed_otherwise_still_go_with_a_roster_change() {
     );
     assert_eq!(
         listed(store.as_ref(), "keys", "bob").await,
-        [rec.task.id.clone()]
+        [rec.task.id.as_str()]
     );
     let rows: i64 = db
         .query_row(
