@@ -12,8 +12,8 @@ use common::engine::transition::{created, new_task, set_status};
 use common::ext::task::{Participant, ParticipantKind, Role as ParticipantRole, TaskExtension};
 use common::store::AuditRecord;
 use common::store::{
-    DynamoStore, EmbeddedStore, InboundMessage, PushConfigRecord, ReadOnly, Store, StoreError,
-    TaskQuery, TaskRecord,
+    DynamoStore, EmbeddedStore, InboundMessage, LoggedEvent, PushConfigRecord, ReadOnly, Store,
+    StoreError, TaskQuery, TaskRecord,
 };
 use tempfile::TempDir;
 
@@ -1687,6 +1687,61 @@ async fn embedded_an_older_builds_unneeded_indexes_are_dropped() {
     for gone in ["tasks_by_status", "task_members_by_task"] {
         assert!(!left.iter().any(|n| n == gone), "{gone}: {left:?}");
     }
+}
+
+/// A task's events were a table of their own in an older build; opening its directory
+/// moves them among the task's parts, where the next events follow them.
+#[tokio::test]
+async fn embedded_an_older_builds_events_are_kept_and_followed() {
+    let dir = temp_dir("old-events");
+    let rec = {
+        let store = embedded(&dir);
+        create(store.as_ref(), "", "m-old-events").await
+    };
+    let db = database(&dir);
+    // The parts' kinds: artifact, history, status, turn; the rest are events.
+    db.execute_batch(
+        "CREATE TABLE events (
+             task_id TEXT NOT NULL,
+             seq INTEGER NOT NULL,
+             event TEXT NOT NULL,
+             PRIMARY KEY (task_id, seq)
+         ) WITHOUT ROWID;
+         INSERT INTO events SELECT task_id, idx, json FROM task_parts WHERE kind > 3;
+         DELETE FROM task_parts WHERE kind > 3;",
+    )
+    .expect("as an older build left it");
+    let moved: i64 = db
+        .query_row("SELECT COUNT(*) FROM events", [], |r| r.get(0))
+        .expect("count");
+    assert_eq!(moved, 1, "the created task's event");
+    drop(db);
+    let store = embedded(&dir);
+    let seqs = |events: Vec<LoggedEvent>| events.iter().map(|e| e.seq).collect::<Vec<_>>();
+    let events = store
+        .read_events(&rec.task.id, None, 10)
+        .await
+        .expect("events");
+    assert_eq!(seqs(events), [0]);
+    let mut next = rec.clone();
+    let ev = set_status(&mut next, TaskState::Working, None, None);
+    store
+        .commit(&next, rec.version, &[ev], None)
+        .await
+        .expect("commit");
+    let events = store
+        .read_events(&rec.task.id, None, 10)
+        .await
+        .expect("events");
+    assert_eq!(seqs(events), [0, 1]);
+    let tables: i64 = database(&dir)
+        .query_row(
+            "SELECT COUNT(*) FROM sqlite_master WHERE name = 'events'",
+            [],
+            |r| r.get(0),
+        )
+        .expect("count");
+    assert_eq!(tables, 0, "the old table is dropped");
 }
 
 /// A task's listing rows are found by the keys its row in `tasks` holds; should they be

@@ -41,7 +41,7 @@ impl PartKind {
     ];
 
     /// The stored code of the kind (the embedded store's column).
-    pub fn code(self) -> i64 {
+    pub const fn code(self) -> i64 {
         match self {
             PartKind::Artifact => 0,
             PartKind::History => 1,
