@@ -1744,6 +1744,69 @@ async fn embedded_an_older_builds_events_are_kept_and_followed() {
     assert_eq!(tables, 0, "the old table is dropped");
 }
 
+/// An older build's dedupe rows kept a copy of their message; opening its directory drops
+/// the copies, and its messages still name their tasks.
+#[tokio::test]
+async fn embedded_an_older_builds_dedupe_rows_still_name_their_tasks() {
+    let dir = temp_dir("old-inbound");
+    let first = {
+        let store = embedded(&dir);
+        create(store.as_ref(), "t", "m-old-copy").await
+    };
+    let db = database(&dir);
+    db.execute_batch(
+        "CREATE TABLE inbound_old (
+             tenant TEXT NOT NULL,
+             sender TEXT NOT NULL,
+             message_id TEXT NOT NULL,
+             task_id TEXT NOT NULL,
+             received_ms INTEGER NOT NULL,
+             message TEXT NOT NULL,
+             PRIMARY KEY (tenant, sender, message_id)
+         ) WITHOUT ROWID;
+         INSERT INTO inbound_old SELECT tenant, sender, message_id, task_id, received_ms,
+             '{\"messageId\":\"m-old-copy\"}' FROM inbound;
+         DROP TABLE inbound;
+         ALTER TABLE inbound_old RENAME TO inbound;",
+    )
+    .expect("as an older build left it");
+    drop(db);
+    let store = embedded(&dir);
+    assert_eq!(
+        store
+            .message_task("t", "alice", "m-old-copy")
+            .await
+            .expect("lookup"),
+        Some(first.task.id.clone())
+    );
+    let mut m = message("m-old-copy");
+    let rec = new_task("t", &mut m, &ext_for("alice"));
+    let inbound = InboundMessage {
+        tenant: "t".into(),
+        sender: "alice".into(),
+        message: m,
+    };
+    let again = store
+        .create_task(&rec, &[created(&rec)], Some(&inbound))
+        .await;
+    assert_eq!(
+        again,
+        Err(StoreError::DuplicateMessage {
+            message_id: "m-old-copy".into(),
+            task_id: first.task.id
+        })
+    );
+    create(store.as_ref(), "t", "m-new").await;
+    let copies: i64 = database(&dir)
+        .query_row(
+            "SELECT COUNT(*) FROM pragma_table_info('inbound') WHERE name = 'message'",
+            [],
+            |r| r.get(0),
+        )
+        .expect("count");
+    assert_eq!(copies, 0, "the copies are dropped");
+}
+
 /// A task's listing rows are found by the keys its row in `tasks` holds; should they be
 /// keyed otherwise (as an older build might have left them), a change of roster still
 /// takes them all away, so whoever was taken off the task no longer lists it.

@@ -94,8 +94,6 @@ type Item = HashMap<String, AttributeValue>;
 /// Most bytes of a payload one item holds; the rest continues in items of its own, so no
 /// item is over 64 KB (with its keys and attributes).
 pub const CHUNK_BYTES: usize = 60 * 1024;
-/// Longest copy of a message its dedupe item keeps (the task's history has it whole).
-pub const MESSAGE_COPY_BYTES: usize = 4 * 1024;
 /// Most items in one transaction, and most bytes (DynamoDB's limits: 100 and 4 MB, less a
 /// margin for what the estimate of an item's size leaves out).
 const MAX_TRANSACTION_BYTES: usize = 4 * 1024 * 1024 - 64 * 1024;
@@ -1220,13 +1218,6 @@ impl DynamoStore {
             ),
             ("sk".into(), s("MSG")),
             ("task_id".into(), s(task_id)),
-            (
-                "message".into(),
-                s(to_json(&layout::bounded_message(
-                    &m.message,
-                    MESSAGE_COPY_BYTES,
-                ))?),
-            ),
         ]))
     }
 

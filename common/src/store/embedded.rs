@@ -92,7 +92,6 @@ CREATE TABLE IF NOT EXISTS inbound (
     message_id TEXT NOT NULL,
     task_id TEXT NOT NULL,
     received_ms INTEGER NOT NULL,
-    message TEXT NOT NULL,
     PRIMARY KEY (tenant, sender, message_id)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS push_configs (
@@ -234,13 +233,25 @@ fn migrate(conn: &Connection) -> Result<(), StoreError> {
         .map_err(backend)?;
     if old_messages > 0 {
         conn.execute_batch(
-            "INSERT OR IGNORE INTO inbound
-                 (tenant, sender, message_id, task_id, received_ms, message)
+            "INSERT OR IGNORE INTO inbound (tenant, sender, message_id, task_id, received_ms)
              SELECT tenant, COALESCE(json_extract(message, '$.metadata.participant_id'), ''),
-                    message_id, task_id, received_ms, message FROM messages;
+                    message_id, task_id, received_ms FROM messages;
              DROP TABLE messages;",
         )
         .map_err(backend)?;
+    }
+    // A dedupe row kept a copy of its message, which nothing read (the task's history
+    // holds it): a new task wrote its message twice.
+    let copies: i64 = conn
+        .query_row(
+            "SELECT COUNT(*) FROM pragma_table_info('inbound') WHERE name = 'message'",
+            [],
+            |r| r.get(0),
+        )
+        .map_err(backend)?;
+    if copies > 0 {
+        conn.execute_batch("ALTER TABLE inbound DROP COLUMN message")
+            .map_err(backend)?;
     }
     // A task's events were a table of their own: they move among its parts.
     let old_events: i64 = conn
@@ -865,13 +876,11 @@ fn now_ms() -> i64 {
 const MESSAGE_TASK: &str =
     "SELECT task_id FROM inbound WHERE tenant = ?1 AND sender = ?2 AND message_id = ?3";
 
-/// A client's message as its dedupe row keeps it, printed on the caller's thread so the
-/// writer only binds it.
+/// A client's message as its dedupe row keys it: the task's history holds the message.
 struct InboundRow {
     tenant: String,
     sender: String,
     message_id: String,
-    json: String,
 }
 
 impl InboundRow {
@@ -881,7 +890,6 @@ impl InboundRow {
             tenant: m.tenant.clone(),
             sender: m.sender.clone(),
             message_id: m.message.message_id.clone(),
-            json: to_json(&m.message)?,
         })
     }
 }
@@ -890,18 +898,11 @@ fn insert_message(conn: &Connection, m: &InboundRow, task_id: &str) -> Result<()
     // The key's own condition: a second look only for a message seen before.
     let inserted = conn
         .prepare_cached(
-            "INSERT INTO inbound (tenant, sender, message_id, task_id, received_ms, message)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT DO NOTHING",
+            "INSERT INTO inbound (tenant, sender, message_id, task_id, received_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING",
         )
         .and_then(|mut stmt| {
-            stmt.execute(params![
-                m.tenant,
-                m.sender,
-                m.message_id,
-                task_id,
-                now_ms(),
-                m.json
-            ])
+            stmt.execute(params![m.tenant, m.sender, m.message_id, task_id, now_ms()])
         })
         .map_err(backend)?;
     if inserted == 1 {

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
 
 use super::{StoreError, TaskRecord};
-use crate::a2a::{Message, Part as A2aPart, Task, TaskStatus};
+use crate::a2a::{Task, TaskStatus};
 
 /// Longest status message (as JSON) the head holds; a longer one is a part of its own.
 pub const STATUS_INLINE_BYTES: usize = 4 * 1024;
@@ -474,42 +474,10 @@ pub fn attach(
     Ok(())
 }
 
-/// The copy of an inbound message its dedupe record keeps: the message itself when its
-/// JSON is at most `bytes`, else with every part cut to a bound (the task's history
-/// keeps the whole message).
-pub fn bounded_message(m: &Message, bytes: usize) -> std::borrow::Cow<'_, Message> {
-    if serde_json::to_string(m).map_or(0, |j| j.len()) <= bytes {
-        return std::borrow::Cow::Borrowed(m);
-    }
-    let mut cut = m.clone();
-    for part in &mut cut.parts {
-        trim_part(part, 256);
-    }
-    std::borrow::Cow::Owned(cut)
-}
-
-/// Cuts `part` to about `chars` characters, for a stored copy kept to a bound:
-/// longer text keeps its start and says it was cut; bytes or data too long to keep become
-/// a text part saying so.
-fn trim_part(part: &mut A2aPart, chars: usize) {
-    const CUT: &str = " [cut]";
-    if let Some(text) = &mut part.text {
-        if text.chars().count() > chars {
-            *text = text.chars().take(chars).collect::<String>() + CUT;
-        }
-        return;
-    }
-    let long_raw = part.raw.as_ref().is_some_and(|r| r.len() > chars);
-    let long_data = (part.data.as_ref()).is_some_and(|d| d.to_string().len() > chars);
-    if long_raw || long_data {
-        *part = A2aPart::text(CUT.trim_start());
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::a2a::{Artifact, TaskState};
+    use crate::a2a::{Artifact, Message, Part as A2aPart, TaskState};
     use crate::store::conversation::ChatMessage;
 
     fn message(text: &str) -> Message {
@@ -647,27 +615,5 @@ mod tests {
                 ..Default::default()
             });
         }
-    }
-
-    #[test]
-    fn trimmed_parts_keep_their_start_and_say_they_were_cut() {
-        let mut long = A2aPart::text("é".repeat(3000));
-        trim_part(&mut long, 1024);
-        let text = long.text.expect("text");
-        assert!(text.starts_with(&"é".repeat(1024)));
-        assert!(text.ends_with("[cut]"));
-        assert_eq!(text.chars().count(), 1024 + 6);
-
-        let mut short = A2aPart::text("hello");
-        trim_part(&mut short, 1024);
-        assert_eq!(short.text.as_deref(), Some("hello"));
-
-        let mut data = A2aPart {
-            data: Some(serde_json::json!({"blob": "x".repeat(5000)})),
-            ..Default::default()
-        };
-        trim_part(&mut data, 1024);
-        assert_eq!(data.data, None);
-        assert_eq!(data.text.as_deref(), Some("[cut]"));
     }
 }
