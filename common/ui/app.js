@@ -393,6 +393,13 @@ async function openTask(id) {
   if (!TERMINAL.includes(task.status && task.status.state)) follow(id).catch(showError);
 }
 
+/// Empties `field` once `sent` (its text when sent) is delivered, unless the person has
+/// typed on meanwhile: the answer can come after the message already shows in the
+/// conversation, and a draft begun by then is theirs to keep.
+function clearSent(field, sent) {
+  if (field.value === sent) field.value = '';
+}
+
 async function send(parts, extra) {
   const message = { messageId: crypto.randomUUID(), role: 'ROLE_USER', parts, ...extra };
   return rpc('SendMessage', { message, configuration: { returnImmediately: true } });
@@ -555,12 +562,14 @@ async function main() {
   $('answer').addEventListener('submit', async (e) => {
     e.preventDefault();
     showError(null);
-    const text = $('answer-text').value.trim();
+    const field = $('answer-text');
+    const typed = field.value;
+    const text = typed.trim();
     const id = state.open;
     const reply = { channel_id: id, sender: state.who, kind: 'help_reply', text, in_reply_to: e.target.dataset.inReplyTo || null };
     try {
       await send([{ text }, { mediaType: CHANNEL, data: reply }], { taskId: id });
-      $('answer-text').value = '';
+      clearSent(field, typed);
       await loadTask(id);
       follow(id).catch(showError);
     } catch (err) {
@@ -571,9 +580,11 @@ async function main() {
     e.preventDefault();
     showError(null);
     const id = state.open;
+    const field = $('say-text');
+    const text = field.value;
     try {
-      await send([{ text: $('say-text').value }], { taskId: id });
-      $('say-text').value = '';
+      await send([{ text }], { taskId: id });
+      clearSent(field, text);
       showCommands();
       await loadTask(id);
       follow(id).catch(showError);

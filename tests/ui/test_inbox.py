@@ -12,6 +12,7 @@ storage), as two people on two machines would.
 3. With `--auth jwt`, each person signs in with a token from `harness-local token`: the
    same round trip works, the token is in no URL or storage, and a forged token (alice's
    name, another key's signature) is refused in words and shows none of her tasks.
+4. A draft typed while the previous message is on its way is kept when its answer comes.
 
 A screenshot of each step goes to $HARNESS_UI_ARTIFACTS (default: a temporary folder,
 printed).
@@ -256,6 +257,35 @@ def test_markup_from_a_task_renders_as_text_and_runs_nothing(browser, harness, a
     # And the list shows the name as text too.
     expect(alice.locator('#task-list')).to_contain_text(name)
     assert alice.locator('#task-list img').count() == 0
+
+
+def test_a_draft_typed_while_a_message_is_on_its_way_stays(browser, harness):
+    """The answer to a send can come after its message already shows (the task's stream
+    is quicker): what the person typed by then is not wiped when it comes."""
+    alice = person(browser, harness, 'alice')
+    start_task(alice, 'Drafts', 'Keep my drafts', 'bob watcher')
+    held = []
+
+    def hold_sends(route):
+        if 'SendMessage' in (route.request.post_data or ''):
+            held.append(route)  # answered below, once the next draft is typed
+        else:
+            route.continue_()
+
+    alice.route(f'{harness}/', hold_sends)
+    box = alice.get_by_label('Message (type / for commands)')
+    box.fill('first message')
+    alice.get_by_role('button', name='Send').click()
+    deadline = time.monotonic() + WAIT_MS / 1000
+    while not held and time.monotonic() < deadline:
+        alice.wait_for_timeout(50)
+    assert held, 'the send never left the page'
+    box.fill('a second thought')
+    # The page reads the task again right after it handles the send's answer.
+    with alice.expect_request(lambda r: 'GetTask' in (r.post_data or '')):
+        held[0].continue_()
+    expect(alice.locator('#conversation')).to_contain_text('first message', timeout=WAIT_MS)
+    expect(box).to_have_value('a second thought')
 
 
 def test_the_page_forbids_inline_script(harness):
