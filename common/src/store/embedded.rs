@@ -125,16 +125,31 @@ const ADDED_COLUMNS: &[(&str, &str, &str)] = &[
     ("tasks", "woken_ms", "INTEGER"),
 ];
 
+/// Whether the database has table `name` (one an older build may have left, or not made).
+fn has_table(conn: &Connection, name: &str) -> Result<bool, StoreError> {
+    conn.query_row(
+        "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?1",
+        params![name],
+        |r| r.get::<_, i64>(0),
+    )
+    .map(|n| n > 0)
+    .map_err(backend)
+}
+
+/// Whether `table` has `column`.
+fn has_column(conn: &Connection, table: &str, column: &str) -> Result<bool, StoreError> {
+    conn.query_row(
+        "SELECT COUNT(*) FROM pragma_table_info(?1) WHERE name = ?2",
+        params![table, column],
+        |r| r.get::<_, i64>(0),
+    )
+    .map(|n| n > 0)
+    .map_err(backend)
+}
+
 fn migrate(conn: &Connection) -> Result<(), StoreError> {
     for (table, column, definition) in ADDED_COLUMNS {
-        let present: i64 = conn
-            .query_row(
-                &format!("SELECT COUNT(*) FROM pragma_table_info('{table}') WHERE name = ?1"),
-                params![column],
-                |r| r.get(0),
-            )
-            .map_err(backend)?;
-        if present == 0 {
+        if !has_column(conn, table, column)? {
             conn.execute_batch(&format!(
                 "ALTER TABLE {table} ADD COLUMN {column} {definition}"
             ))
@@ -154,14 +169,7 @@ fn migrate(conn: &Connection) -> Result<(), StoreError> {
         }
     }
     // The listing table, filled from the tasks' `members` column when it is new.
-    let listed: i64 = conn
-        .query_row(
-            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'task_members'",
-            [],
-            |r| r.get(0),
-        )
-        .map_err(backend)?;
-    if listed == 0 {
+    if !has_table(conn, "task_members")? {
         conn.execute_batch(
             "CREATE TABLE task_members (
                  tenant TEXT NOT NULL,
@@ -203,14 +211,7 @@ fn migrate(conn: &Connection) -> Result<(), StoreError> {
     }
     // "Waiting on me" (a listing row of the member a task waits on), added after the
     // table: no task written before it names an addressee, so nothing waits yet.
-    let waiting: i64 = conn
-        .query_row(
-            "SELECT COUNT(*) FROM pragma_table_info('task_members') WHERE name = 'waiting'",
-            [],
-            |r| r.get(0),
-        )
-        .map_err(backend)?;
-    if waiting == 0 {
+    if !has_column(conn, "task_members", "waiting")? {
         conn.execute_batch(
             "ALTER TABLE task_members ADD COLUMN waiting INTEGER NOT NULL DEFAULT 0",
         )
@@ -224,14 +225,7 @@ fn migrate(conn: &Connection) -> Result<(), StoreError> {
     .map_err(backend)?;
     // Messages were keyed by (tenant, messageId) before they were the sender's own: the
     // rows move to `inbound` under the sender their metadata names.
-    let old_messages: i64 = conn
-        .query_row(
-            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'messages'",
-            [],
-            |r| r.get(0),
-        )
-        .map_err(backend)?;
-    if old_messages > 0 {
+    if has_table(conn, "messages")? {
         conn.execute_batch(
             "INSERT OR IGNORE INTO inbound (tenant, sender, message_id, task_id, received_ms)
              SELECT tenant, COALESCE(json_extract(message, '$.metadata.participant_id'), ''),
@@ -242,26 +236,12 @@ fn migrate(conn: &Connection) -> Result<(), StoreError> {
     }
     // A dedupe row kept a copy of its message, which nothing read (the task's history
     // holds it): a new task wrote its message twice.
-    let copies: i64 = conn
-        .query_row(
-            "SELECT COUNT(*) FROM pragma_table_info('inbound') WHERE name = 'message'",
-            [],
-            |r| r.get(0),
-        )
-        .map_err(backend)?;
-    if copies > 0 {
+    if has_column(conn, "inbound", "message")? {
         conn.execute_batch("ALTER TABLE inbound DROP COLUMN message")
             .map_err(backend)?;
     }
     // A task's events were a table of their own: they move among its parts.
-    let old_events: i64 = conn
-        .query_row(
-            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'events'",
-            [],
-            |r| r.get(0),
-        )
-        .map_err(backend)?;
-    if old_events > 0 {
+    if has_table(conn, "events")? {
         conn.execute(
             "INSERT OR IGNORE INTO task_parts (task_id, kind, idx, json)
              SELECT task_id, ?1, seq, event FROM events",
