@@ -190,6 +190,9 @@ enum Opened {
 }
 
 async fn open_store() -> Result<Opened, Error> {
+    // The harness's own id, whose tasks neither store lists (no client may speak as it).
+    let agent = checked_id("HARNESS_AGENT_ID")?;
+    let unlisted = agent.as_deref().unwrap_or(crate::config::DEFAULT_AGENT_ID);
     match var("HARNESS_STORE").as_deref().unwrap_or("dynamodb") {
         "dynamodb" => {
             let table = var("HARNESS_TABLE")
@@ -197,19 +200,17 @@ async fn open_store() -> Result<Opened, Error> {
             // 0: finished tasks are kept.
             let days = parse("HARNESS_TASK_RETENTION_DAYS", 0)?;
             let keep = (days > 0).then(|| Duration::from_secs(days * 24 * 3600));
-            let agent = checked_id("HARNESS_AGENT_ID")?;
             let store = dynamo_store(table, retention_days()?).await;
             Ok(Opened::Dynamo(
-                store
-                    .with_task_retention(keep)
-                    .with_unlisted(agent.as_deref().unwrap_or(crate::config::DEFAULT_AGENT_ID)),
+                store.with_task_retention(keep).with_unlisted(unlisted),
             ))
         }
         #[cfg(feature = "embedded-store")]
         "embedded" => {
             let dir = var("HARNESS_STATE_DIR").unwrap_or_else(|| ".harness".into());
             let store = crate::store::EmbeddedStore::open(std::path::Path::new(&dir))?
-                .with_retention(Duration::from_secs(retention_days()? * 24 * 3600));
+                .with_retention(Duration::from_secs(retention_days()? * 24 * 3600))
+                .with_unlisted(unlisted);
             Ok(Opened::Embedded(store))
         }
         #[cfg(not(feature = "embedded-store"))]

@@ -1807,6 +1807,37 @@ async fn embedded_an_older_builds_dedupe_rows_still_name_their_tasks() {
     assert_eq!(copies, 0, "the copies are dropped");
 }
 
+/// The harness's own id (`with_unlisted`) gets no listing rows: no client may speak as it,
+/// so none would read them. A task listed by a store without it (an older build) loses
+/// that row with its next change of roster; its people are listed as before.
+#[tokio::test]
+async fn embedded_the_unlisted_participant_gets_no_listing_rows() {
+    let dir = temp_dir("unlisted");
+    let rec = {
+        let store = embedded(&dir);
+        create_for(store.as_ref(), "u", &uuid_like(), "alice").await
+    };
+    let store: Arc<dyn Store> = Arc::new(
+        EmbeddedStore::open(dir.path())
+            .expect("open store")
+            .with_unlisted("tiny-harness"),
+    );
+    alice_off_bob_on(store.as_ref(), &rec).await;
+    let fresh = create_for(store.as_ref(), "u", &uuid_like(), "carol").await;
+    for (who, ids) in [
+        ("alice", vec![]),
+        ("bob", vec![rec.task.id.as_str()]),
+        ("carol", vec![fresh.task.id.as_str()]),
+        ("tiny-harness", vec![]),
+    ] {
+        assert_eq!(listed(store.as_ref(), "u", who).await, ids, "{who}");
+    }
+    let rows: i64 = database(&dir)
+        .query_row("SELECT COUNT(*) FROM task_members", [], |r| r.get(0))
+        .expect("count");
+    assert_eq!(rows, 2, "bob's and carol's, nothing else");
+}
+
 /// A task's listing rows are found by the keys its row in `tasks` holds; should they be
 /// keyed otherwise (as an older build might have left them), a change of roster still
 /// takes them all away, so whoever was taken off the task no longer lists it.

@@ -270,8 +270,8 @@ fn migrate(conn: &Connection) -> Result<(), StoreError> {
     .map_err(backend)
 }
 
-/// Participant ids as one column ListTasks can match with `instr`: `\n<id>\n<id>\n`
-/// (ids hold no control characters).
+/// The participant ids a task's listing rows are keyed by, as one column of its row
+/// (`unlist` reads it): `\n<id>\n<id>\n` (ids hold no control characters).
 fn members_column(ids: &[String]) -> String {
     if ids.is_empty() {
         return String::new();
@@ -417,6 +417,10 @@ pub struct EmbeddedStore {
     views: Arc<ViewCache>,
     /// How long audit rows are kept.
     retention: Duration,
+    /// A participant whose tasks are not listed (`task_members`): the harness's own agent,
+    /// a member of nearly every task, which no client may speak as, so none lists its
+    /// tasks. Its rows were half of a new task's listing writes.
+    unlisted: Option<String>,
 }
 
 fn backend(e: impl std::fmt::Display) -> StoreError {
@@ -554,12 +558,19 @@ impl EmbeddedStore {
             signals: Default::default(),
             views: Arc::new(ViewCache::open(dir)?),
             retention: super::DEFAULT_RETENTION,
+            unlisted: None,
         })
     }
 
     /// Keeps audit rows for `retention` (30 days by default).
     pub fn with_retention(mut self, retention: Duration) -> Self {
         self.retention = retention;
+        self
+    }
+
+    /// Leaves `participant`'s tasks out of the listing (the harness's own id).
+    pub fn with_unlisted(mut self, participant: impl Into<String>) -> Self {
+        self.unlisted = Some(participant.into());
         self
     }
 
@@ -1027,14 +1038,17 @@ struct HeadRow {
 }
 
 impl HeadRow {
-    fn of(rec: &TaskRecord) -> Result<Self, StoreError> {
+    /// The row of `rec`, whose listing leaves out `unlisted`.
+    fn of(rec: &TaskRecord, unlisted: Option<&str>) -> Result<Self, StoreError> {
         let split = layout::split(rec)?;
         // The listing as this write stores it (computed once, by the split).
-        let now = split
+        let mut now = split
             .stored
             .listing
             .clone()
             .unwrap_or_else(|| Listing::of(rec));
+        let changed = rec.stored.listing.as_ref() != Some(&now);
+        now.members.retain(|m| Some(m.as_str()) != unlisted);
         Ok(HeadRow {
             id: rec.task.id.clone(),
             tenant: rec.tenant.clone(),
@@ -1046,7 +1060,7 @@ impl HeadRow {
             members: members_column(&now.members),
             lease_until: rec.lease_expiry(),
             woken_ms: rec.woken().then(crate::engine::lease::now_ms),
-            listing: (rec.stored.listing.as_ref() != Some(&now)).then_some(now),
+            listing: changed.then_some(now),
             split,
         })
     }
@@ -1198,7 +1212,7 @@ impl Store for EmbeddedStore {
         message: Option<&InboundMessage>,
     ) -> Result<TaskRecord, StoreError> {
         let mut rec = record.created(events.len());
-        let row = HeadRow::of(&rec)?;
+        let row = HeadRow::of(&rec, self.unlisted.as_deref())?;
         let ended = ended_by(events);
         let events = event_rows(events)?;
         let message = message.map(InboundRow::of).transpose()?;
@@ -1231,7 +1245,7 @@ impl Store for EmbeddedStore {
         message: Option<&InboundMessage>,
     ) -> Result<TaskRecord, StoreError> {
         let (mut rec, first_seq) = record.committed(expected_version, events.len());
-        let row = HeadRow::of(&rec)?;
+        let row = HeadRow::of(&rec, self.unlisted.as_deref())?;
         let ended = ended_by(events);
         let events = event_rows(events)?;
         let message = message.map(InboundRow::of).transpose()?;

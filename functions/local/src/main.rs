@@ -307,7 +307,8 @@ async fn run() -> Result<(), common::lambda::Error> {
             } else {
                 Durability::Process
             };
-            let store = EmbeddedStore::open_with(&args.state_dir, durability)?;
+            let store = EmbeddedStore::open_with(&args.state_dir, durability)?
+                .with_unlisted(&config.agent_id);
             let undelivered = store.push_backlog().await?;
             (Arc::new(store), undelivered)
         }
