@@ -41,8 +41,8 @@ const READERS: usize = 4;
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// Most commits gathered into one transaction.
 const MAX_BATCH: usize = 256;
-/// Commits between two checkpoints of the write-ahead log into the database (~400 pages at
-/// a send's 13). Often enough that little is left to copy when the writer starts the log
+/// Commits between two checkpoints of the write-ahead log into the database (~320 pages at
+/// a send's 10). Often enough that little is left to copy when the writer starts the log
 /// over, which holds every commit meanwhile: at 128, on ext4, sends' p99 was 5 ms at
 /// concurrency 1 and 7 ms at 32; at 32 it is 2.5 ms and 4.5-6.5 ms, with 5-10% more sends
 /// a second. More often (8, or every commit) costs more fsyncs than it saves.
