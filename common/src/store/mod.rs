@@ -210,8 +210,9 @@ impl PushConfigRecord {
 
 /// An inbound message, stored in its task's history before it is acknowledged, with a
 /// dedupe record by `(tenant, sender, messageId)` that names the task (no second copy of
-/// the message). The sender is part of the key: a messageId is the sender's own, so someone else's
-/// message with the same id neither finds the first (and its task) nor is swallowed by it.
+/// the message). The sender is part of the key: a messageId is the sender's own, so
+/// someone else's message with the same id neither finds the first (and its task) nor is
+/// swallowed by it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct InboundMessage {
     pub tenant: String,
