@@ -58,6 +58,18 @@ async fn create(store: &dyn Store, tenant: &str, message_id: &str) -> TaskRecord
 }
 
 async fn create_for(store: &dyn Store, tenant: &str, message_id: &str, member: &str) -> TaskRecord {
+    try_create_for(store, tenant, message_id, member)
+        .await
+        .expect("create")
+}
+
+/// A new task for `member`'s message `message_id`, as the store answers it.
+async fn try_create_for(
+    store: &dyn Store,
+    tenant: &str,
+    message_id: &str,
+    member: &str,
+) -> Result<TaskRecord, StoreError> {
     let mut m = message(message_id);
     let rec = new_task(tenant, &mut m, &ext_for(member));
     let event = created(&rec);
@@ -66,10 +78,7 @@ async fn create_for(store: &dyn Store, tenant: &str, message_id: &str, member: &
         sender: member.into(),
         message: m,
     };
-    store
-        .create_task(&rec, &[event], Some(&inbound))
-        .await
-        .expect("create")
+    store.create_task(&rec, &[event], Some(&inbound)).await
 }
 
 fn embedded(dir: &TempDir) -> Arc<dyn Store> {
@@ -80,6 +89,11 @@ fn embedded(dir: &TempDir) -> Arc<dyn Store> {
 /// another process would).
 fn database(dir: &TempDir) -> rusqlite::Connection {
     rusqlite::Connection::open(dir.path().join("harness.sqlite3")).expect("open the database")
+}
+
+/// The one number `sql` (a `SELECT COUNT(*)`) reads from `db`.
+fn count(db: &rusqlite::Connection, sql: &str, params: impl rusqlite::Params) -> i64 {
+    db.query_row(sql, params, |r| r.get(0)).expect("count")
 }
 
 async fn concurrent_commits_on_one_task_lose_nothing(store: Arc<dyn Store>) {
@@ -1639,12 +1653,8 @@ async fn embedded_expired_audit_rows_go_a_few_hundred_a_write() {
          INSERT INTO audit (at_ms, record) SELECT 1, '{}' FROM n",
     )
     .expect("a backlog of expired rows");
-    let expired = |db: &rusqlite::Connection| -> i64 {
-        db.query_row("SELECT COUNT(*) FROM audit WHERE at_ms = 1", [], |r| {
-            r.get(0)
-        })
-        .expect("count")
-    };
+    let expired =
+        |db: &rusqlite::Connection| count(db, "SELECT COUNT(*) FROM audit WHERE at_ms = 1", []);
     let record = AuditRecord {
         operation: "SendMessage".into(),
         participant: "alice".into(),
@@ -1711,9 +1721,7 @@ async fn embedded_an_older_builds_events_are_kept_and_followed() {
          DELETE FROM task_parts WHERE kind > 3;",
     )
     .expect("as an older build left it");
-    let moved: i64 = db
-        .query_row("SELECT COUNT(*) FROM events", [], |r| r.get(0))
-        .expect("count");
+    let moved = count(&db, "SELECT COUNT(*) FROM events", []);
     assert_eq!(moved, 1, "the created task's event");
     drop(db);
     let store = embedded(&dir);
@@ -1734,13 +1742,11 @@ async fn embedded_an_older_builds_events_are_kept_and_followed() {
         .await
         .expect("events");
     assert_eq!(seqs(events), [0, 1]);
-    let tables: i64 = database(&dir)
-        .query_row(
-            "SELECT COUNT(*) FROM sqlite_master WHERE name = 'events'",
-            [],
-            |r| r.get(0),
-        )
-        .expect("count");
+    let tables = count(
+        &database(&dir),
+        "SELECT COUNT(*) FROM sqlite_master WHERE name = 'events'",
+        [],
+    );
     assert_eq!(tables, 0, "the old table is dropped");
 }
 
@@ -1779,16 +1785,7 @@ async fn embedded_an_older_builds_dedupe_rows_still_name_their_tasks() {
             .expect("lookup"),
         Some(first.task.id.clone())
     );
-    let mut m = message("m-old-copy");
-    let rec = new_task("t", &mut m, &ext_for("alice"));
-    let inbound = InboundMessage {
-        tenant: "t".into(),
-        sender: "alice".into(),
-        message: m,
-    };
-    let again = store
-        .create_task(&rec, &[created(&rec)], Some(&inbound))
-        .await;
+    let again = try_create_for(store.as_ref(), "t", "m-old-copy", "alice").await;
     assert_eq!(
         again,
         Err(StoreError::DuplicateMessage {
@@ -1797,13 +1794,11 @@ async fn embedded_an_older_builds_dedupe_rows_still_name_their_tasks() {
         })
     );
     create(store.as_ref(), "t", "m-new").await;
-    let copies: i64 = database(&dir)
-        .query_row(
-            "SELECT COUNT(*) FROM pragma_table_info('inbound') WHERE name = 'message'",
-            [],
-            |r| r.get(0),
-        )
-        .expect("count");
+    let copies = count(
+        &database(&dir),
+        "SELECT COUNT(*) FROM pragma_table_info('inbound') WHERE name = 'message'",
+        [],
+    );
     assert_eq!(copies, 0, "the copies are dropped");
 }
 
@@ -1832,9 +1827,7 @@ async fn embedded_the_unlisted_participant_gets_no_listing_rows() {
     ] {
         assert_eq!(listed(store.as_ref(), "u", who).await, ids, "{who}");
     }
-    let rows: i64 = database(&dir)
-        .query_row("SELECT COUNT(*) FROM task_members", [], |r| r.get(0))
-        .expect("count");
+    let rows = count(&database(&dir), "SELECT COUNT(*) FROM task_members", []);
     assert_eq!(rows, 2, "bob's and carol's, nothing else");
 }
 
@@ -1865,13 +1858,11 @@ async fn embedded_listing_rows_keyed_otherwise_still_go_with_a_roster_change() {
         listed(store.as_ref(), "keys", "bob").await,
         [rec.task.id.as_str()]
     );
-    let rows: i64 = db
-        .query_row(
-            "SELECT COUNT(*) FROM task_members WHERE task_id = ?1",
-            [&rec.task.id],
-            |r| r.get(0),
-        )
-        .expect("count");
+    let rows = count(
+        &db,
+        "SELECT COUNT(*) FROM task_members WHERE task_id = ?1",
+        [&rec.task.id],
+    );
     assert_eq!(rows, 2, "bob's and the harness's, nothing else");
 }
 
