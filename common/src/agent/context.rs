@@ -28,16 +28,9 @@ const WRITTEN_SOURCES: &[&str] = &["task", "participants"];
 /// Where the participants section lists the task's participants.
 pub const PARTICIPANTS_SLOT: &str = "{participants}";
 
-/// A new delimiter nonce: 64 random bits in hex.
+/// A new delimiter nonce: 64 random bits in hex, from the thread's CSPRNG.
 pub fn new_nonce() -> String {
-    use ring::rand::{SecureRandom, SystemRandom};
-    let mut bytes = [0u8; 8];
-    if SystemRandom::new().fill(&mut bytes).is_err() {
-        // The system's generator failing is beyond recovery here; a v4 uuid's random
-        // bits (62 in these 16 digits) still make a nonce no content can guess.
-        return uuid::Uuid::new_v4().simple().to_string()[16..].to_owned();
-    }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    format!("{:016x}", rand::random::<u64>())
 }
 
 /// `text` with the task's `nonce` masked: what the model says is shown to participants,
