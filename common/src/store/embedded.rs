@@ -445,7 +445,26 @@ pub enum Durability {
     PowerLoss,
 }
 
+/// Turns off SQLite's memory statistics, once, before the process's first connection:
+/// SQLite keeps them by default behind one process-wide mutex taken on every allocation
+/// and free, which the writer's and the readers' threads contend on; nothing reads them.
+fn without_memory_statistics() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: SQLITE_CONFIG_MEMSTATUS takes one int. Every connection of the harness
+        // opens through `open`, after this; a call made once SQLite is initialized (by
+        // a connection opened elsewhere) changes nothing and returns SQLITE_MISUSE.
+        unsafe {
+            rusqlite::ffi::sqlite3_config(
+                rusqlite::ffi::SQLITE_CONFIG_MEMSTATUS,
+                0 as std::ffi::c_int,
+            );
+        }
+    });
+}
+
 fn open(path: &Path, flags: OpenFlags, durability: Durability) -> Result<Connection, StoreError> {
+    without_memory_statistics();
     let conn = Connection::open_with_flags(path, flags).map_err(backend)?;
     conn.busy_timeout(BUSY_TIMEOUT).map_err(backend)?;
     // Room for every statement the store runs, so none is parsed twice.
