@@ -164,10 +164,7 @@ impl TaskRun {
     }
 
     fn owns_lease(&self, rec: &TaskRecord) -> bool {
-        match (&self.lease, &rec.lease) {
-            (Some((owner, _)), Some(l)) => &l.owner == owner,
-            _ => false,
-        }
+        holds(&self.lease, rec)
     }
 
     /// Waits for `work` (a model call) while keeping the run's lease: renewed every third
@@ -255,22 +252,6 @@ impl TaskRun {
         .await
     }
 
-    /// `change` applied to `base`, with the lease as the commit leaves it: renewed by
-    /// every commit, given up with the one that leaves nothing to do.
-    fn changed(
-        &self,
-        base: &TaskRecord,
-        change: impl Fn(&mut TaskRecord) -> Vec<StreamResponse>,
-    ) -> (TaskRecord, Vec<StreamResponse>) {
-        let mut next = base.clone();
-        let events = change(&mut next);
-        if let (Some((owner, ttl)), true) = (&self.lease, self.owns_lease(&next)) {
-            let done = next.state().is_terminal() || next.state() == TaskState::InputRequired;
-            next.lease = (!done).then(|| Lease::new(owner, *ttl));
-        }
-        (next, events)
-    }
-
     /// Commits `change` (and the events it returns) at the version read. On a conflict it
     /// reloads, stops if the task has ended, and otherwise applies the change again to
     /// the fresh record. A run with a write held back adds the change to it instead.
@@ -278,18 +259,20 @@ impl TaskRun {
         &mut self,
         change: impl Fn(&mut TaskRecord) -> Vec<StreamResponse>,
     ) -> Result<(), RunError> {
-        if self.staged.is_some() {
-            let (next, events) = self.changed(&self.record, &change);
-            if let Some(staged) = self.staged.as_mut() {
-                staged.events.extend(events);
-            }
-            self.record = next;
+        if let Some(staged) = self.staged.as_mut() {
+            // Nothing stored can conflict with a write not made yet: the change is made
+            // in place.
+            staged
+                .events
+                .extend(changed(&self.lease, &mut self.record, &change));
             return Ok(());
         }
-        let mut base = self.record.clone();
+        let mut reloaded: Option<TaskRecord> = None;
         let mut attempt = 0;
         loop {
-            let (next, events) = self.changed(&base, &change);
+            let base = reloaded.as_ref().unwrap_or(&self.record);
+            let mut next = base.clone();
+            let events = changed(&self.lease, &mut next, &change);
             match self.store.commit(&next, base.version, &events, None).await {
                 Ok(stored) => {
                     if let Some((owner, _)) = &self.lease {
@@ -307,21 +290,42 @@ impl TaskRun {
                 Err(StoreError::Conflict { .. }) => {
                     attempt += 1;
                     super::backoff(attempt).await;
-                    base = self
-                        .store
-                        .load_task(&base.task.id)
-                        .await?
+                    let fresh = (self.store.load_task(&self.record.task.id).await?)
                         .ok_or(RunError::Gone)?;
-                    if base.state().is_terminal() {
-                        return Err(RunError::Ended(base.state()));
+                    if fresh.state().is_terminal() {
+                        return Err(RunError::Ended(fresh.state()));
                     }
                     // A sweep took an expired lease away, or another drive has it now.
-                    if self.lease.is_some() && !self.owns_lease(&base) {
+                    if self.lease.is_some() && !self.owns_lease(&fresh) {
                         return Err(RunError::LeaseLost);
                     }
+                    reloaded = Some(fresh);
                 }
                 Err(e) => return Err(e.into()),
             }
         }
     }
+}
+
+/// Whether `lease` (a run's owner and renewal) is the lease `rec` holds.
+fn holds(lease: &Option<(String, Duration)>, rec: &TaskRecord) -> bool {
+    match (lease, &rec.lease) {
+        (Some((owner, _)), Some(l)) => &l.owner == owner,
+        _ => false,
+    }
+}
+
+/// Applies `change` to `rec` and leaves the lease as the commit leaves it: renewed by
+/// every commit of the run that holds it, given up with the one that leaves nothing to do.
+fn changed(
+    lease: &Option<(String, Duration)>,
+    rec: &mut TaskRecord,
+    change: impl Fn(&mut TaskRecord) -> Vec<StreamResponse>,
+) -> Vec<StreamResponse> {
+    let events = change(rec);
+    if let (Some((owner, ttl)), true) = (lease, holds(lease, rec)) {
+        let done = rec.state().is_terminal() || rec.state() == TaskState::InputRequired;
+        rec.lease = (!done).then(|| Lease::new(owner, *ttl));
+    }
+    events
 }

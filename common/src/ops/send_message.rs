@@ -329,7 +329,9 @@ async fn intake(
                 inline,
                 stage,
             };
-            continue_task(h, &tenant, message.clone(), on).await
+            // Boxed, so a send that starts a task does not carry (and copy when it is
+            // boxed itself) a future the size of this one.
+            Box::pin(continue_task(h, &tenant, message.clone(), on)).await
         };
         let Ok(Stored::Staged {
             record,
@@ -363,15 +365,20 @@ async fn intake(
             settled,
         }) => {
             let record = *record;
+            let attached = push.is_some();
+            if let Some(push) = push {
+                push_config::attach(h, record.clone(), push, &sender, replay_from).await?;
+            }
             // The drive starts from the record as committed, unless attaching the
             // webhook wrote the task again.
-            let start = if let Some(push) = push {
-                push_config::attach(h, record.clone(), push, &sender, replay_from).await?;
-                Start::Load(record.task.id.clone())
-            } else {
-                Start::Fresh(Box::new(record.clone()))
-            };
-            let run = runnable.then(|| h.engine.start_at(start, caller.deadline));
+            let run = runnable.then(|| {
+                let start = if attached {
+                    Start::Load(record.task.id.clone())
+                } else {
+                    Start::Fresh(Box::new(record.clone()))
+                };
+                h.engine.start_at(start, caller.deadline)
+            });
             Ok(accepted(Intake::Stored {
                 record,
                 run,
@@ -758,7 +765,8 @@ async fn continue_task(
                     crate::metrics::record(crate::metrics::Event::HelpAnswered);
                 }
                 if completed_for_parent {
-                    h.engine.wake_parents_logged(&record).await;
+                    // Boxed: its 7 KB would otherwise be in every send's future.
+                    Box::pin(h.engine.wake_parents_logged(&record)).await;
                 }
                 return Ok(Stored::Task {
                     record: Box::new(record),
