@@ -178,9 +178,9 @@ pub fn add_artifact(
 }
 
 /// The task as a client sees it: the last `history_length` messages (all when None,
-/// none when 0) and artifacts only when asked for.
-pub fn view(task: &Task, history_length: Option<usize>, include_artifacts: bool) -> Task {
-    let mut t = task.clone();
+/// none when 0) and artifacts only when asked for. It takes the task, so a caller done
+/// with its record gives it up rather than copying it.
+pub fn view(mut t: Task, history_length: Option<usize>, include_artifacts: bool) -> Task {
     if let Some(n) = history_length {
         let skip = t.history.len().saturating_sub(n);
         t.history.drain(..skip);

@@ -11,5 +11,5 @@ pub async fn get_task(h: &Harness, req: GetTaskRequest, caller: &Caller) -> Resu
     let rec = h
         .visible_view(&req.tenant, &req.id, caller, history, true)
         .await?;
-    Ok(view(&rec.task, history, true))
+    Ok(view(rec.task, history, true))
 }

@@ -65,8 +65,8 @@ pub async fn list_tasks(
     Ok(ListTasksResponse {
         tasks: page
             .tasks
-            .iter()
-            .map(|r| view(&r.task, history, include_artifacts))
+            .into_iter()
+            .map(|r| view(r.task, history, include_artifacts))
             .collect(),
         next_page_token: page.next.as_ref().map(encode_cursor).unwrap_or_default(),
         page_size: page_size as i32,

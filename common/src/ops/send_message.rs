@@ -97,7 +97,7 @@ pub async fn send_message(
         },
     };
     Ok(SendMessageResponse {
-        task: Some(view(&record.task, accepted.history, true)),
+        task: Some(view(record.task, accepted.history, true)),
         message: None,
     })
 }
@@ -160,7 +160,7 @@ pub async fn send_streaming_message(
         } => Follow {
             task_id: record.task.id.clone(),
             may_see,
-            first: StreamResponse::task(view(&record.task, None, true)),
+            first: StreamResponse::task(view(record.task.clone(), None, true)),
             after: replay_from,
             replay_until: if run.is_some() {
                 replay_from
@@ -175,7 +175,7 @@ pub async fn send_streaming_message(
             subscription: Some(h.subscribers.admit(&record.task.id, &accepted.sender)?),
             task_id: record.task.id.clone(),
             may_see,
-            first: StreamResponse::task(view(&record.task, None, true)),
+            first: StreamResponse::task(view(record.task.clone(), None, true)),
             after: record.last_seq,
             replay_until: record.last_seq,
             settled: record.state().ends_stream(),

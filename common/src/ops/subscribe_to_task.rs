@@ -29,7 +29,7 @@ pub async fn subscribe_to_task(
         Follow {
             task_id: rec.task.id.clone(),
             may_see: h.visibility(&req.tenant, caller.id()),
-            first: StreamResponse::task(view(&rec.task, None, true)),
+            first: StreamResponse::task(view(rec.task.clone(), None, true)),
             // The current Task already holds every earlier event's effect: replaying them
             // would show each state twice (and an old WORKING after the snapshot).
             after: rec.last_seq,
