@@ -17,7 +17,9 @@ use crate::store::TaskRecord;
 /// timestamp are random, which keeps it unguessable: `Uuid::now_v7` fills 42 of them with
 /// a counter that counts up within a millisecond, so an id made in the same millisecond as
 /// one a caller was given would differ from it in 32 random bits. The time it shows is only
-/// when it was made.
+/// when it was made. (The thread's generator is not reseeded in a forked process or a
+/// restored VM snapshot; the harness never forks, and its functions are not deployed with
+/// SnapStart.)
 pub fn new_id() -> String {
     let millis = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
