@@ -143,7 +143,7 @@ impl TaskRun {
     /// has work is left runnable, which is its wake-up. Returns the task as left, stored
     /// (a write held back is made now, with the release in it).
     pub async fn release(mut self) -> Result<TaskRecord, RunError> {
-        if self.owns_lease(&self.record) {
+        if holds(&self.lease, &self.record) {
             let hand_over = self.handed_over;
             let poll = self.poll_after;
             self.apply(|rec| {
@@ -161,10 +161,6 @@ impl TaskRun {
         }
         self.flush().await?;
         Ok(self.record)
-    }
-
-    fn owns_lease(&self, rec: &TaskRecord) -> bool {
-        holds(&self.lease, rec)
     }
 
     /// Waits for `work` (a model call) while keeping the run's lease: renewed every third
@@ -296,7 +292,7 @@ impl TaskRun {
                         return Err(RunError::Ended(fresh.state()));
                     }
                     // A sweep took an expired lease away, or another drive has it now.
-                    if self.lease.is_some() && !self.owns_lease(&fresh) {
+                    if self.lease.is_some() && !holds(&self.lease, &fresh) {
                         return Err(RunError::LeaseLost);
                     }
                     reloaded = Some(fresh);
