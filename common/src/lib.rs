@@ -1,5 +1,39 @@
 //! The harness: everything the Lambda functions and the local server do. Functions only
 //! wire configuration to what lives here.
+//!
+//! # Floors
+//!
+//! The crate is a house of floors, lowest first. A module imports only from floors below
+//! its own; modules on one floor do not import each other. Where a higher floor plugs into
+//! a lower one, the lower floor defines the trait (a port) and the higher implements it:
+//! the engine defines the `Agent` it drives, the store the records it keeps. A new module
+//! goes on the lowest floor whose modules it needs, and into this table;
+//! `common/tests/layers.rs` reads the table and fails on an import that points up or
+//! sideways.
+//!
+//! | floor | modules | what it owns |
+//! |---|---|---|
+//! | 1 support | `keyed_lock`, `secret_file`, `metrics`, `redact` | per-key locks, secret files, counters, credential redaction |
+//! | 2 net | `https`, `logs` | the outbound HTTPS client and AWS SDK config, log set-up |
+//! | 3 protocol | `a2a` | A2A 1.0 wire types, validation, errors, the bindings' decoding, `Call`/`Operation` |
+//! | 4 extensions | `ext` | the task, channel and commands extensions' wire types and rules |
+//! | 5 identity | `auth` | who a request comes from: tokens, keys, JWKS |
+//! | 6 config | `config` | every setting, its default and its source |
+//! | 7 secrets | `secrets` | secrets read from Secrets Manager at a cold start |
+//! | 8 store | `store` | the `Store` port, its records, the embedded and DynamoDB stores |
+//! | 9 engine | `engine` | task state changes, leases, following a log, driving a task |
+//! | 10 push | `push` | webhooks: configs, sealing, the outbound guard, delivery |
+//! | 11 models | `models` | the `Model` port and its providers |
+//! | 12 channels | `channels` | participants, membership, permissions, help requests, sub-tasks |
+//! | 13 remote | `remote` | remote A2A agents: registry, cards, client, links |
+//! | 14 tools | `mcp` | MCP servers as tool sources |
+//! | 15 agent | `agent` | the LLM agent: context, prompt, tools, delegation |
+//! | 16 commands | `commands` | `/name args` harness commands |
+//! | 17 service | `ops` | one module per A2A operation and the harness they run on |
+//! | 18 inbox | `ui` | the web inbox's pages and answer routes |
+//! | 19 http | `server` | the axum router: card, JSON-RPC, HTTP+JSON, limits |
+//! | 20 wake-ups | `resume` | the resume worker's stream handler |
+//! | 21 edges | `lambda`, `fuzz` | the Lambda runtimes, fuzz entry points |
 
 pub mod a2a;
 pub mod agent;
