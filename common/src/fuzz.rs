@@ -10,7 +10,7 @@
 //! - [`rest_route`]: an HTTP+JSON request written `METHOD TARGET\nBODY` (`rest::route`,
 //!   then `rest::parse_call` with the target's query).
 //! - [`channel_part`]: a channel extension data part, or a whole message
-//!   (`ext::channel::of_message`, `channels::message_text`, `channels::valid_id`).
+//!   (`ext::channel::of_message`, `channels::message_text`, `ext::participant::valid_id`).
 //! - [`sse_frame`]: the text of events and errors put through both bindings' SSE framing
 //!   (`a2a::sse::Framing`) and axum's encoder, then read back as an SSE client would.
 
@@ -28,9 +28,9 @@ use crate::a2a::jsonrpc;
 use crate::a2a::rest::{self, Route};
 use crate::a2a::sse::Framing;
 use crate::a2a::{validate, A2aError, Message, Part, Role, StreamResponse};
+use crate::a2a::{Call, Operation};
 use crate::ext::channel::{of_message, ChannelMessage};
 use crate::ext::{CHANNEL_MEDIA_TYPE, CHANNEL_SCHEMA};
-use crate::ops::{Call, Operation};
 
 // ---- JSON-RPC ----
 
@@ -329,8 +329,8 @@ fn channel_schema() -> &'static jsonschema::Validator {
 /// message without a channel part has none. Any text is checked as a participant id.
 pub fn channel_part(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
-    if crate::channels::valid_id(&text) {
-        assert!(!text.is_empty() && text.chars().count() <= crate::channels::MAX_ID_LEN);
+    if crate::ext::participant::valid_id(&text) {
+        assert!(!text.is_empty() && text.chars().count() <= crate::ext::participant::MAX_ID_LEN);
         assert!(!text.chars().any(char::is_control));
     }
     let Ok(value) = serde_json::from_slice::<Value>(data) else {
@@ -390,7 +390,7 @@ fn check_channel_message(m: &Message) {
         (got, first) => panic!("of_message says {got:?}; the first channel part is {first:?}"),
     }
     let _ = crate::channels::message_text(m);
-    let _ = crate::channels::asserted(m);
+    let _ = crate::ext::participant::asserted(m);
 }
 
 // ---- SSE framing ----

@@ -75,7 +75,7 @@ where
 /// A participant id from the environment, refused if it could not be one.
 fn checked_id(name: &str) -> Result<Option<String>, Error> {
     var(name)
-        .map(|v| crate::channels::parse_id(&v).map_err(|e| format!("{name}: {e}").into()))
+        .map(|v| crate::ext::participant::parse_id(&v).map_err(|e| format!("{name}: {e}").into()))
         .transpose()
 }
 

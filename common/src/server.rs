@@ -18,12 +18,13 @@ use futures::StreamExt;
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use serde_json::Value;
 
-use crate::a2a::card::{self, PublishedCard};
+use crate::a2a::card::PublishedCard;
 use crate::a2a::headers::{self, EXTENSIONS_HEADER};
 use crate::a2a::sse::Framing;
+use crate::a2a::Operation;
 use crate::a2a::{jsonrpc, rest, A2aError};
 use crate::auth::AuthError;
-use crate::ops::{All, Answer, Harness, Operation, Operations};
+use crate::ops::{All, Answer, Harness, Operations};
 
 const AGENT_CARD_PATH: &str = "/.well-known/agent-card.json";
 const METRICS_PATH: &str = "/metrics";
@@ -171,7 +172,7 @@ async fn agent_card(State(h): State<Arc<Harness>>, headers: HeaderMap) -> Respon
         };
         derived = PublishedCard {
             last_modified: h.card.last_modified.clone(),
-            ..PublishedCard::new(card::build(&config, &h.commands.specs()))
+            ..PublishedCard::new(crate::ops::card::build(&config, &h.commands.specs()))
         };
         &derived
     } else {
@@ -344,7 +345,7 @@ async fn caller(
 ) -> Result<crate::ops::Caller, A2aError> {
     let header = parts
         .headers
-        .get(crate::channels::PARTICIPANT_HEADER)
+        .get(crate::ext::participant::PARTICIPANT_HEADER)
         .and_then(|v| v.to_str().ok())
         .map(str::trim);
     let mut caller = h.caller(op, header, verified).await?;

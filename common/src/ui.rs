@@ -158,7 +158,7 @@ async fn answer(State(h): State<Arc<Harness>>, body: Bytes) -> Response {
         parts: vec![Part::text(text), reply.part()],
         ..Default::default()
     };
-    crate::channels::assert_sender(&mut message, &claim.participant);
+    crate::ext::participant::assert_sender(&mut message, &claim.participant);
     let request = SendMessageRequest {
         tenant,
         message: Some(message),

@@ -29,6 +29,7 @@ use aws_smithy_runtime_api::client::interceptors::context::{
 use aws_smithy_runtime_api::client::interceptors::Intercept;
 use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use aws_smithy_types::config_bag::ConfigBag;
+use common::a2a::Call;
 use common::a2a::{CancelTaskRequest, GetTaskRequest, ListTasksRequest, Message, Part, Role};
 use common::a2a::{SendMessageRequest, TaskState};
 use common::agent::context::SystemPrompt;
@@ -36,7 +37,7 @@ use common::agent::llm::LlmAgent;
 use common::agent::tools::ToolRegistry;
 use common::models::scripted::Scripted;
 use common::models::{ChatRequest, ChatResponse, Model, ModelError};
-use common::ops::{execute, Answer, Call, Caller, Harness};
+use common::ops::{execute, Answer, Caller, Harness};
 use common::store::{DynamoStore, Store};
 use serde_json::Value;
 
@@ -521,7 +522,7 @@ async fn waiting_on_me_reads_only_what_waits() {
                 parts: vec![Part::text("Which colour?")],
                 ..Default::default()
             };
-            common::channels::address_to(&mut question, "carol");
+            common::ext::participant::address_to(&mut question, "carol");
             rec.waits_on = Some("carol".into());
             if let Some(status) = rec.task.status.as_mut() {
                 status.state = TaskState::InputRequired;

@@ -5,9 +5,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::a2a::Call;
 use common::a2a::{ListTasksRequest, Message, Part, Role, SendMessageRequest, TaskState};
 use common::config::Config;
-use common::ops::{execute, Answer, Call, Caller, Harness};
+use common::ops::{execute, Answer, Caller, Harness};
 use common::store::EmbeddedStore;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

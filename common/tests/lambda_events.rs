@@ -20,10 +20,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Bytes;
+use common::a2a::Operation;
 use common::agent;
 use common::auth::local_key::LocalKey;
 use common::config::Config;
-use common::ops::{Harness, Operation};
+use common::ops::Harness;
 use common::server::{router, Endpoint};
 use common::store::EmbeddedStore;
 use futures::{Stream, StreamExt};

@@ -8,10 +8,11 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use aws_lambda_events::event::dynamodb::Event;
+use common::a2a::Operation;
 use common::agent::{self, AgentKind, LlmSettings};
 use common::config::Config;
 use common::lambda::{app, resume_invocation, MetricsSink};
-use common::ops::{Harness, Operation};
+use common::ops::Harness;
 use common::server::Endpoint;
 use common::store::{EmbeddedStore, Store};
 use lambda_http::lambda_runtime::{Context, LambdaEvent};

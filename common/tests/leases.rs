@@ -57,7 +57,7 @@ async fn working_task(store: &dyn Store, message_id: &str, lease: Option<Lease>)
         parts: vec![Part::text("go")],
         ..Default::default()
     };
-    common::channels::assert_sender(&mut message, "alice");
+    common::ext::participant::assert_sender(&mut message, "alice");
     let mut ext = TaskExtension::from_text("go");
     ext.add(Participant::new(
         "alice",
@@ -522,7 +522,7 @@ async fn a_parent_whose_wake_up_write_failed_is_woken_by_the_next_sweep() {
         parts: vec![Part::text("3 by 4 metres")],
         ..Default::default()
     };
-    let call = common::ops::Call::SendMessage(common::a2a::SendMessageRequest {
+    let call = common::a2a::Call::SendMessage(common::a2a::SendMessageRequest {
         message: Some(reply),
         ..Default::default()
     });

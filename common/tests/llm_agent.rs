@@ -4,13 +4,14 @@
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
+use common::a2a::Call;
 use common::a2a::{Message, Part, Role, SendMessageRequest, TaskState};
 use common::agent::context::SystemPrompt;
 use common::agent::llm::LlmAgent;
 use common::agent::tools::ToolRegistry;
 use common::models::scripted::Scripted;
 use common::models::{ChatMessage, ChatRequest, ChatResponse, Model, ModelError};
-use common::ops::{execute, Answer, Call, Caller, Harness};
+use common::ops::{execute, Answer, Caller, Harness};
 use common::store::{EmbeddedStore, Store};
 use serde_json::Value;
 
@@ -314,7 +315,7 @@ async fn a_task_that_chose_its_model_is_answered_by_that_model() {
         parts: vec![Part::text("hi")],
         ..Default::default()
     };
-    common::channels::assert_sender(&mut message, "alice");
+    common::ext::participant::assert_sender(&mut message, "alice");
     let mut ext = common::ext::task::TaskExtension::from_text("hi");
     ext.add(common::ext::task::Participant::new(
         "tiny-harness",
@@ -386,7 +387,7 @@ async fn the_task_section_shows_name_goal_criteria_and_sub_tasks() {
         parts: vec![Part::text("go")],
         ..Default::default()
     };
-    common::channels::assert_sender(&mut message, "alice");
+    common::ext::participant::assert_sender(&mut message, "alice");
     let mut ext = common::ext::task::TaskExtension::from_text("hi");
     ext.add(common::ext::task::Participant::new(
         "tiny-harness",
@@ -462,7 +463,7 @@ async fn drive_new_task_saying(
         ..Default::default()
     };
     if let Some(sender) = sender {
-        common::channels::assert_sender(&mut message, sender);
+        common::ext::participant::assert_sender(&mut message, sender);
     }
     let rec = common::engine::transition::new_task("", &mut message, &ext);
     let created = common::engine::transition::created(&rec);
@@ -761,7 +762,7 @@ async fn stored_task(
         parts: vec![Part::text("mine")],
         ..Default::default()
     };
-    common::channels::assert_sender(&mut message, "alice");
+    common::ext::participant::assert_sender(&mut message, "alice");
     let rec = new_task(tenant, &mut message, ext);
     let rec = (store.create_task(&rec, &[created(&rec)], None).await).expect("create");
     let mut next = rec.clone();

@@ -4,9 +4,10 @@
 //! requests reads no secret. One test in its own binary: it sets the process environment
 //! the way template.yaml does.
 
+use common::a2a::Call;
 use common::a2a::{Message, Part, Role, SendMessageConfiguration, SendMessageRequest, TaskState};
 use common::lambda::{harness_from_env, ModelCalls};
-use common::ops::{execute, Answer, Call, Caller};
+use common::ops::{execute, Answer, Caller};
 use serde_json::{json, Value};
 use wiremock::matchers::{body_partial_json, header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};

@@ -99,7 +99,7 @@ async fn create_runnable_task(store: &Arc<dyn Store>, id: &str) -> TaskRecord {
         parts: vec![Part::text("hi")],
         ..Default::default()
     };
-    common::channels::assert_sender(&mut message, "anonymous");
+    common::ext::participant::assert_sender(&mut message, "anonymous");
     let mut ext = TaskExtension::from_text("hi");
     ext.add(Participant::new(
         "anonymous",

@@ -1,18 +1,9 @@
-//! The agent card: built once from the configuration, served at
-//! `/.well-known/agent-card.json` with its caching headers (ETag, Last-Modified).
+//! The agent card as served: its JSON and the caching headers (ETag, Last-Modified) of
+//! `/.well-known/agent-card.json`. What a deployment's card says is `ops::card`'s.
 
-use serde_json::json;
 use sha2::{Digest, Sha256};
 
-use super::types::{
-    AgentCapabilities, AgentCard, AgentExtension, AgentInterface, AgentSkill,
-    HttpAuthSecurityScheme, OpenIdConnectSecurityScheme, SecurityRequirement, SecurityScheme,
-    StringList,
-};
-use crate::auth::Auth;
-use crate::commands::CommandSpec;
-use crate::config::Config;
-use crate::ext;
+use super::types::AgentCard;
 
 pub const PROTOCOL_VERSION: &str = "1.0";
 
@@ -23,134 +14,6 @@ pub struct PublishedCard {
     pub json: Vec<u8>,
     pub etag: String,
     pub last_modified: String,
-}
-
-/// An interface URL has no trailing slash: clients join it with `/message:send` by
-/// string concatenation, which would otherwise ask for `//message:send`.
-fn interface_url(public_url: &str) -> String {
-    public_url.trim_end_matches('/').to_owned()
-}
-
-/// The card for `config`, listing `commands` (in registration order) in the commands
-/// extension's params.
-pub fn build(config: &Config, commands: &[CommandSpec]) -> AgentCard {
-    let rest_url = interface_url(&config.public_url);
-    let rpc_url = config
-        .jsonrpc_url
-        .as_deref()
-        .map(interface_url)
-        .unwrap_or_else(|| rest_url.clone());
-    let interface = |binding: &str, url: &str| AgentInterface {
-        url: url.to_owned(),
-        protocol_binding: binding.into(),
-        protocol_version: PROTOCOL_VERSION.into(),
-        tenant: String::new(),
-    };
-    let mut extensions = vec![
-        AgentExtension {
-            uri: ext::TASK_EXTENSION.into(),
-            description: "tiny-harness task extension: name, goal, acceptance criteria, \
-                participants, plan and sub-tasks in Task.metadata; event envelopes as data parts"
-                .into(),
-            ..Default::default()
-        },
-        AgentExtension {
-            uri: ext::CHANNEL_EXTENSION.into(),
-            description: "tiny-harness channels: messages, help requests and replies as data parts"
-                .into(),
-            ..Default::default()
-        },
-        AgentExtension {
-            uri: ext::COMMANDS_EXTENSION.into(),
-            description: "tiny-harness commands: /name args messages run on the harness".into(),
-            params: json!({ "commands": commands }).as_object().cloned(),
-            ..Default::default()
-        },
-    ];
-    for e in &mut extensions {
-        e.required = config.required_extensions.contains(&e.uri);
-    }
-    AgentCard {
-        name: "tiny-harness".into(),
-        description: "A serverless A2A agent harness: tasks with participants, help requests \
-            and sub-tasks, and harness commands"
-            .into(),
-        supported_interfaces: vec![
-            interface("JSONRPC", &rpc_url),
-            interface("HTTP+JSON", &rest_url),
-        ],
-        version: env!("CARGO_PKG_VERSION").into(),
-        capabilities: AgentCapabilities {
-            streaming: Some(true),
-            push_notifications: Some(config.push_notifications),
-            extensions,
-            extended_agent_card: None,
-        },
-        default_input_modes: vec![
-            "text/plain".into(),
-            ext::TASK_MEDIA_TYPE.into(),
-            ext::CHANNEL_MEDIA_TYPE.into(),
-            ext::EVENT_MEDIA_TYPE.into(),
-        ],
-        default_output_modes: vec![
-            "text/plain".into(),
-            ext::TASK_MEDIA_TYPE.into(),
-            ext::CHANNEL_MEDIA_TYPE.into(),
-        ],
-        security_schemes: security_schemes(&config.auth),
-        security_requirements: security_requirements(&config.auth),
-        skills: vec![AgentSkill {
-            id: "tasks".into(),
-            name: "Tasks".into(),
-            description:
-                "Works on a task until it is done, asking participants when it needs input".into(),
-            tags: vec!["tasks".into(), "participants".into()],
-            ..Default::default()
-        }],
-        ..Default::default()
-    }
-}
-
-/// The name of the card's one security scheme.
-const SCHEME: &str = "bearer";
-
-/// In `jwt` mode, how to authenticate: a bearer JWT, or the identity provider's OpenID
-/// Connect discovery document when one is configured. Nothing in `none` mode.
-fn security_schemes(auth: &Auth) -> std::collections::BTreeMap<String, SecurityScheme> {
-    let Auth::Jwt(settings) = auth else {
-        return Default::default();
-    };
-    let description = "A JWT from the deployment's identity provider; the participant is \
-        its identity claim"
-        .to_owned();
-    let scheme = match &settings.openid_configuration_url {
-        Some(url) => SecurityScheme {
-            open_id_connect_security_scheme: Some(OpenIdConnectSecurityScheme {
-                description,
-                open_id_connect_url: url.clone(),
-            }),
-            ..Default::default()
-        },
-        None => SecurityScheme {
-            http_auth_security_scheme: Some(HttpAuthSecurityScheme {
-                description,
-                scheme: "Bearer".into(),
-                bearer_format: "JWT".into(),
-            }),
-            ..Default::default()
-        },
-    };
-    [(SCHEME.to_owned(), scheme)].into()
-}
-
-/// Every operation needs the scheme (the card itself excepted).
-fn security_requirements(auth: &Auth) -> Vec<SecurityRequirement> {
-    match auth {
-        Auth::None => Vec::new(),
-        Auth::Jwt(_) => vec![SecurityRequirement {
-            schemes: [(SCHEME.to_owned(), StringList::default())].into(),
-        }],
-    }
 }
 
 impl PublishedCard {
@@ -182,69 +45,5 @@ impl PublishedCard {
             .split(',')
             .map(|t| t.trim().trim_start_matches("W/"))
             .any(|t| t == "*" || t == self.etag)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::auth::{JwtSettings, KeySource};
-
-    fn jwt(discovery: Option<&str>) -> Config {
-        Config {
-            auth: Auth::Jwt(JwtSettings {
-                keys: KeySource::Jwks("https://idp.example/jwks".into()),
-                issuer: "https://idp.example".into(),
-                audience: "harness".into(),
-                identity_claim: "sub".into(),
-                openid_configuration_url: discovery.map(Into::into),
-            }),
-            ..Config::default()
-        }
-    }
-
-    #[test]
-    fn interface_urls_have_no_trailing_slash() {
-        let config = Config {
-            public_url: "https://a2a.example/base/".into(),
-            jsonrpc_url: Some("https://rpc.example/".into()),
-            ..Config::default()
-        };
-        let card = build(&config, &[]);
-        let urls: Vec<&str> = card
-            .supported_interfaces
-            .iter()
-            .map(|i| i.url.as_str())
-            .collect();
-        assert_eq!(urls, ["https://rpc.example", "https://a2a.example/base"]);
-    }
-
-    #[test]
-    fn the_card_asks_for_the_scheme_jwt_mode_verifies_and_none_for_none() {
-        let open = serde_json::to_value(build(&Config::default(), &[])).unwrap();
-        assert!(
-            open.get("securitySchemes").is_none() && open.get("securityRequirements").is_none()
-        );
-
-        let bearer = serde_json::to_value(build(&jwt(None), &[])).unwrap();
-        let scheme = &bearer["securitySchemes"]["bearer"]["httpAuthSecurityScheme"];
-        assert_eq!(
-            (scheme["scheme"].as_str(), scheme["bearerFormat"].as_str()),
-            (Some("Bearer"), Some("JWT"))
-        );
-        assert_eq!(
-            bearer["securityRequirements"],
-            json!([{"schemes": {"bearer": {}}}])
-        );
-
-        let url = "https://idp.example/.well-known/openid-configuration";
-        let oidc = serde_json::to_value(build(&jwt(Some(url)), &[])).unwrap();
-        assert_eq!(
-            oidc["securitySchemes"]["bearer"]["openIdConnectSecurityScheme"]["openIdConnectUrl"],
-            url
-        );
-        assert!(oidc["securitySchemes"]["bearer"]
-            .get("httpAuthSecurityScheme")
-            .is_none());
     }
 }

@@ -6,7 +6,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::error::A2aError;
-use crate::ops::Call;
+use super::Call;
 
 /// A request whose envelope is valid; `id` is echoed in every answer.
 #[derive(Debug, Clone)]

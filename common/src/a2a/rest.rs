@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 use super::error::A2aError;
 use super::jsonrpc::decode;
-use crate::ops::{Call, Operation};
+use super::{Call, Operation};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Route {

@@ -8,7 +8,7 @@ use super::error::A2aError;
 use super::types::{Message, Part, Role, StreamResponse};
 
 /// Longest name a request carries (characters): its tenant, a task, context, push config
-/// or message id, a participant id ([`crate::channels::MAX_ID_LEN`]). Each is part of
+/// or message id, a participant id ([`crate::ext::participant::MAX_ID_LEN`]). Each is part of
 /// stored keys, whose size the stores bound.
 pub const ID_CHARS: usize = 256;
 

@@ -26,11 +26,11 @@ use super::context::untrusted;
 use super::tools::{ToolError, ToolOutcome};
 use crate::a2a::{Message, Role as MessageRole, TaskState};
 use crate::channels::help::{self, HelpDecidedIn, HelpDecider, HelpDecision, HelpNeed, Route};
-use crate::channels::permissions::Action;
 use crate::channels::subtask::{self, CreateError, ParticipantTask};
 use crate::channels::HelpRequest;
 use crate::engine::transition::set_status;
 use crate::engine::{RunError, TaskRun};
+use crate::ext::permissions::Action;
 use crate::ext::task::{Role, TaskExtension};
 use crate::models::{ChatMessage, Model, ToolCall, Usage};
 use crate::store::TaskRecord;
@@ -201,7 +201,7 @@ async fn ask(run: &mut TaskRun, call: &ToolCall, a: AskArgs) -> Result<(), RunEr
             parts: request.status_parts(&rec.task.id, &sender),
             ..Default::default()
         };
-        crate::channels::address_to(&mut question, &request.participant_id);
+        crate::ext::participant::address_to(&mut question, &request.participant_id);
         vec![set_status(
             rec,
             TaskState::InputRequired,
@@ -259,7 +259,7 @@ async fn create_task(run: &mut TaskRun, call: &ToolCall, a: CreateArgs) -> Resul
         // another party: only for a task whose latest word came from its reporter or an
         // admin, so a watcher's message (or a remote's answer it led to) cannot.
         let actor = run.record().agent.actor.clone().unwrap_or_default();
-        if !crate::channels::permissions::permits(&parent_ext, &actor, Action::CreateSubTask) {
+        if !crate::ext::permissions::permits(&parent_ext, &actor, Action::CreateSubTask) {
             let refused = ToolError::new(
                 "remote.forbidden",
                 "only a task whose reporter or an admin spoke last may be delegated to a remote agent; ask them",

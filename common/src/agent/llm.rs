@@ -270,7 +270,7 @@ fn new_inputs(rec: &crate::store::TaskRecord) -> Vec<Input> {
         .enumerate()
         .skip(rec.agent.inputs_upto)
         .filter_map(|(i, m)| {
-            let sender = crate::channels::asserted(m)?;
+            let sender = crate::ext::participant::asserted(m)?;
             // Taken by a build that kept ids rather than a mark.
             if rec.agent.inputs.contains(&m.message_id) {
                 return None;
@@ -727,7 +727,7 @@ mod tests {
             parts: vec![Part::text(text)],
             ..Default::default()
         };
-        crate::channels::assert_sender(&mut m, who);
+        crate::ext::participant::assert_sender(&mut m, who);
         m
     }
 

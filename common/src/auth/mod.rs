@@ -212,7 +212,7 @@ impl Verifier {
         if settings.issuer.is_empty() || settings.audience.is_empty() {
             return Err("jwt mode needs the issuer and the audience tokens must carry".into());
         }
-        crate::channels::parse_id(&settings.identity_claim)
+        crate::ext::participant::parse_id(&settings.identity_claim)
             .map_err(|_| "the identity claim must be a claim name")?;
         Ok(Verifier { settings, keys })
     }
@@ -265,7 +265,7 @@ impl Verifier {
         claims
             .get(&self.settings.identity_claim)
             .and_then(Value::as_str)
-            .filter(|id| crate::channels::valid_id(id))
+            .filter(|id| crate::ext::participant::valid_id(id))
             .map(str::to_owned)
             .ok_or(AuthError::Invalid(
                 "the token's identity claim is not a participant id",

@@ -12,82 +12,14 @@
 
 pub mod help;
 pub mod medium;
-pub mod permissions;
 pub mod personal;
 pub mod subtask;
 
 use crate::a2a::{Message, Part};
 use crate::ext::channel::{ChannelKind, ChannelMessage};
+use crate::ext::participant::{NOT_A_PARTICIPANT, NO_PARTICIPANT};
 use crate::ext::task::TaskExtension;
 use crate::ext::{CHANNEL_MEDIA_TYPE, EVENT_MEDIA_TYPE};
-
-/// The message metadata key naming its sender.
-pub const PARTICIPANT_KEY: &str = "participant_id";
-/// The header naming the participant a request comes from.
-pub const PARTICIPANT_HEADER: &str = "x-participant-id";
-/// Why a message with no sender is refused (the wire text of the -32602 error).
-pub const NO_PARTICIPANT: &str = "no participant asserted";
-/// Why a message from a non-member is refused (audit and the waiting task's status).
-pub const NOT_A_PARTICIPANT: &str = "not a participant";
-/// Longest participant id accepted: the bound on every name a request carries.
-pub const MAX_ID_LEN: usize = crate::a2a::validate::ID_CHARS;
-
-/// The message metadata key naming whom a message from the harness is addressed to: the
-/// participant a help request asks, the assignee a sub-task waits on. The channel part's
-/// schema is closed, so the addressee travels beside it, in the message's metadata.
-pub const ADDRESSEE_KEY: &str = "addressee";
-
-/// Whom a message is addressed to ([`ADDRESSEE_KEY`]), if anyone.
-pub fn addressee(message: &Message) -> Option<&str> {
-    (message.metadata.as_ref()?.get(ADDRESSEE_KEY)?.as_str()).filter(|s| !s.is_empty())
-}
-
-/// Addresses `message` to `participant`.
-pub fn address_to(message: &mut Message, participant: &str) {
-    message
-        .metadata
-        .get_or_insert_with(Default::default)
-        .insert(ADDRESSEE_KEY.into(), participant.into());
-}
-
-/// The participant a message names in its metadata, if any (an empty string is none).
-pub fn asserted(message: &Message) -> Option<&str> {
-    message
-        .metadata
-        .as_ref()?
-        .get(PARTICIPANT_KEY)?
-        .as_str()
-        .filter(|s| !s.is_empty())
-}
-
-/// What [`valid_id`] asks, as a refusal says it.
-pub const ID_RULE: &str = "a participant id is 1 to 256 characters with no control characters";
-
-/// A participant id from outside is at most 256 characters with no control characters
-/// (so it can key an index and sit in a log line).
-pub fn valid_id(id: &str) -> bool {
-    !id.is_empty() && id.chars().count() <= MAX_ID_LEN && !id.chars().any(char::is_control)
-}
-
-/// A participant id from configuration, or why it cannot be one.
-pub fn parse_id(id: &str) -> Result<String, String> {
-    if valid_id(id) {
-        Ok(id.to_owned())
-    } else {
-        Err(format!(
-            "{id:?} is not a participant id (1 to {MAX_ID_LEN} characters, no control characters)"
-        ))
-    }
-}
-
-/// Records `sender` as the message's asserted participant, so the stored message says who
-/// sent it even when only a header (or the default) named them.
-pub fn assert_sender(message: &mut Message, sender: &str) {
-    message
-        .metadata
-        .get_or_insert_with(Default::default)
-        .insert(PARTICIPANT_KEY.into(), sender.into());
-}
 
 /// The text a message carries for the model: its text parts; with none, the text of its
 /// channel part. Envelope parts are not text (their data lands in the task extension);
@@ -153,7 +85,7 @@ impl HelpRequest {
     }
 
     /// Whether a member's message answers it: it is from the participant asked or an
-    /// admin (see [`permissions`]) and, when it names what it replies to, names this
+    /// admin (see [`permissions`](crate::ext::permissions)) and, when it names what it replies to, names this
     /// request. Anyone else's message is a remark, but a `help_reply` meant for this
     /// request from them is refused, naming the rule.
     pub fn answered_by(
@@ -165,10 +97,10 @@ impl HelpRequest {
         let aimed_here = channel
             .and_then(|c| c.in_reply_to.as_deref())
             .is_none_or(|r| r == self.message_id);
-        if permissions::may_answer(ext, sender, &self.participant_id) {
+        if crate::ext::permissions::may_answer(ext, sender, &self.participant_id) {
             Ok(aimed_here)
         } else if aimed_here && channel.is_some_and(|c| c.kind == ChannelKind::HelpReply) {
-            Err(permissions::ANSWER_RULE)
+            Err(crate::ext::permissions::ANSWER_RULE)
         } else {
             Ok(false)
         }
@@ -246,7 +178,7 @@ mod tests {
         assert_eq!(req.answered_by(&e, "alice", Some(&reply)), Ok(true));
         assert_eq!(
             req.answered_by(&e, "bob", Some(&reply)),
-            Err(permissions::ANSWER_RULE)
+            Err(crate::ext::permissions::ANSWER_RULE)
         );
         reply.in_reply_to = Some("t:help:9".into());
         assert_eq!(req.answered_by(&e, "alice", Some(&reply)), Ok(false));
@@ -272,6 +204,5 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(message_text(&mixed), "hello\n{\"k\":1}");
-        assert!(valid_id("u-1") && !valid_id("a\nb") && !valid_id(""));
     }
 }

@@ -165,7 +165,7 @@ fn parse_urls(text: &str) -> Result<HashMap<String, Url>, String> {
     })?;
     let mut urls = HashMap::new();
     for (participant, entry) in entries {
-        super::parse_id(&participant)?;
+        crate::ext::participant::parse_id(&participant)?;
         // Not the URL itself in the error: it is a secret.
         let url = crate::config::http_url(&entry.url)
             .ok_or_else(|| format!("[{participant}] url is not an http(s) URL"))?;

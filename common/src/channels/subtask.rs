@@ -59,7 +59,7 @@ impl ParticipantTask {
             parts: vec![Part::text(self.goal.clone())],
             ..Default::default()
         };
-        super::assert_sender(&mut first, sender);
+        crate::ext::participant::assert_sender(&mut first, sender);
         let mut rec = new_task_with_id(id, tenant, &mut first, ext);
         await_assignee(&mut rec, &self.goal);
         rec

@@ -3,8 +3,8 @@
 use async_trait::async_trait;
 
 use super::{Command, CommandError, CommandRegistry, CommandSpec, Invocation, Reply};
-use crate::channels::permissions::Action;
 use crate::channels::subtask::{self, CreateError, ParticipantTask};
+use crate::ext::permissions::Action;
 use crate::ext::task::{Role, TaskExtension};
 
 impl CommandRegistry {

@@ -17,7 +17,7 @@ use async_trait::async_trait;
 use serde::Serialize;
 
 use crate::a2a::{Message, Part};
-use crate::channels::permissions::{Action, Forbidden};
+use crate::ext::permissions::{Action, Forbidden};
 use crate::store::TaskRecord;
 
 /// What clients see of a command on the card (`CommandSpec` of the seed's schema).
@@ -66,10 +66,10 @@ impl Reply {
 
 impl Invocation<'_> {
     /// Whether the sender may do `action` on the task the command was sent on (see
-    /// `channels::permissions`); without a task there is nothing to refuse.
+    /// `ext::permissions`); without a task there is nothing to refuse.
     pub fn permit(&self, action: Action) -> Result<(), Forbidden> {
         match self.task.as_deref() {
-            Some(task) => crate::channels::permissions::require(
+            Some(task) => crate::ext::permissions::require(
                 &task.ext().unwrap_or_default(),
                 self.sender,
                 action,

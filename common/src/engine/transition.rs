@@ -78,7 +78,7 @@ pub fn await_assignee(rec: &mut TaskRecord, goal: &str) {
     let mut message = agent_message(&rec.task, vec![Part::text(goal)]);
     rec.waits_on = rec.ext().and_then(|e| e.assignee().map(|a| a.id.clone()));
     if let Some(assignee) = &rec.waits_on {
-        crate::channels::address_to(&mut message, assignee);
+        crate::ext::participant::address_to(&mut message, assignee);
     }
     rec.task.status = Some(TaskStatus {
         state: TaskState::InputRequired,
@@ -129,7 +129,10 @@ pub fn set_status(
     // status that keeps it waiting (a command's reply) keeps them.
     if state != TaskState::InputRequired {
         rec.waits_on = None;
-    } else if let Some(to) = message.as_ref().and_then(crate::channels::addressee) {
+    } else if let Some(to) = message
+        .as_ref()
+        .and_then(crate::ext::participant::addressee)
+    {
         rec.waits_on = Some(to.to_owned());
     }
     let status = TaskStatus {

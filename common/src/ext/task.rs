@@ -285,7 +285,7 @@ const ADMIN_FIELDS: &[&str] = &["participants"];
 impl TaskEnvelope {
     /// `ext` as changed by this envelope from participant `editor`: name, description and
     /// acceptance criteria by the reporter or an admin, participants by an admin (see
-    /// `channels::permissions`, and [`TaskExtension::check_roster`] with the harness's id
+    /// `ext::permissions`, and [`TaskExtension::check_roster`] with the harness's id
     /// `harness`), nothing else; the result must still match the schema.
     pub fn applied_to(
         &self,
@@ -293,7 +293,7 @@ impl TaskEnvelope {
         editor: &str,
         harness: &str,
     ) -> Result<TaskExtension, crate::a2a::A2aError> {
-        use crate::channels::permissions::{permits, Action};
+        use super::permissions::{permits, Action};
         let changes = self.payload.as_object().cloned().unwrap_or_default();
         let fixed: Vec<&str> = changes
             .keys()

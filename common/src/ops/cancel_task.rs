@@ -1,13 +1,13 @@
 //! CancelTask: a task that has not ended becomes CANCELED; the answer is the updated task.
-//! Its reporter and admins may cancel it (see `channels::permissions`).
+//! Its reporter and admins may cancel it (see `ext::permissions`).
 //! A run still working on it sees the change at its next commit and stops. The work it
 //! handed on goes with it: its open sub-tasks here are cancelled (and theirs), and its
 //! open remote tasks are cancelled on their agents.
 
 use super::{Caller, Harness};
 use crate::a2a::{A2aError, CancelTaskRequest, Task, TaskState};
-use crate::channels::permissions::Action;
 use crate::engine::transition::{set_status, view};
+use crate::ext::permissions::Action;
 use crate::store::StoreError;
 
 #[tracing::instrument(skip_all, fields(task_id = %req.id))]

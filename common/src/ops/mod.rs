@@ -3,6 +3,7 @@
 //! only decode, call and encode.
 
 pub mod cancel_task;
+pub mod card;
 pub mod get_extended_agent_card;
 pub mod get_task;
 pub mod list_tasks;
@@ -13,7 +14,7 @@ pub mod subscribe_to_task;
 use std::sync::Arc;
 
 use crate::a2a::card::PublishedCard;
-use crate::a2a::{A2aError, Timestamp};
+use crate::a2a::{A2aError, Call, Operation, Timestamp};
 use crate::auth::{AuthError, Verifier};
 use crate::commands::CommandRegistry;
 use crate::config::Config;
@@ -150,7 +151,7 @@ impl Harness {
         );
         let remotes = crate::remote::Remotes::from_config(&config)?;
         let engine = Engine::new(store.clone(), agent, &config, media, remotes.clone());
-        let card = PublishedCard::new(crate::a2a::card::build(&config, &commands.specs()));
+        let card = PublishedCard::new(card::build(&config, &commands.specs()));
         Ok(Arc::new(Harness {
             store,
             engine,
@@ -210,14 +211,10 @@ impl Harness {
         &self,
         rec: &TaskRecord,
         caller: &Caller,
-        action: crate::channels::permissions::Action,
+        action: crate::ext::permissions::Action,
     ) -> Result<(), A2aError> {
         let ext = rec.ext().unwrap_or_default();
-        Ok(crate::channels::permissions::require(
-            &ext,
-            caller.id(),
-            action,
-        )?)
+        Ok(crate::ext::permissions::require(&ext, caller.id(), action)?)
     }
 
     /// The notifier, or PushNotificationNotSupported when push is off.
@@ -251,10 +248,10 @@ impl Harness {
     ) -> Result<Caller, A2aError> {
         let header = header.filter(|h| !h.is_empty());
         // Before the comparison with a verified id, whose refusal repeats the header.
-        if header.is_some_and(|named| !crate::channels::valid_id(named)) {
+        if header.is_some_and(|named| !crate::ext::participant::valid_id(named)) {
             return Err(A2aError::invalid_field(
                 "X-Participant-Id",
-                crate::channels::ID_RULE,
+                crate::ext::participant::ID_RULE,
             ));
         }
         let (participant, verified) = match (verified, header) {
@@ -385,7 +382,7 @@ impl From<StoreError> for A2aError {
             )),
             StoreError::PushConfigTaken { task_id, id } => A2aError::invalid_params(format!(
                 "push notification config {id} of task {task_id} exists: {}",
-                crate::channels::permissions::REPLACE_WEBHOOK_RULE
+                crate::ext::permissions::REPLACE_WEBHOOK_RULE
             )),
             StoreError::TooManyPushConfigs(task_id) => A2aError::invalid_params(format!(
                 "task {task_id} already has {} push notification configs (the limit)",
@@ -412,127 +409,6 @@ const STORE_FAILED: &str = "the task store could not serve this request; try aga
 impl From<crate::push::seal::SealError> for A2aError {
     fn from(e: crate::push::seal::SealError) -> Self {
         A2aError::Internal(e.to_string())
-    }
-}
-
-/// One A2A operation with its decoded request: what both bindings produce.
-#[derive(Debug, Clone)]
-pub enum Call {
-    SendMessage(crate::a2a::SendMessageRequest),
-    SendStreamingMessage(crate::a2a::SendMessageRequest),
-    GetTask(crate::a2a::GetTaskRequest),
-    ListTasks(crate::a2a::ListTasksRequest),
-    CancelTask(crate::a2a::CancelTaskRequest),
-    SubscribeToTask(crate::a2a::SubscribeToTaskRequest),
-    CreatePushConfig(crate::a2a::TaskPushNotificationConfig),
-    GetPushConfig(crate::a2a::GetTaskPushNotificationConfigRequest),
-    ListPushConfigs(crate::a2a::ListTaskPushNotificationConfigsRequest),
-    DeletePushConfig(crate::a2a::DeleteTaskPushNotificationConfigRequest),
-    GetExtendedAgentCard(crate::a2a::GetExtendedAgentCardRequest),
-}
-
-/// The A2A operations, named as the proto's rpcs (which are also the JSON-RPC methods).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Operation {
-    SendMessage,
-    SendStreamingMessage,
-    GetTask,
-    ListTasks,
-    CancelTask,
-    SubscribeToTask,
-    CreateTaskPushNotificationConfig,
-    GetTaskPushNotificationConfig,
-    ListTaskPushNotificationConfigs,
-    DeleteTaskPushNotificationConfig,
-    GetExtendedAgentCard,
-}
-
-impl Operation {
-    pub fn name(self) -> &'static str {
-        match self {
-            Operation::SendMessage => "SendMessage",
-            Operation::SendStreamingMessage => "SendStreamingMessage",
-            Operation::GetTask => "GetTask",
-            Operation::ListTasks => "ListTasks",
-            Operation::CancelTask => "CancelTask",
-            Operation::SubscribeToTask => "SubscribeToTask",
-            Operation::CreateTaskPushNotificationConfig => "CreateTaskPushNotificationConfig",
-            Operation::GetTaskPushNotificationConfig => "GetTaskPushNotificationConfig",
-            Operation::ListTaskPushNotificationConfigs => "ListTaskPushNotificationConfigs",
-            Operation::DeleteTaskPushNotificationConfig => "DeleteTaskPushNotificationConfig",
-            Operation::GetExtendedAgentCard => "GetExtendedAgentCard",
-        }
-    }
-}
-
-impl Call {
-    pub fn operation(&self) -> Operation {
-        match self {
-            Call::SendMessage(_) => Operation::SendMessage,
-            Call::SendStreamingMessage(_) => Operation::SendStreamingMessage,
-            Call::GetTask(_) => Operation::GetTask,
-            Call::ListTasks(_) => Operation::ListTasks,
-            Call::CancelTask(_) => Operation::CancelTask,
-            Call::SubscribeToTask(_) => Operation::SubscribeToTask,
-            Call::CreatePushConfig(_) => Operation::CreateTaskPushNotificationConfig,
-            Call::GetPushConfig(_) => Operation::GetTaskPushNotificationConfig,
-            Call::ListPushConfigs(_) => Operation::ListTaskPushNotificationConfigs,
-            Call::DeletePushConfig(_) => Operation::DeleteTaskPushNotificationConfig,
-            Call::GetExtendedAgentCard(_) => Operation::GetExtendedAgentCard,
-        }
-    }
-
-    /// The tenant and every id the request names, each at most
-    /// [`crate::a2a::validate::ID_CHARS`].
-    fn check_names(&self) -> Result<(), A2aError> {
-        let names: Vec<(&str, &str)> = match self {
-            Call::SendMessage(r) | Call::SendStreamingMessage(r) => {
-                let mut names = vec![("tenant", r.tenant.as_str())];
-                if let Some(m) = &r.message {
-                    names.push(("message.taskId", &m.task_id));
-                    names.push(("message.contextId", &m.context_id));
-                    let references = m.reference_task_ids.iter();
-                    names.extend(references.map(|id| ("message.referenceTaskIds", id.as_str())));
-                }
-                let push = (r.configuration.as_ref())
-                    .and_then(|c| c.task_push_notification_config.as_ref());
-                if let Some(push) = push {
-                    names.push(("configuration.taskPushNotificationConfig.id", &push.id));
-                }
-                names
-            }
-            Call::GetTask(r) => vec![("tenant", &r.tenant), ("id", &r.id)],
-            Call::CancelTask(r) => vec![("tenant", &r.tenant), ("id", &r.id)],
-            Call::SubscribeToTask(r) => vec![("tenant", &r.tenant), ("id", &r.id)],
-            Call::ListTasks(r) => vec![("tenant", &r.tenant), ("contextId", &r.context_id)],
-            Call::CreatePushConfig(r) => {
-                vec![("tenant", &r.tenant), ("taskId", &r.task_id), ("id", &r.id)]
-            }
-            Call::GetPushConfig(r) | Call::DeletePushConfig(r) => {
-                vec![("tenant", &r.tenant), ("taskId", &r.task_id), ("id", &r.id)]
-            }
-            Call::ListPushConfigs(r) => vec![("tenant", &r.tenant), ("taskId", &r.task_id)],
-            Call::GetExtendedAgentCard(r) => vec![("tenant", &r.tenant)],
-        };
-        (names.into_iter()).try_for_each(|(field, id)| crate::a2a::validate::id_length(id, field))
-    }
-
-    /// The task and context the request names, for its log lines (empty: none named).
-    fn names(&self) -> (&str, &str) {
-        match self {
-            Call::SendMessage(r) | Call::SendStreamingMessage(r) => r
-                .message
-                .as_ref()
-                .map(|m| (m.task_id.as_str(), m.context_id.as_str()))
-                .unwrap_or_default(),
-            Call::GetTask(r) => (&r.id, ""),
-            Call::CancelTask(r) => (&r.id, ""),
-            Call::SubscribeToTask(r) => (&r.id, ""),
-            Call::CreatePushConfig(r) => (&r.task_id, ""),
-            Call::GetPushConfig(r) | Call::DeletePushConfig(r) => (&r.task_id, ""),
-            Call::ListPushConfigs(r) => (&r.task_id, ""),
-            Call::ListTasks(_) | Call::GetExtendedAgentCard(_) => ("", ""),
-        }
     }
 }
 

@@ -25,8 +25,8 @@ use crate::a2a::{
     GetTaskPushNotificationConfigRequest, ListTaskPushNotificationConfigsRequest,
     ListTaskPushNotificationConfigsResponse, TaskPushNotificationConfig,
 };
-use crate::channels::permissions::{self, Action};
 use crate::engine::transition::new_id;
+use crate::ext::permissions::{self, Action};
 use crate::push::MAX_CONFIGS_PER_TASK;
 use crate::store::{PushConfigRecord, StoreError, TaskRecord};
 

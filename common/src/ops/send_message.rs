@@ -12,14 +12,14 @@
 //! A messageId is its sender's own: a copy from the same sender is answered with what the
 //! first produced, and the same id from anyone else is a message of its own.
 
-use super::{push_config, Caller, Harness, Operation};
+use super::{push_config, Caller, Harness};
+use crate::a2a::Operation;
 use crate::a2a::{
     validate, A2aError, Message, Part, SendMessageRequest, SendMessageResponse, StreamResponse,
     TaskState, Timestamp,
 };
 use crate::agent::llm::Reply;
-use crate::channels::permissions::{self, Action};
-use crate::channels::{self, NOT_A_PARTICIPANT, NO_PARTICIPANT};
+use crate::channels;
 use crate::commands::{self, Command, Invocation};
 use crate::engine::follow::{follow, EventStream, Follow};
 use crate::engine::transition::{
@@ -27,6 +27,8 @@ use crate::engine::transition::{
 };
 use crate::engine::{RunError, Staged, Start};
 use crate::ext::channel::{self as channel_part, ChannelMessage};
+use crate::ext::participant::{self, NOT_A_PARTICIPANT, NO_PARTICIPANT};
+use crate::ext::permissions::{self, Action};
 use crate::ext::task::{
     envelope_of, Participant, ParticipantKind, Role, TaskEnvelope, TaskExtension,
 };
@@ -195,14 +197,14 @@ async fn sender_of(
     caller: &Caller,
 ) -> Result<String, A2aError> {
     const FIELD: &str = "message.metadata.participant_id";
-    let sender = match (channels::asserted(message), &caller.participant) {
+    let sender = match (participant::asserted(message), &caller.participant) {
         (Some(named), _) => named.to_owned(),
         (None, Some(id)) => id.clone(),
         (None, None) => return Err(A2aError::invalid_params(NO_PARTICIPANT)),
     };
     // Before the comparison with a verified id, whose refusal repeats the sender.
-    if !channels::valid_id(&sender) {
-        return Err(A2aError::invalid_field(FIELD, channels::ID_RULE));
+    if !participant::valid_id(&sender) {
+        return Err(A2aError::invalid_field(FIELD, participant::ID_RULE));
     }
     if let Some(id) = caller
         .participant
@@ -215,7 +217,7 @@ async fn sender_of(
         ));
     }
     let sender = h.speaking_as(op, tenant, sender).await?;
-    channels::assert_sender(message, &sender);
+    participant::assert_sender(message, &sender);
     Ok(sender)
 }
 
@@ -255,7 +257,7 @@ async fn intake(
     validate::message(&mut message, "message")?;
     // Before anything reads it: nothing stored, audited, shown to the model, sent to a
     // webhook or logged holds a credential the client pasted.
-    crate::redact::active().message(&mut message);
+    message.redact(crate::redact::active());
     let sender = sender_of(h, op, &req.tenant, &mut message, caller).await?;
     let channel = channel_of(&message, &sender)?;
     let envelope = envelope_of(&message)?;

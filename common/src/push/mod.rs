@@ -155,7 +155,7 @@ impl Notifier {
         record: &PushConfigRecord,
         who: &str,
     ) -> Result<TaskPushNotificationConfig, SealError> {
-        if crate::channels::permissions::is_webhook_creator(who, &record.creator) {
+        if crate::ext::permissions::is_webhook_creator(who, &record.creator) {
             return self.open(record);
         }
         let mut config = record.config.clone();

@@ -212,7 +212,7 @@ impl Client {
             .header(ACCEPT, "application/json")
             .header(CONTENT_TYPE, "application/json")
             .header("A2A-Version", "1.0")
-            .header(crate::channels::PARTICIPANT_HEADER, &self.sender);
+            .header(crate::ext::participant::PARTICIPANT_HEADER, &self.sender);
         if let Some(token) = &agent.token {
             req = req.header(AUTHORIZATION, format!("Bearer {token}"));
         }

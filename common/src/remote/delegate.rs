@@ -150,7 +150,7 @@ async fn send(
         parts: vec![Part::text(link.text.clone())],
         ..Default::default()
     };
-    crate::channels::assert_sender(&mut message, remotes.client.sender());
+    crate::ext::participant::assert_sender(&mut message, remotes.client.sender());
     let request = SendMessageRequest {
         message: Some(message),
         configuration: Some(SendMessageConfiguration {
@@ -181,10 +181,12 @@ async fn send(
         .await?;
         return Ok(Ok("(none: it answered at once)".into()));
     };
-    if !crate::channels::valid_id(&task.id) || !crate::channels::valid_id(&task.context_id) {
+    if !crate::ext::participant::valid_id(&task.id)
+        || !crate::ext::participant::valid_id(&task.context_id)
+    {
         return Ok(Err(RemoteError::Malformed(format!(
             "its task id or context id is not 1 to {} characters without control characters",
-            crate::channels::MAX_ID_LEN
+            crate::ext::participant::MAX_ID_LEN
         ))));
     }
     let remote_id = task.id.clone();
@@ -289,7 +291,7 @@ pub async fn take(remotes: &Remotes, run: &mut TaskRun) -> Result<Waiting, RunEr
             .map(|m| {
                 m.message_id
                     .chars()
-                    .take(crate::channels::MAX_ID_LEN)
+                    .take(crate::ext::participant::MAX_ID_LEN)
                     .collect()
             })
             .unwrap_or_default();
@@ -428,7 +430,7 @@ pub async fn reply(
         parts: vec![Part::text(text)],
         ..Default::default()
     };
-    crate::channels::assert_sender(&mut message, remotes.client.sender());
+    crate::ext::participant::assert_sender(&mut message, remotes.client.sender());
     let request = SendMessageRequest {
         message: Some(message),
         configuration: Some(SendMessageConfiguration {

@@ -92,7 +92,7 @@ impl Registry {
         }
         let mut agents = BTreeMap::new();
         for (id, entry) in file.agents {
-            crate::channels::parse_id(&id)?;
+            crate::ext::participant::parse_id(&id)?;
             let card_url = crate::config::http_url(&entry.card_url)
                 .ok_or_else(|| format!("[agents.{id}] card_url is not an http(s) URL"))?;
             if entry

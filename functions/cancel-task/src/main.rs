@@ -1,6 +1,6 @@
 //! Lambda function: CancelTask (POST /tasks/{id}:cancel).
 
-use common::ops::Operation;
+use common::a2a::Operation;
 use common::server::Endpoint;
 
 #[tokio::main]

@@ -1,6 +1,6 @@
 //! Lambda function: DeleteTaskPushNotificationConfig (DELETE /tasks/{id}/pushNotificationConfigs/{configId}).
 
-use common::ops::Operation;
+use common::a2a::Operation;
 use common::server::Endpoint;
 
 #[tokio::main]

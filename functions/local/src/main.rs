@@ -157,11 +157,11 @@ struct Args {
     #[arg(long, env = "HARNESS_FSYNC_COMMITS", default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     fsync_commits: bool,
     /// The harness's own participant id: the assignee of the tasks its agent runs.
-    #[arg(long, env = "HARNESS_AGENT_ID", default_value = common::config::DEFAULT_AGENT_ID, value_parser = common::channels::parse_id)]
+    #[arg(long, env = "HARNESS_AGENT_ID", default_value = common::config::DEFAULT_AGENT_ID, value_parser = common::ext::participant::parse_id)]
     agent_id: String,
     /// Who a message or request asserting no participant stands for. Unset (the default),
     /// such messages are refused and such requests see no task.
-    #[arg(long, env = "HARNESS_DEFAULT_PARTICIPANT", value_parser = common::channels::parse_id)]
+    #[arg(long, env = "HARNESS_DEFAULT_PARTICIPANT", value_parser = common::ext::participant::parse_id)]
     default_participant: Option<String>,
 }
 
@@ -171,7 +171,7 @@ enum Cmd {
     /// directory: a harness on that directory with --auth jwt and no --jwks-url accepts it.
     Token {
         /// The participant the token names.
-        #[arg(value_parser = common::channels::parse_id)]
+        #[arg(value_parser = common::ext::participant::parse_id)]
         participant: String,
         /// How long the token is valid, in seconds (at most a day).
         #[arg(long, default_value_t = local_key::DEFAULT_LIFETIME.as_secs())]

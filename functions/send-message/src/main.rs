@@ -1,6 +1,6 @@
 //! Lambda function: SendMessage (POST /message:send).
 
-use common::ops::Operation;
+use common::a2a::Operation;
 use common::server::Endpoint;
 
 #[tokio::main]

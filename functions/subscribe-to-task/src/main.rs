@@ -1,6 +1,6 @@
 //! Lambda function: SubscribeToTask (GET or POST /tasks/{id}:subscribe), response-streamed.
 
-use common::ops::Operation;
+use common::a2a::Operation;
 use common::server::Endpoint;
 
 #[tokio::main]

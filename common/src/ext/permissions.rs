@@ -20,8 +20,8 @@
 //! nothing), a participant with invalid params naming the rule (they can see the task
 //! anyway).
 
+use super::task::{Role, TaskExtension};
 use crate::a2a::A2aError;
-use crate::ext::task::{Role, TaskExtension};
 
 /// What a participant may be refused on a task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
