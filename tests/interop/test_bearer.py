@@ -1,8 +1,8 @@
 """The official a2a-sdk client against harness-local in `jwt` mode, on both bindings.
 
 The server verifies tokens signed by the key in its state directory, minted by
-`harness-local token <participant>` (the README's flow). The client learns from the
-card that a bearer token is required and adds it through the SDK's own
+`harness-local token <participant>` (the flow in common/docs/identity.md). The client
+learns from the card that a bearer token is required and adds it through the SDK's own
 AuthInterceptor, from a credential store keyed by session, as an application would.
 """
 
