@@ -33,6 +33,10 @@ impl std::str::FromStr for RestContentType {
     }
 }
 
+/// Longest a stream lasts; a task still running then is followed by subscribing again.
+/// Also how long a blocking SendMessage waits by default.
+pub const MAX_STREAM: Duration = Duration::from_secs(10 * 60);
+
 /// The harness's own participant id unless configured otherwise.
 pub const DEFAULT_AGENT_ID: &str = "tiny-harness";
 
@@ -63,7 +67,7 @@ pub struct Config {
     /// operation answers PushNotificationNotSupported.
     pub push_notifications: bool,
     /// The key webhook secrets are sealed with at rest; required while push is on.
-    pub push_key: Option<crate::push::seal::PushKey>,
+    pub push_key: Option<crate::sealing::PushKey>,
     /// Whether this process delivers webhooks itself after each commit. Not in Lambda:
     /// the notifier function, fed by the table's stream, does.
     pub push_in_process: bool,
@@ -71,7 +75,7 @@ pub struct Config {
     pub push_allow_private_urls: bool,
     /// Address ranges webhooks may reach although they are private or special-purpose
     /// (one internal receiver, while the SSRF protection blocks the rest).
-    pub webhook_allow: Vec<crate::push::target::Cidr>,
+    pub webhook_allow: Vec<crate::https::target::Cidr>,
     /// The MCP servers whose tools the agent may call ([`crate::mcp`]).
     pub mcp_servers: Option<Source>,
     /// The registry of remote agents tasks may delegate to ([`crate::remote::registry`]).
@@ -96,10 +100,10 @@ pub struct Config {
     /// Lambda environment is), or the owner `owner_locks` names. Unique per process: two
     /// processes never take each other's leases for their own.
     pub lease_owner: Option<String>,
-    /// `harness-local`'s lock files: its owner id, and which other owners on the same
-    /// state have ended, whose leases the sweep takes at once (see
-    /// [`crate::engine::owners`]).
-    pub owner_locks: Option<std::sync::Arc<crate::engine::owners::LockFiles>>,
+    /// Where `harness-local` keeps its lease owners' lock files: the engine claims its own
+    /// owner id there, and learns which other owners on the same state have ended, whose
+    /// leases the sweep takes at once (see `engine::owners`).
+    pub owner_locks: Option<std::path::PathBuf>,
     /// Whether a run may go on after its request is answered (a long-lived server). In
     /// Lambda it may not (the environment freezes): a `returnImmediately` message leaves
     /// the task runnable for the resume function instead.
@@ -116,7 +120,7 @@ impl Default for Config {
             max_body_bytes: 1024 * 1024,
             rate_limit_per_minute: 0,
             metrics_endpoint: true,
-            blocking_wait: crate::engine::follow::MAX_STREAM,
+            blocking_wait: MAX_STREAM,
             card_max_age: Duration::from_secs(300),
             push_notifications: true,
             push_key: None,
@@ -130,7 +134,7 @@ impl Default for Config {
             auth: crate::auth::Auth::None,
             agent_id: DEFAULT_AGENT_ID.into(),
             default_participant: None,
-            lease_ttl: crate::engine::lease::DEFAULT_TTL,
+            lease_ttl: crate::task::lease::DEFAULT_TTL,
             lease_owner: None,
             owner_locks: None,
             detached_runs: true,
@@ -160,8 +164,8 @@ impl std::fmt::Debug for Source {
 
 impl Config {
     /// The addresses outbound calls (webhooks, remote agents, MCP servers) may reach.
-    pub fn targets(&self) -> crate::push::target::Targets {
-        crate::push::target::Targets::new(self.push_allow_private_urls, self.webhook_allow.clone())
+    pub fn targets(&self) -> crate::https::target::Targets {
+        crate::https::target::Targets::new(self.push_allow_private_urls, self.webhook_allow.clone())
     }
 }
 

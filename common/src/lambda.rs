@@ -444,7 +444,7 @@ pub async fn run_resume() -> Result<(), Error> {
     lambda_runtime::run(service_fn(|event: LambdaEvent<Event>| {
         let engine = harness.engine.clone();
         async move {
-            let deadline = crate::engine::lease::instant_at_epoch_ms(event.context.deadline);
+            let deadline = crate::task::lease::instant_at_epoch_ms(event.context.deadline);
             Ok::<_, Error>(
                 resume_invocation(&engine, &event.payload, deadline, &stdout_metrics()).await,
             )
@@ -479,7 +479,7 @@ pub async fn run_notifier() -> Result<(), Error> {
     lambda_runtime::run(service_fn(|event: LambdaEvent<Event>| {
         let notifier = notifier.clone();
         async move {
-            let deadline = crate::engine::lease::instant_at_epoch_ms(event.context.deadline);
+            let deadline = crate::task::lease::instant_at_epoch_ms(event.context.deadline);
             let answer = crate::push::stream::handle(&notifier, &event.payload, deadline).await;
             emit_metrics(&stdout_metrics());
             Ok::<_, Error>(answer)

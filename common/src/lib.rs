@@ -14,26 +14,27 @@
 //! | floor | modules | what it owns |
 //! |---|---|---|
 //! | 1 support | `keyed_lock`, `secret_file`, `metrics`, `redact` | per-key locks, secret files, counters, credential redaction |
-//! | 2 net | `https`, `logs` | the outbound HTTPS client and AWS SDK config, log set-up |
+//! | 2 net | `https`, `logs`, `sealing` | the outbound HTTPS client, the guard on where it may connect, the AWS SDK config; log set-up; the deployment's sealing key |
 //! | 3 protocol | `a2a` | A2A 1.0 wire types, validation, errors, the bindings' decoding, `Call`/`Operation` |
 //! | 4 extensions | `ext` | the task, channel and commands extensions' wire types and rules |
-//! | 5 identity | `auth` | who a request comes from: tokens, keys, JWKS |
-//! | 6 config | `config` | every setting, its default and its source |
-//! | 7 secrets | `secrets` | secrets read from Secrets Manager at a cold start |
-//! | 8 store | `store` | the `Store` port, its records, the embedded and DynamoDB stores |
-//! | 9 engine | `engine` | task state changes, leases, following a log, driving a task |
-//! | 10 push | `push` | webhooks: configs, sealing, the outbound guard, delivery |
-//! | 11 models | `models` | the `Model` port and its providers |
-//! | 12 channels | `channels` | participants, membership, permissions, help requests, sub-tasks |
-//! | 13 remote | `remote` | remote A2A agents: registry, cards, client, links |
-//! | 14 tools | `mcp` | MCP servers as tool sources |
-//! | 15 agent | `agent` | the LLM agent: context, prompt, tools, delegation |
-//! | 16 commands | `commands` | `/name args` harness commands |
-//! | 17 service | `ops` | one module per A2A operation and the harness they run on |
-//! | 18 inbox | `ui` | the web inbox's pages and answer routes |
-//! | 19 http | `server` | the axum router: card, JSON-RPC, HTTP+JSON, limits |
-//! | 20 wake-ups | `resume` | the resume worker's stream handler |
-//! | 21 edges | `lambda`, `fuzz` | the Lambda runtimes, fuzz entry points |
+//! | 5 task | `task` | the task as data: leases and their clock |
+//! | 6 identity | `auth` | who a request comes from: tokens, keys, JWKS |
+//! | 7 config | `config` | every setting, its default and its source |
+//! | 8 secrets | `secrets` | secrets read from Secrets Manager at a cold start |
+//! | 9 store | `store` | the `Store` port, its records, the embedded and DynamoDB stores |
+//! | 10 engine | `engine` | task state changes, leases, following a log, driving a task |
+//! | 11 push | `push` | webhooks: configs, their sealed secrets, delivery |
+//! | 12 models | `models` | the `Model` port and its providers |
+//! | 13 channels | `channels` | participants, membership, permissions, help requests, sub-tasks |
+//! | 14 remote | `remote` | remote A2A agents: registry, cards, client, links |
+//! | 15 tools | `mcp` | MCP servers as tool sources |
+//! | 16 agent | `agent` | the LLM agent: context, prompt, tools, delegation |
+//! | 17 commands | `commands` | `/name args` harness commands |
+//! | 18 service | `ops` | one module per A2A operation and the harness they run on |
+//! | 19 inbox | `ui` | the web inbox's pages and answer routes |
+//! | 20 http | `server` | the axum router: card, JSON-RPC, HTTP+JSON, limits |
+//! | 21 wake-ups | `resume` | the resume worker's stream handler |
+//! | 22 edges | `lambda`, `fuzz` | the Lambda runtimes, fuzz entry points |
 
 pub mod a2a;
 pub mod agent;
@@ -57,8 +58,10 @@ pub mod push;
 pub mod redact;
 pub mod remote;
 pub mod resume;
+pub mod sealing;
 pub mod secret_file;
 pub mod secrets;
 pub mod server;
 pub mod store;
+pub mod task;
 pub mod ui;

@@ -42,7 +42,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::agent::tools::{Tool, ToolError};
-use crate::push::target::Targets;
+use crate::https::target::Targets;
 
 /// Longest tool result the model is given; the rest is cut with a marker.
 pub const MAX_RESULT_CHARS: usize = 16_000;
@@ -254,12 +254,13 @@ pub async fn discover(servers: &[Server], targets: &Targets) -> (Vec<McpTool>, V
 }
 
 async fn list(server: &Server, targets: &Targets) -> Result<Vec<McpTool>, String> {
-    if let Some(ip) = crate::push::target::literal(&server.url).filter(|&ip| !targets.permits(ip)) {
-        return Err(crate::push::resolve::Refused::Blocked(ip)
+    if let Some(ip) = crate::https::target::literal(&server.url).filter(|&ip| !targets.permits(ip))
+    {
+        return Err(crate::https::resolve::Refused::Blocked(ip)
             .to_string()
             .replace("webhook", "server"));
     }
-    let http = crate::push::guarded_client(targets.clone(), server.timeout)?;
+    let http = crate::https::guarded_client(targets.clone(), server.timeout)?;
     let mut config = StreamableHttpClientTransportConfig::with_uri(server.url.as_str())
         .custom_headers(server.headers.clone());
     if let Some(token) = &server.token {

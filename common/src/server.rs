@@ -350,7 +350,7 @@ async fn caller(
         .map(str::trim);
     let mut caller = h.caller(op, header, verified).await?;
     let lambda = parts.extensions.get::<lambda_http::Context>();
-    caller.deadline = lambda.and_then(|c| crate::engine::lease::instant_at_epoch_ms(c.deadline));
+    caller.deadline = lambda.and_then(|c| crate::task::lease::instant_at_epoch_ms(c.deadline));
     caller.request_id = match lambda {
         Some(c) => c.request_id.clone(),
         None => crate::engine::transition::new_id(),

@@ -109,7 +109,7 @@ async fn answer(State(h): State<Arc<Harness>>, body: Bytes) -> Response {
     if body.token.len() > MAX_TOKEN_BYTES {
         return refusal(StatusCode::FORBIDDEN, &LinkError::Invalid.to_string());
     }
-    let now = crate::engine::lease::now_ms() / 1000;
+    let now = crate::task::lease::now_ms() / 1000;
     let claim = match personal.links().verify(&body.token, now) {
         Ok(claim) => claim,
         Err(e) => return refusal(StatusCode::FORBIDDEN, &e.to_string()),

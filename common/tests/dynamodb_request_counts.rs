@@ -746,7 +746,7 @@ async fn recorded_table() -> Option<(Recorder, aws_sdk_dynamodb::Client, String)
 /// The default configuration, with the key push notifications need.
 fn with_push_key() -> common::config::Config {
     common::config::Config {
-        push_key: Some(common::push::seal::PushKey::generate()),
+        push_key: Some(common::sealing::PushKey::generate()),
         ..Default::default()
     }
 }

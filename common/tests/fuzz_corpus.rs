@@ -1,7 +1,7 @@
 //! The fuzz targets' seed corpora (`common/fuzz/corpus/<target>/`: real requests, golden
 //! fixtures, edge cases and the regression inputs fuzzing found) run as a normal test
 //! through the same entry points the `cargo fuzz` targets call (`common::fuzz`). Each
-//! entry point panics on any input that breaks what it checks; see README, "Fuzzing".
+//! entry point panics on any input that breaks what it checks; see tests/README.md, "Fuzzing".
 
 use std::path::{Path, PathBuf};
 

@@ -17,7 +17,7 @@ async fn a_task_the_agent_works_on_is_stored_while_the_send_waits() {
     let dir = tmp.path();
     let store = Arc::new(EmbeddedStore::open(dir).expect("store"));
     let config = Config {
-        push_key: Some(common::push::seal::PushKey::generate()),
+        push_key: Some(common::sealing::PushKey::generate()),
         ..Default::default()
     };
     let h = Harness::new(store, common::agent::conformance(), config).expect("harness");

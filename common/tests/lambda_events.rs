@@ -103,7 +103,7 @@ impl Deployment {
             public_url,
             rate_limit_per_minute: 0,
             default_participant,
-            push_key: Some(common::push::seal::PushKey::generate()),
+            push_key: Some(common::sealing::PushKey::generate()),
             ..config
         };
         let harness =

@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 
 use common::a2a::{Message, Part, Role, TaskState};
 use common::config::Config;
-use common::engine::lease::{now_ms, Lease};
 use common::ext::task::{Participant, ParticipantKind, Role as ParticipantRole, TaskExtension};
 use common::ops::Harness;
 use common::store::{EmbeddedStore, Store, TaskRecord};
+use common::task::lease::{now_ms, Lease};
 
 fn dir() -> tempfile::TempDir {
     tempfile::Builder::new()
@@ -29,7 +29,7 @@ fn harness(
     owner: &str,
     agent: Arc<dyn common::agent::Agent>,
 ) -> Arc<Harness> {
-    harness_with_lease(store, owner, agent, common::engine::lease::DEFAULT_TTL)
+    harness_with_lease(store, owner, agent, common::task::lease::DEFAULT_TTL)
 }
 
 /// [`harness`] whose drives take leases of `ttl`.
@@ -43,7 +43,7 @@ fn harness_with_lease(
         lease_owner: Some(owner.into()),
         lease_ttl: ttl,
         detached_runs: false,
-        push_key: Some(common::push::seal::PushKey::generate()),
+        push_key: Some(common::sealing::PushKey::generate()),
         ..Default::default()
     };
     Harness::new(store, agent, config).expect("harness")

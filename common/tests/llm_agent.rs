@@ -742,7 +742,7 @@ async fn a_cancelled_sub_task_wakes_its_parent() {
 /// The default configuration, with the key push notifications need.
 fn with_push_key() -> common::config::Config {
     common::config::Config {
-        push_key: Some(common::push::seal::PushKey::generate()),
+        push_key: Some(common::sealing::PushKey::generate()),
         ..Default::default()
     }
 }

@@ -35,7 +35,7 @@ async fn a_resent_message_is_answered_with_its_task_and_stores_nothing() {
     let dir = std::env::temp_dir().join(format!("harness-resend-{}", uuid::Uuid::new_v4()));
     let store = Arc::new(EmbeddedStore::open(&dir).expect("store"));
     let config = Config {
-        push_key: Some(common::push::seal::PushKey::generate()),
+        push_key: Some(common::sealing::PushKey::generate()),
         ..Default::default()
     };
     let h = Harness::new(store.clone(), common::agent::conformance(), config).expect("harness");

@@ -84,7 +84,7 @@ fn lambda_config() -> Config {
         rate_limit_per_minute: 0,
         detached_runs: false,
         default_participant: Some("anonymous".into()),
-        push_key: Some(common::push::seal::PushKey::generate()),
+        push_key: Some(common::sealing::PushKey::generate()),
         ..Config::default()
     }
 }

@@ -838,7 +838,7 @@ contract!(
 /// owing its parents one) made before the time asked; a live lease, no lease and no
 /// wake-up, or a finished task owing nothing, are not found.
 async fn only_cut_off_or_unanswered_tasks_are_found_for_the_sweep(store: Arc<dyn Store>) {
-    use common::engine::lease::{now_ms, Lease};
+    use common::task::lease::{now_ms, Lease};
     let now = now_ms();
     let lease = |until_ms| {
         Some(Lease {

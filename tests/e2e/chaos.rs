@@ -219,7 +219,7 @@ async fn chaos(backend: Backend) {
                 tokio::time::sleep(Duration::from_millis(pause)).await;
                 let s = &mut servers[which];
                 if let Some(pid) = s.pid() {
-                    kills.push((pid, common::engine::lease::now_ms()));
+                    kills.push((pid, common::task::lease::now_ms()));
                 }
                 s.restart().await;
                 urls.lock().expect("urls")[which] = s.url.clone();

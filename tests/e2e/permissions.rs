@@ -1,4 +1,4 @@
-//! The permission table (`common::ext::permissions`, README "Who may do what"), one
+//! The permission table (`common::ext::permissions`, common/docs/identity.md, "Who may do what"), one
 //! test per row, each on both bindings: a participant without the right gets invalid
 //! params naming the rule and nothing is stored; a stranger gets the task's not-found.
 //!

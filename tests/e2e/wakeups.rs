@@ -655,13 +655,13 @@ async fn a_drive_killed_mid_step_under_another_owners_lease_is_finished_by_the_s
     assert!(a_lock.exists(), "the lease is a's: {lease:?}");
     b.restart().await;
     assert!(
-        common::engine::lease::now_ms() < lease.until_ms,
+        common::task::lease::now_ms() < lease.until_ms,
         "the other server must be serving before the lease runs out ({SHORT_LEASE} s)"
     );
 
     // While the dead drive's lease holds, nobody drives the task, and the lease stays
     // the dead drive's (read wholly before it ran out: the sweep may take it right after).
-    while common::engine::lease::now_ms() < lease.until_ms {
+    while common::task::lease::now_ms() < lease.until_ms {
         assert_eq!(script.calls_of_turn(1), 1, "{}", script.call_log_text());
         let task = get_task_as(&b, "alice", &id).await;
         assert_eq!(state(&task), "TASK_STATE_WORKING", "{task}");
@@ -671,7 +671,7 @@ async fn a_drive_killed_mid_step_under_another_owners_lease_is_finished_by_the_s
             .await
             .expect("load")
             .expect("the task is stored");
-        if common::engine::lease::now_ms() < lease.until_ms {
+        if common::task::lease::now_ms() < lease.until_ms {
             assert_eq!(
                 rec.lease.as_ref().map(|l| l.owner.as_str()),
                 Some(lease.owner.as_str()),

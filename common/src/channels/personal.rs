@@ -27,8 +27,8 @@ use ring::hmac;
 use serde::Deserialize;
 
 use super::medium::{Addressed, Asks, Medium};
-use crate::push::seal::PushKey;
 use crate::push::Notifier;
+use crate::sealing::PushKey;
 
 /// How long an answer link stays good.
 pub const LINK_LIFETIME: Duration = Duration::from_secs(7 * 24 * 3600);
@@ -130,7 +130,7 @@ impl Medium for PersonalChannels {
         let Some(url) = self.urls.get(&request.to) else {
             return;
         };
-        let now = crate::engine::lease::now_ms() / 1000;
+        let now = crate::task::lease::now_ms() / 1000;
         let link = self.links.link(request, now);
         let asked = match request.asks {
             Asks::Answer => "You are asked on the task",

@@ -6,7 +6,7 @@
 //! is read again and put to the follower's test ([`MaySee`]), so a participant taken off
 //! the task while following gets nothing that happened after.
 //!
-//! What a stream costs is bounded: it lasts at most [`MAX_STREAM`] (then ends; the client
+//! What a stream costs is bounded: it lasts at most [`MAX_STREAM`](crate::config::MAX_STREAM) (then ends; the client
 //! subscribes again), re-reads the log without a signal no more often than every
 //! [`POLL_MIN`], backing off to [`POLL_MAX`] while nothing happens (a reader in another
 //! process than the writer, such as a Lambda function, pays a Query per read), and a task
@@ -30,8 +30,6 @@ use crate::store::{Store, TaskRecord};
 pub const POLL_MIN: Duration = Duration::from_millis(250);
 /// ...and, doubling while the log stays quiet, at least this often.
 pub const POLL_MAX: Duration = Duration::from_secs(2);
-/// Longest a stream lasts; a task still running then is followed by subscribing again.
-pub const MAX_STREAM: Duration = Duration::from_secs(10 * 60);
 /// Most streams of one task at once in one process that no new message started
 /// (SubscribeToTask, and a streaming send of a message already sent)...
 pub const MAX_SUBSCRIBERS: usize = 16;
@@ -164,9 +162,9 @@ pub type EventStream =
     std::pin::Pin<Box<dyn Stream<Item = Result<StreamResponse, A2aError>> + Send>>;
 
 /// Streams the events; ends after an event that leaves the task terminal or interrupted,
-/// or after [`MAX_STREAM`].
+/// or after [`MAX_STREAM`](crate::config::MAX_STREAM).
 pub fn follow(store: Arc<dyn Store>, f: Follow) -> EventStream {
-    follow_for(store, f, MAX_STREAM)
+    follow_for(store, f, crate::config::MAX_STREAM)
 }
 
 /// [`follow`] for at most `longest`.

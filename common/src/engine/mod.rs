@@ -19,7 +19,8 @@
 //! parents, which take the outcome in at their next turn.
 
 pub mod follow;
-pub mod lease;
+// Until the stores read it from `task` (their split is under way).
+pub use crate::task::lease;
 pub mod owners;
 pub mod run;
 pub mod transition;
@@ -126,20 +127,26 @@ impl Engine {
         config: &crate::config::Config,
         media: Media,
         remotes: Option<Arc<crate::remote::Remotes>>,
-    ) -> Arc<Self> {
-        Arc::new(Engine {
+    ) -> Result<Arc<Self>, String> {
+        let owner_locks = match &config.owner_locks {
+            Some(dir) => Some(Arc::new(owners::LockFiles::claim(dir).map_err(|e| {
+                format!("the lease owners' lock files in {}: {e}", dir.display())
+            })?)),
+            None => None,
+        };
+        Ok(Arc::new(Engine {
             media,
             remotes,
             store,
             agent,
             agent_id: config.agent_id.clone(),
-            owner: (config.owner_locks.as_ref().map(|l| l.owner().to_owned()))
+            owner: (owner_locks.as_ref().map(|l| l.owner().to_owned()))
                 .or_else(|| config.lease_owner.clone())
                 .unwrap_or_else(transition::new_id),
-            owner_locks: config.owner_locks.clone(),
+            owner_locks,
             lease_ttl: config.lease_ttl,
             running: KeyedLocks::default(),
-        })
+        }))
     }
 
     pub fn agent(&self) -> &dyn Agent {

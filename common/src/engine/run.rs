@@ -12,10 +12,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::lease::Lease;
 use super::transition;
 use crate::a2a::{Artifact, Message, StreamResponse, TaskState};
 use crate::store::{InboundMessage, Store, StoreError, TaskRecord};
+use crate::task::lease::Lease;
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum RunError {
@@ -147,7 +147,7 @@ impl TaskRun {
             let hand_over = self.handed_over;
             let poll = self.poll_after;
             self.apply(|rec| {
-                rec.lease = poll.map(super::lease::Lease::poll);
+                rec.lease = poll.map(crate::task::lease::Lease::poll);
                 if poll.is_some() {
                     // A poll is not a drive cut off: the sweep's count starts again.
                     rec.handovers = 0;

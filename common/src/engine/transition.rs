@@ -21,7 +21,7 @@ use crate::store::TaskRecord;
 /// restored VM snapshot; the harness never forks, and its functions are not deployed with
 /// SnapStart.)
 pub fn new_id() -> String {
-    let millis = super::lease::now_ms().max(0) as u64;
+    let millis = crate::task::lease::now_ms().max(0) as u64;
     uuid::Builder::from_unix_timestamp_millis(millis, &rand::random())
         .into_uuid()
         .to_string()

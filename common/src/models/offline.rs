@@ -26,7 +26,7 @@ impl Model for Offline {
         Ok(ChatResponse {
             text: Some(format!(
                 "No model is configured, so the built-in offline model answered. You asked: \
-                 {asked:?}. Start the harness with --model (see the README) for real answers."
+                 {asked:?}. Start the harness with --model (see common/docs/models.md) for real answers."
             )),
             ..Default::default()
         })

@@ -150,7 +150,7 @@ impl Harness {
             .collect(),
         );
         let remotes = crate::remote::Remotes::from_config(&config)?;
-        let engine = Engine::new(store.clone(), agent, &config, media, remotes.clone());
+        let engine = Engine::new(store.clone(), agent, &config, media, remotes.clone())?;
         let card = PublishedCard::new(card::build(&config, &commands.specs()));
         Ok(Arc::new(Harness {
             store,
@@ -406,8 +406,8 @@ impl From<StoreError> for A2aError {
 /// What a caller is told of a store that failed their request.
 const STORE_FAILED: &str = "the task store could not serve this request; try again later";
 
-impl From<crate::push::seal::SealError> for A2aError {
-    fn from(e: crate::push::seal::SealError) -> Self {
+impl From<crate::sealing::SealError> for A2aError {
+    fn from(e: crate::sealing::SealError) -> Self {
         A2aError::Internal(e.to_string())
     }
 }

@@ -17,10 +17,9 @@
 //! are checked ([`target`]) and the webhook client connects only to the addresses checked
 //! ([`resolve`]).
 
-pub mod resolve;
 pub mod seal;
 pub mod stream;
-pub mod target;
+pub mod webhook_url;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -30,11 +29,12 @@ use reqwest::header::{AUTHORIZATION, CONTENT_TYPE};
 use reqwest::Url;
 
 use crate::a2a::{A2aError, StreamResponse, TaskPushNotificationConfig};
+use crate::https::guarded_client_with;
+use crate::https::resolve::{Lookup, Refused, SystemLookup};
+use crate::https::target::{self, Targets};
 use crate::keyed_lock::KeyedLocks;
+use crate::sealing::{PushKey, SealError};
 use crate::store::{PushConfigRecord, Store, StoreError};
-use resolve::{Lookup, Refused, Resolver, SystemLookup};
-use seal::{PushKey, SealError};
-use target::Targets;
 
 /// Most configs one task may have.
 pub const MAX_CONFIGS_PER_TASK: usize = 100;
@@ -68,28 +68,6 @@ pub struct Notifier {
     delivering: KeyedLocks,
 }
 
-/// An HTTP client that connects only to addresses `targets` permits (see [`resolve`]): no
-/// proxy (it would resolve names its own way), no redirects, every request bounded by
-/// `timeout`. For webhooks, remote agents and MCP servers alike. An address written in a
-/// URL passes no resolver: check it with [`target::literal`] before sending.
-pub fn guarded_client(targets: Targets, timeout: Duration) -> Result<reqwest::Client, String> {
-    guarded_client_with(targets, timeout, Arc::new(SystemLookup))
-}
-
-fn guarded_client_with(
-    targets: Targets,
-    timeout: Duration,
-    lookup: Arc<dyn Lookup>,
-) -> Result<reqwest::Client, String> {
-    crate::https::client_builder()
-        .timeout(timeout)
-        .redirect(reqwest::redirect::Policy::none())
-        .no_proxy()
-        .dns_resolver(Resolver::new(targets, lookup))
-        .build()
-        .map_err(|e| format!("cannot build an outbound client: {e}"))
-}
-
 impl Notifier {
     pub fn new(store: Arc<dyn Store>, key: PushKey, timeout: Duration, targets: Targets) -> Self {
         Notifier {
@@ -119,7 +97,7 @@ impl Notifier {
 
     /// Refuses a config this server will not call (see [`target`]).
     pub fn check(&self, config: &TaskPushNotificationConfig) -> Result<(), A2aError> {
-        self.targets.check(config)
+        webhook_url::check(&self.targets, config)
     }
 
     /// The record that stores `config`, created by `creator`, with its secrets sealed and

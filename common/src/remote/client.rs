@@ -24,8 +24,8 @@ use super::registry::RemoteAgent;
 use crate::a2a::{
     AgentCard, CancelTaskRequest, GetTaskRequest, SendMessageRequest, SendMessageResponse, Task,
 };
-use crate::push::resolve::Refused;
-use crate::push::target::{self, Targets};
+use crate::https::resolve::Refused;
+use crate::https::target::{self, Targets};
 
 /// Largest answer (card or response) read from a remote agent.
 pub const MAX_ANSWER_BYTES: usize = 1 << 20;
@@ -65,7 +65,7 @@ pub struct Client {
 impl Client {
     pub fn new(targets: Targets, timeout: Duration, sender: &str) -> Result<Self, String> {
         Ok(Client {
-            http: crate::push::guarded_client(targets.clone(), timeout)?,
+            http: crate::https::guarded_client(targets.clone(), timeout)?,
             targets,
             sender: sender.to_owned(),
             cards: Mutex::default(),

@@ -29,7 +29,7 @@ use ring::hmac;
 use serde::{Deserialize, Serialize};
 
 use crate::a2a::TaskState;
-use crate::push::seal::PushKey;
+use crate::sealing::PushKey;
 use client::Client;
 use registry::Registry;
 
@@ -170,7 +170,7 @@ mod tests {
 
     fn remotes() -> Remotes {
         let client = Client::new(
-            crate::push::target::Targets::new(false, Vec::new()),
+            crate::https::target::Targets::new(false, Vec::new()),
             std::time::Duration::from_secs(1),
             "tiny-harness",
         )

@@ -553,7 +553,7 @@ mod tests {
         (rec.version, rec.last_seq, rec.handovers) = (7, 12, 2);
         (rec.push, rec.wake, rec.parents_owed) = (true, true, true);
         rec.waits_on = Some("bob".into());
-        rec.lease = Some(crate::engine::lease::Lease::new(
+        rec.lease = Some(crate::task::lease::Lease::new(
             "owner",
             std::time::Duration::from_secs(30),
         ));

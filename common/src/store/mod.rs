@@ -49,7 +49,7 @@ pub struct TaskRecord {
     /// What the LLM agent has committed for the task: its conversation and model calls.
     pub agent: conversation::AgentState,
     /// Who drives the task now, until when; None while no one does.
-    pub lease: Option<crate::engine::lease::Lease>,
+    pub lease: Option<crate::task::lease::Lease>,
     /// The task has work to do and no one drives it: the write that sets this is the
     /// wake-up (the table's stream in AWS, the store's signal locally).
     pub wake: bool,

@@ -9,7 +9,6 @@ use common::agent::AgentKind;
 use common::auth::local_key::{self, LocalKey};
 use common::auth::AuthMode;
 use common::config::{Config, RestContentType};
-use common::engine::owners::LockFiles;
 use common::models::config::ModelCatalog;
 use common::ops::Harness;
 use common::store::{Durability, EmbeddedStore, Store};
@@ -106,7 +105,7 @@ struct Args {
     /// The key (32 bytes, base64) webhook secrets are sealed with at rest. Default: the
     /// key file in the state directory, created on first start; required with --table.
     #[arg(long, env = "HARNESS_PUSH_KEY", hide_env_values = true)]
-    push_key: Option<common::push::seal::PushKey>,
+    push_key: Option<common::sealing::PushKey>,
     /// Allow push webhooks on loopback and private addresses (on for a local server;
     /// `false` turns on the SSRF protection a public deployment has).
     #[arg(long, env = "HARNESS_PUSH_ALLOW_PRIVATE_URLS", default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
@@ -115,7 +114,7 @@ struct Args {
     /// loopback, private or special-purpose: one internal receiver, while
     /// --push-allow-private-urls false blocks the rest. Repeatable or comma-separated.
     #[arg(long, env = "HARNESS_WEBHOOK_ALLOW", value_delimiter = ',')]
-    webhook_allow: Vec<common::push::target::Cidr>,
+    webhook_allow: Vec<common::https::target::Cidr>,
     /// Participants' own webhooks (a TOML file, one `[participant]` table with `url`):
     /// each request addressed to them (a question, a task assigned) is posted there with a
     /// link to answer it.
@@ -255,7 +254,7 @@ async fn run() -> Result<(), common::lambda::Error> {
             (None, Some(_)) => None,
             (None, None) => {
                 std::fs::create_dir_all(&args.state_dir)?;
-                Some(common::push::seal::PushKey::load_or_create(
+                Some(common::sealing::PushKey::load_or_create(
                     &args.state_dir.join(PUSH_KEY_FILE),
                 )?)
             }
@@ -270,7 +269,7 @@ async fn run() -> Result<(), common::lambda::Error> {
         default_participant: args.default_participant,
         // Unique to this process; its lock file tells the others sharing the state when it
         // has ended, so they take its leases at once.
-        owner_locks: Some(Arc::new(LockFiles::claim(&args.state_dir.join("owners"))?)),
+        owner_locks: Some(args.state_dir.join("owners")),
         lease_ttl: std::time::Duration::from_secs(args.lease_seconds),
         ..Config::default()
     };

@@ -14,9 +14,12 @@
 //! runs on workstations with profiles and SSO, links aws-config's standard chain (with
 //! its STS, SSO and IMDS clients) by calling [`use_standard_chain`].
 
+pub mod resolve;
+pub mod target;
+
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Mutex, Once, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, Once, OnceLock, PoisonError};
 use std::time::Duration;
 
 use aws_config::environment::{
@@ -33,6 +36,8 @@ use aws_smithy_runtime_api::client::orchestrator::{HttpRequest, HttpResponse};
 use aws_smithy_runtime_api::client::result::ConnectorError;
 use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use aws_smithy_types::body::SdkBody;
+use resolve::{Lookup, Resolver, SystemLookup};
+use target::Targets;
 
 /// A reqwest client builder on the harness's TLS stack. Every reqwest client is built
 /// from one of these: reqwest (built without a provider of its own) refuses to build a
@@ -188,4 +193,26 @@ pub fn service_endpoint(service: &str) -> Option<String> {
 
 fn env_nonempty(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// An HTTP client that connects only to addresses `targets` permits (see [`resolve`]): no
+/// proxy (it would resolve names its own way), no redirects, every request bounded by
+/// `timeout`. For webhooks, remote agents and MCP servers alike. An address written in a
+/// URL passes no resolver: check it with [`target::literal`] before sending.
+pub fn guarded_client(targets: Targets, timeout: Duration) -> Result<reqwest::Client, String> {
+    guarded_client_with(targets, timeout, Arc::new(SystemLookup))
+}
+
+pub fn guarded_client_with(
+    targets: Targets,
+    timeout: Duration,
+    lookup: Arc<dyn Lookup>,
+) -> Result<reqwest::Client, String> {
+    crate::https::client_builder()
+        .timeout(timeout)
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .dns_resolver(Resolver::new(targets, lookup))
+        .build()
+        .map_err(|e| format!("cannot build an outbound client: {e}"))
 }
