@@ -22,13 +22,13 @@
 //! | 7 config | `config` | every setting, its default and its source |
 //! | 8 secrets | `secrets` | secrets read from Secrets Manager at a cold start |
 //! | 9 store | `store` | the `Store` port, its records, the embedded and DynamoDB stores |
-//! | 10 engine | `engine` | task state changes, leases, following a log, driving a task |
+//! | 10 engine | `engine` | task state changes, following a log, driving a task through the `Agent` port |
 //! | 11 push | `push` | webhooks: configs, their sealed secrets, delivery |
-//! | 12 models | `models` | the `Model` port and its providers |
+//! | 12 models | `models` | the `Model` port, its providers, and the `Tool` a model calls |
 //! | 13 channels | `channels` | participants, membership, permissions, help requests, sub-tasks |
-//! | 14 remote | `remote` | remote A2A agents: registry, cards, client, links |
+//! | 14 remote | `remote` | remote A2A agents: registry, cards, client, links, callbacks |
 //! | 15 tools | `mcp` | MCP servers as tool sources |
-//! | 16 agent | `agent` | the LLM agent: context, prompt, tools, delegation |
+//! | 16 agent | `agent` | the agents: the LLM agent (context, prompt, tools, delegation), the conformance agent |
 //! | 17 commands | `commands` | `/name args` harness commands |
 //! | 18 service | `ops` | one module per A2A operation and the harness they run on |
 //! | 19 inbox | `ui` | the web inbox's pages and answer routes |

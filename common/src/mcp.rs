@@ -41,8 +41,8 @@ use rmcp::{RoleClient, ServiceExt};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::agent::tools::{Tool, ToolError};
 use crate::https::target::Targets;
+use crate::models::{Tool, ToolError};
 
 /// Longest tool result the model is given; the rest is cut with a marker.
 pub const MAX_RESULT_CHARS: usize = 16_000;

@@ -27,7 +27,7 @@ fn dir() -> tempfile::TempDir {
 fn harness(
     store: Arc<dyn Store>,
     owner: &str,
-    agent: Arc<dyn common::agent::Agent>,
+    agent: Arc<dyn common::engine::Agent>,
 ) -> Arc<Harness> {
     harness_with_lease(store, owner, agent, common::task::lease::DEFAULT_TTL)
 }
@@ -36,7 +36,7 @@ fn harness(
 fn harness_with_lease(
     store: Arc<dyn Store>,
     owner: &str,
-    agent: Arc<dyn common::agent::Agent>,
+    agent: Arc<dyn common::engine::Agent>,
     ttl: Duration,
 ) -> Arc<Harness> {
     let config = Config {
@@ -84,7 +84,7 @@ fn scripted(script: &str) -> Arc<common::models::scripted::Scripted> {
 }
 
 /// The LLM agent on `model`, with the built-in tools.
-fn llm_agent(model: &Arc<common::models::scripted::Scripted>) -> Arc<dyn common::agent::Agent> {
+fn llm_agent(model: &Arc<common::models::scripted::Scripted>) -> Arc<dyn common::engine::Agent> {
     Arc::new(common::agent::llm::LlmAgent::new(
         model.clone(),
         "scripted",
@@ -272,8 +272,8 @@ struct SlowTool {
 }
 
 #[async_trait::async_trait]
-impl common::agent::tools::Tool for SlowTool {
-    async fn run(&self, _: &serde_json::Value) -> Result<String, common::agent::tools::ToolError> {
+impl common::models::Tool for SlowTool {
+    async fn run(&self, _: &serde_json::Value) -> Result<String, common::models::ToolError> {
         self.runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         tokio::time::sleep(self.delay).await;
         Ok("done slowly".into())
@@ -293,7 +293,7 @@ async fn a_tool_slower_than_the_lease_keeps_it_and_runs_once() {
     ]}"#;
     let model = scripted(script);
     let runs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let agent = || -> Arc<dyn common::agent::Agent> {
+    let agent = || -> Arc<dyn common::engine::Agent> {
         let mut tools = common::agent::tools::ToolRegistry::builtin();
         let schema = r#"{"name": "slow_tool", "description": "Takes its time",
             "parameters": {"type": "object", "properties": {}, "additionalProperties": false}}"#;

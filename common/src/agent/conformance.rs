@@ -6,9 +6,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::json;
 
-use super::Agent;
 use crate::a2a::{Artifact, Message, Part, Role, TaskState};
 use crate::engine::transition::new_id;
+use crate::engine::Agent;
 use crate::engine::{RunError, TaskRun};
 
 /// How long `test-resubscribe-message-id` stays WORKING (two TCK streaming timeouts).

@@ -23,7 +23,7 @@
 use serde::Deserialize;
 
 use super::context::untrusted;
-use super::tools::{ToolError, ToolOutcome};
+use super::tools::ToolOutcome;
 use crate::a2a::{Message, Role as MessageRole, TaskState};
 use crate::channels::help::{self, HelpDecidedIn, HelpDecider, HelpDecision, HelpNeed, Route};
 use crate::channels::subtask::{self, CreateError, ParticipantTask};
@@ -32,6 +32,7 @@ use crate::engine::transition::set_status;
 use crate::engine::{RunError, TaskRun};
 use crate::ext::permissions::Action;
 use crate::ext::task::{Role, TaskExtension};
+use crate::models::ToolError;
 use crate::models::{ChatMessage, Model, ToolCall, Usage};
 use crate::store::TaskRecord;
 
@@ -87,9 +88,8 @@ pub async fn call(ctx: &Context<'_>, run: &mut TaskRun, call: &ToolCall) -> Resu
         },
         "reply_to_agent" => match (parse::<ReplyArgs>(call), run.remotes.clone()) {
             (Ok(a), Some(remotes)) => {
-                let said =
-                    crate::remote::delegate::reply(&remotes, run, &a.participant_id, &a.text)
-                        .await?;
+                let said = crate::agent::delegate::reply(&remotes, run, &a.participant_id, &a.text)
+                    .await?;
                 return commit_result(run, call, said).await;
             }
             (Err(e), _) => e,
@@ -270,7 +270,7 @@ async fn create_task(run: &mut TaskRun, call: &ToolCall, a: CreateArgs) -> Resul
         for c in &a.acceptance_criteria {
             text.push_str(&format!("\n- {c}"));
         }
-        let said = crate::remote::delegate::start(&remotes, run, &agent, text, &call.id).await?;
+        let said = crate::agent::delegate::start(&remotes, run, &agent, text, &call.id).await?;
         return commit_result(run, call, said).await;
     }
     if parent_ext.participant(&a.participant_id).is_none() {

@@ -10,11 +10,11 @@ use super::compaction;
 use super::context::{untrusted, SystemPrompt};
 use super::intrinsics;
 use super::tools::{Checked, ToolOutcome, ToolRegistry};
-use super::Agent;
 use crate::a2a::{Artifact, Message, Part, Role, TaskState};
 use crate::channels::help::{HelpDecider, ModelDecider};
 use crate::channels::subtask::{self, Link};
 use crate::engine::transition::{add_artifact, agent_message, new_id, set_status};
+use crate::engine::Agent;
 use crate::engine::{RunError, TaskRun};
 use crate::ext::task::ParticipantKind;
 use std::collections::HashMap;
@@ -541,7 +541,7 @@ impl LlmAgent {
                 Ok(Checked::Tool(tool)) if !tool.idempotent() => {
                     if run.record().agent.started.contains(&call.id) {
                         // It was running when the harness stopped: it is not made twice.
-                        ToolOutcome::error(super::tools::ToolError::new(
+                        ToolOutcome::error(crate::models::ToolError::new(
                             "tool.outcome_unknown",
                             format!(
                                 "this call of {} was started before the harness stopped, and whether it took effect is unknown: check before calling it again, or ask a participant",
@@ -597,8 +597,8 @@ impl LlmAgent {
 
 #[async_trait]
 impl Agent for LlmAgent {
-    fn models(&self) -> Option<super::ModelChoices> {
-        Some(super::ModelChoices {
+    fn models(&self) -> Option<crate::engine::ModelChoices> {
+        Some(crate::engine::ModelChoices {
             default: if self.model_name.is_empty() {
                 self.model_id.clone()
             } else {
@@ -611,7 +611,7 @@ impl Agent for LlmAgent {
     async fn run(&self, run: &mut TaskRun, _input: &Message) -> Result<(), RunError> {
         if run.record().agent.nonce.is_empty() {
             // A task from before nonces: its blocks from now on get one.
-            let nonce = super::context::new_nonce();
+            let nonce = crate::engine::transition::new_nonce();
             run.update_agent(|a| a.nonce = nonce.clone()).await?;
         }
         let mut steps = 0;
@@ -626,7 +626,7 @@ impl Agent for LlmAgent {
             }
             Self::take_inputs(run).await?;
             let remote = match run.remotes.clone() {
-                Some(remotes) => crate::remote::delegate::take(&remotes, run).await?,
+                Some(remotes) => crate::agent::delegate::take(&remotes, run).await?,
                 None => Default::default(),
             };
             run.poll_after = remote.poll_in;

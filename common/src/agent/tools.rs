@@ -13,7 +13,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::a2a::Timestamp;
-use crate::models::{ToolCall, ToolSpec};
+use crate::models::{Tool, ToolCall, ToolError, ToolSpec};
 
 /// The schema file of the `current_time` tool.
 pub const CURRENT_TIME_SCHEMA: &str = include_str!("../../../schemas/tools/current_time.json");
@@ -30,36 +30,6 @@ pub const INTRINSIC_SCHEMAS: &[&str] = &[
 /// The schema file of `reply_to_agent`, an intrinsic offered where remote agents are
 /// configured.
 pub const REPLY_TO_AGENT_SCHEMA: &str = include_str!("../../../schemas/tools/reply_to_agent.json");
-
-/// Why a tool failed; reaches the model as `[code] message`.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("[{code}] {message}")]
-pub struct ToolError {
-    pub code: String,
-    pub message: String,
-}
-
-impl ToolError {
-    pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
-        ToolError {
-            code: code.into(),
-            message: message.into(),
-        }
-    }
-}
-
-/// A tool's behaviour. Its name, description and argument schema live in its schema
-/// file; `run` only sees arguments that passed that schema.
-#[async_trait]
-pub trait Tool: Send + Sync + 'static {
-    async fn run(&self, arguments: &Value) -> Result<String, ToolError>;
-
-    /// Whether a call may be made again when a crash leaves its outcome unknown: true for
-    /// a tool without side effects, or whose side effects do not add up.
-    fn idempotent(&self) -> bool {
-        true
-    }
-}
 
 /// What a call of a tool gave back to the model: its output, or an error result.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -18,6 +18,7 @@
 //! participant's message, which completes it at intake; driving it then only wakes its
 //! parents, which take the outcome in at their next turn.
 
+pub mod agent;
 pub mod follow;
 // Until the stores read it from `task` (their split is under way).
 pub use crate::task::lease;
@@ -25,12 +26,13 @@ pub mod owners;
 pub mod run;
 pub mod transition;
 
+pub use agent::{Agent, ModelChoices};
+
 use std::sync::Arc;
 
 use tokio::task::JoinHandle;
 
 use crate::a2a::TaskState;
-use crate::agent::Agent;
 use crate::channels::medium::Media;
 use crate::keyed_lock::KeyedLocks;
 use crate::store::{Store, StoreError, TaskRecord};

@@ -27,6 +27,12 @@ pub fn new_id() -> String {
         .to_string()
 }
 
+/// A new delimiter nonce for the task's untrusted blocks (see `agent::context`): 64
+/// random bits in hex, from the thread's CSPRNG.
+pub fn new_nonce() -> String {
+    format!("{:016x}", rand::random::<u64>())
+}
+
 /// A new task in SUBMITTED for `message`, which gets the task's ids, with the task
 /// extension's data `ext`. Its creation event is the Task itself ([`created`]).
 pub fn new_task(tenant: &str, message: &mut Message, ext: &TaskExtension) -> TaskRecord {
@@ -62,7 +68,7 @@ pub fn new_task_with_id(
         ..Default::default()
     };
     // Made with the task, so framing it never costs a write of its own.
-    rec.agent.nonce = crate::agent::context::new_nonce();
+    rec.agent.nonce = new_nonce();
     ext.store(&mut rec.task);
     rec
 }

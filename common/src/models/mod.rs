@@ -12,6 +12,7 @@ pub mod offline;
 pub mod openai;
 pub mod retry;
 pub mod scripted;
+mod tool;
 
 use std::time::Duration;
 
@@ -20,6 +21,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use crate::store::conversation::{ChatMessage, ToolCall, Usage};
+pub use tool::{Tool, ToolError};
 
 /// A tool the model may call: its name, what it does, and a JSON Schema of its arguments.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

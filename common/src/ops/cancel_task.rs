@@ -47,7 +47,7 @@ async fn cancel_handed_on(h: &Harness, rec: &crate::store::TaskRecord) {
     let mut todo = vec![(rec.clone(), 0)];
     while let Some((parent, depth)) = todo.pop() {
         if let Some(remotes) = &h.remotes {
-            crate::remote::delegate::cancel_open(remotes, &parent).await;
+            crate::agent::delegate::cancel_open(remotes, &parent).await;
         }
         if depth >= MAX_DEPTH {
             continue;

@@ -51,7 +51,7 @@ impl Harness {
     /// A harness with the built-in commands.
     pub fn new(
         store: Arc<dyn Store>,
-        agent: Arc<dyn crate::agent::Agent>,
+        agent: Arc<dyn crate::engine::Agent>,
         config: Config,
     ) -> Result<Arc<Self>, String> {
         Self::with_commands(store, agent, config, CommandRegistry::builtin())
@@ -61,7 +61,7 @@ impl Harness {
     /// work started: in-process webhook deliveries and wake-ups, when configured.
     pub fn with_commands(
         store: Arc<dyn Store>,
-        agent: Arc<dyn crate::agent::Agent>,
+        agent: Arc<dyn crate::engine::Agent>,
         config: Config,
         commands: CommandRegistry,
     ) -> Result<Arc<Self>, String> {
@@ -89,7 +89,7 @@ impl Harness {
 
     fn assemble(
         store: Arc<dyn Store>,
-        agent: Arc<dyn crate::agent::Agent>,
+        agent: Arc<dyn crate::engine::Agent>,
         config: Config,
         commands: CommandRegistry,
     ) -> Result<Arc<Self>, String> {

@@ -12,13 +12,12 @@
 //! time, so no second task is created. The parent then waits with no lease and nothing
 //! polling; the callback wakes it when the remote task ends or asks for input. A remote
 //! without push notifications is polled instead: the parent waits under a poll timer in
-//! place of a lease, which the sweep rings ([`delegate::FIRST_POLL`], doubling up to
-//! [`delegate::MAX_POLL_INTERVAL`], at most [`delegate::MAX_POLLS`] times).
+//! place of a lease, which the sweep rings ([`FIRST_POLL`](crate::agent::delegate::FIRST_POLL), doubling up to
+//! [`MAX_POLL_INTERVAL`](crate::agent::delegate::MAX_POLL_INTERVAL), at most [`MAX_POLLS`](crate::agent::delegate::MAX_POLLS) times).
 
 pub mod callback;
 pub mod card;
 pub mod client;
-pub mod delegate;
 pub mod registry;
 
 use std::sync::Arc;

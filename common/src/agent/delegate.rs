@@ -6,19 +6,19 @@
 //! agent: its status message and its artifacts' text (data parts as JSON, files as a
 //! reference), at most [`MAX_NOTE_CHARS`] characters.
 
-use super::card::Chosen;
-use super::client::RemoteError;
-use super::registry::RemoteAgent;
-use super::{Link, Remotes};
+use super::context::untrusted;
 use crate::a2a::{
     Message, Part, Role as MessageRole, SendMessageConfiguration, SendMessageRequest, Task,
     TaskPushNotificationConfig, TaskState,
 };
-use crate::agent::context::untrusted;
-use crate::agent::tools::ToolError;
 use crate::engine::{RunError, TaskRun};
 use crate::ext::task::{Participant, ParticipantKind, Role, TaskRef};
 use crate::models::ChatMessage;
+use crate::models::ToolError;
+use crate::remote::card::Chosen;
+use crate::remote::client::RemoteError;
+use crate::remote::registry::RemoteAgent;
+use crate::remote::{Link, Remotes};
 use crate::store::TaskRecord;
 
 /// Longest note of a remote task's news the model is given.
