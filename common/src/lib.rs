@@ -26,13 +26,13 @@
 //! | 11 push | `push` | webhooks: configs, their sealed secrets, delivery |
 //! | 12 models | `models` | the `Model` port, its providers, and the `Tool` a model calls |
 //! | 13 channels | `channels` | participants, membership, permissions, help requests, sub-tasks |
-//! | 14 remote | `remote` | remote A2A agents: registry, cards, client, links, callbacks |
+//! | 14 remote | `remote` | remote A2A agents: registry, cards, client, links |
 //! | 15 tools | `mcp` | MCP servers as tool sources |
 //! | 16 agent | `agent` | the agents: the LLM agent (context, prompt, tools, delegation), the conformance agent |
 //! | 17 commands | `commands` | `/name args` harness commands |
 //! | 18 service | `ops` | one module per A2A operation and the harness they run on |
 //! | 19 inbox | `ui` | the web inbox's pages and answer routes |
-//! | 20 http | `server` | the axum router: card, JSON-RPC, HTTP+JSON, limits |
+//! | 20 http | `server` | the axum router: card, JSON-RPC, HTTP+JSON, limits, remote agents' callbacks |
 //! | 21 wake-ups | `resume` | the resume worker's stream handler |
 //! | 22 edges | `lambda`, `fuzz` | the Lambda runtimes, fuzz entry points |
 

@@ -80,8 +80,7 @@ impl Command for Builtin {
 }
 
 fn help(call: &Invocation<'_>) -> String {
-    call.harness
-        .commands
+    call.commands
         .specs()
         .iter()
         .map(|s| {
@@ -100,7 +99,7 @@ fn model(call: &mut Invocation<'_>, arguments: &str) -> Result<String, CommandEr
     if !arguments.is_empty() {
         call.permit(Action::ChooseModel)?;
     }
-    let Some(choices) = call.harness.engine.agent().models() else {
+    let Some(choices) = call.engine.agent().models() else {
         return Ok("this agent uses no model".into());
     };
     let Some(task) = call.task.as_deref_mut() else {
@@ -168,7 +167,7 @@ async fn task(call: &mut Invocation<'_>, arguments: &str) -> Result<Reply, Comma
             }
             let child = subtask::sub_task(parent, &request, call.sender);
             let id = child.task.id.clone();
-            match subtask::create(call.harness.store.as_ref(), &child, &parent.task.id).await {
+            match subtask::create(call.store, &child, &parent.task.id).await {
                 Ok(()) => {}
                 Err(CreateError::Taken(id)) => {
                     return Ok(Reply::text(format!("task id {id} is taken")))
@@ -176,17 +175,16 @@ async fn task(call: &mut Invocation<'_>, arguments: &str) -> Result<Reply, Comma
                 Err(CreateError::Store(e)) => return Err(e.into()),
             }
             subtask::link(parent, &id, None);
-            call.harness.engine.media().announce(&child).await;
+            call.engine.media().announce(&child).await;
             id
         }
         None => {
             let task = subtask::standalone(call.tenant, call.context_id, &request, call.sender);
             let id = task.task.id.clone();
-            call.harness
-                .store
+            call.store
                 .create_task(&task, &[crate::engine::transition::created(&task)], None)
                 .await?;
-            call.harness.engine.media().announce(&task).await;
+            call.engine.media().announce(&task).await;
             id
         }
     };

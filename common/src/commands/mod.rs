@@ -38,10 +38,13 @@ impl CommandSpec {
     }
 }
 
-/// What a command may use: the harness, who sent it, and the task it was sent on (None
-/// without a task id). Changes it makes to `task` are committed with its reply.
+/// What a command may use: the store, the engine (its agent and pushed media), the
+/// registry it was found in, who sent it, and the task it was sent on (None without a
+/// task id). Changes it makes to `task` are committed with its reply.
 pub struct Invocation<'a> {
-    pub harness: &'a crate::ops::Harness,
+    pub store: &'a dyn crate::store::Store,
+    pub engine: &'a crate::engine::Engine,
+    pub commands: &'a CommandRegistry,
     pub sender: &'a str,
     pub tenant: &'a str,
     pub context_id: &'a str,

@@ -846,7 +846,9 @@ async fn run_command(
     (name, command, arguments): &Invoked,
 ) -> Result<CommandAnswer, IntakeError> {
     let mut call = Invocation {
-        harness: h,
+        store: h.store.as_ref(),
+        engine: &h.engine,
+        commands: &h.commands,
         sender,
         tenant,
         context_id: &message.context_id,

@@ -1,7 +1,7 @@
 //! Remote A2A agents as participants: the registry of agents the model may delegate to
 //! ([`registry`]), their cards ([`card`]), the client that calls them ([`client`]), the
 //! links a task keeps to the tasks it delegated ([`Link`], driven by [`delegate`]) and the
-//! callback their webhooks wake it through ([`callback`]).
+//! callback their webhooks wake it through (`server::remote_callback`).
 //!
 //! A delegation is a link committed before anything is sent (agent, deterministic message
 //! id), then SendMessage to the remote with the harness as sender, `returnImmediately`, and
@@ -15,7 +15,6 @@
 //! place of a lease, which the sweep rings ([`FIRST_POLL`](crate::agent::delegate::FIRST_POLL), doubling up to
 //! [`MAX_POLL_INTERVAL`](crate::agent::delegate::MAX_POLL_INTERVAL), at most [`MAX_POLLS`](crate::agent::delegate::MAX_POLLS) times).
 
-pub mod callback;
 pub mod card;
 pub mod client;
 pub mod registry;

@@ -97,7 +97,7 @@ async fn wakes(h: &Harness, task_id: &str, n: usize) -> Result<(), String> {
 /// The callback's route.
 pub fn routes() -> axum::Router<Arc<Harness>> {
     axum::Router::new().route(
-        &format!("{}/{{task}}/{{n}}", super::CALLBACK_PATH),
+        &format!("{}/{{task}}/{{n}}", crate::remote::CALLBACK_PATH),
         axum::routing::post(handle).layer(axum::extract::DefaultBodyLimit::max(MAX_BODY)),
     )
 }

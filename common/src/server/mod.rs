@@ -2,6 +2,8 @@
 //! HTTP+JSON routes, with the request limits (body size, per-peer rate). The same Router
 //! is what a Lambda function hands to `lambda_http`.
 
+mod remote_callback;
+
 use std::net::{IpAddr, SocketAddr};
 use std::num::NonZeroU32;
 use std::sync::Arc;
@@ -40,7 +42,7 @@ pub enum Endpoint {
     JsonRpc,
     /// One HTTP+JSON operation.
     Rest(Operation),
-    /// The callback remote agents' webhooks call ([`crate::remote::callback`]).
+    /// The callback remote agents' webhooks call ([`remote_callback`]).
     RemoteCallback,
 }
 
@@ -96,7 +98,7 @@ pub fn router_for<E: Operations>(h: Arc<Harness>, endpoint: Endpoint) -> Router 
     }
     if E::WRITES && matches!(endpoint, Endpoint::All | Endpoint::RemoteCallback) {
         // Authenticated by the link's token, not a participant's.
-        router = router.merge(crate::remote::callback::routes());
+        router = router.merge(remote_callback::routes());
     }
     router
         .fallback(
