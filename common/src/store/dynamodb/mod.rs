@@ -55,6 +55,7 @@ mod messages;
 mod push;
 mod reads;
 mod schema;
+pub(crate) mod stream;
 
 use std::time::Duration;
 
