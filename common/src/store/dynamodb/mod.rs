@@ -19,8 +19,9 @@
 //!   `TASK#<id>`, `COUNT#PUSH` (`configs`), changed in the same transaction as a config
 //!   is created or deleted, so the limit holds under concurrent creates;
 //! - message: `IN#<tenant>#<sender>#<messageId>`, `MSG`, naming its task (each part
-//!   escaped by [`key_part`](super::keys::key_part), so no two triples share a key; the prefix is new with the
-//!   sender, so no key of the old `MSG#<tenant>#<messageId>` items can pass for one);
+//!   escaped by [`key_part`](super::keys::key_part), so no two triples share a key; the
+//!   prefix is new with the sender, so no key of the old `MSG#<tenant>#<messageId>` items
+//!   can pass for one);
 //! - audit: `AUDIT#<task id>`, `<ms>#<uuid>`, expiring through the `expires_at` TTL; a
 //!   refusal's row is written only after its participant's hourly count
 //!   `QUOTA#<participant>`, `<hour>` took it (an update of its own, so writers do not
