@@ -32,7 +32,17 @@ pub(super) fn event_sk(seq: u64) -> String {
 }
 
 pub(super) fn part_sk(kind: PartKind, index: u64) -> String {
-    format!("{}{index:010}", kind.prefix())
+    format!("{}{index:010}", part_prefix(kind))
+}
+
+/// The sort-key prefix of the kind's parts.
+pub(super) fn part_prefix(kind: PartKind) -> &'static str {
+    match kind {
+        PartKind::Artifact => "ART#",
+        PartKind::History => "HIST#",
+        PartKind::Status => "STATUS#",
+        PartKind::Turn => "TURN#",
+    }
 }
 
 /// The items of one part of `rec`, as the commit of `rec` writes them.

@@ -8,7 +8,9 @@ use aws_sdk_dynamodb::types::KeysAndAttributes;
 
 use super::chunks::{joined, MAX_CHUNKS};
 use super::errors::{corrupt, unavailable};
-use super::items::{decode_head, event_sk, get_s, part_items, part_sk, s, task_pk, Item};
+use super::items::{
+    decode_head, event_sk, get_s, part_items, part_prefix, part_sk, s, task_pk, Item,
+};
 use super::schema::{EVENTS_CHUNKED, LEASED, LISTED, SWEEP_INDEX, WOKEN};
 use super::DynamoStore;
 use crate::store::layout::{self, Counts, Listing, PartKind, Want};
@@ -53,7 +55,7 @@ impl DynamoStore {
             .into_iter()
             .map(|(item, payload)| {
                 let sk = get_s(item, "sk")?;
-                let index = sk[kind.prefix().len()..].parse().map_err(corrupt)?;
+                let index = sk[part_prefix(kind).len()..].parse().map_err(corrupt)?;
                 Ok((kind, index, payload))
             })
             .collect()
