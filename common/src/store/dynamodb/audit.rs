@@ -11,7 +11,7 @@ use crate::a2a::Timestamp;
 use crate::store::{AuditRecord, StoreError, AUDIT_ROWS_PER_PARTICIPANT_HOUR};
 
 impl DynamoStore {
-    /// [`Store::audit`].
+    /// [`Store::audit`](crate::store::Store::audit).
     pub(super) async fn append_audit(&self, record: &AuditRecord) -> Result<bool, StoreError> {
         let at = record.at_millis();
         if record.counted() {
@@ -61,7 +61,7 @@ impl DynamoStore {
         Ok(true)
     }
 
-    /// [`Store::audit_trail`].
+    /// [`Store::audit_trail`](crate::store::Store::audit_trail).
     pub(super) async fn audit_rows(&self, task_id: &str) -> Result<Vec<AuditRecord>, StoreError> {
         let now = Timestamp::now().millis() / 1000;
         let mut records = Vec::new();

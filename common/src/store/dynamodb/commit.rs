@@ -276,7 +276,8 @@ impl DynamoStore {
         )
     }
 
-    /// [`Store::create_task`]: the task's first commit, on the condition that it is new.
+    /// [`Store::create_task`]: the task's first commit, on the condition that it is
+    /// new.
     pub(super) async fn create(
         &self,
         record: &TaskRecord,
@@ -297,8 +298,8 @@ impl DynamoStore {
         Ok(rec)
     }
 
-    /// [`Store::commit`]: on the condition that the head is still at the version and last
-    /// seq it was read at.
+    /// [`Store::commit`]: on the condition that the head is still at the version and
+    /// last seq it was read at.
     pub(super) async fn commit_at(
         &self,
         record: &TaskRecord,

@@ -44,7 +44,8 @@ impl DynamoStore {
         ]))
     }
 
-    /// [`Store::put_message`]: the record alone, for a message that starts no task.
+    /// [`Store::put_message`]: the record alone, for a message that starts no
+    /// task.
     pub(super) async fn put_dedupe(&self, message: &InboundMessage) -> Result<(), StoreError> {
         let result = self
             .client

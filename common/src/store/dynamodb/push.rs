@@ -64,7 +64,7 @@ impl DynamoStore {
         }
     }
 
-    /// [`Store::put_push_config`].
+    /// [`Store::put_push_config`](crate::store::Store::put_push_config).
     pub(super) async fn put_push(&self, record: &PushConfigRecord) -> Result<(), StoreError> {
         let task_id = &record.config.task_id;
         // Conditional on its task: a config never outlives or precedes the task it serves.
@@ -136,7 +136,7 @@ impl DynamoStore {
         Err(taken())
     }
 
-    /// [`Store::get_push_config`].
+    /// [`Store::get_push_config`](crate::store::Store::get_push_config).
     pub(super) async fn get_push(
         &self,
         task_id: &str,
@@ -155,7 +155,7 @@ impl DynamoStore {
         out.item().map(decode_push).transpose()
     }
 
-    /// [`Store::list_push_configs`].
+    /// [`Store::list_push_configs`](crate::store::Store::list_push_configs).
     pub(super) async fn push_page(
         &self,
         task_id: &str,
@@ -185,7 +185,7 @@ impl DynamoStore {
         out.items().iter().map(decode_push).collect()
     }
 
-    /// [`Store::advance_push_config`].
+    /// [`Store::advance_push_config`](crate::store::Store::advance_push_config).
     pub(super) async fn advance_push(
         &self,
         record: &PushConfigRecord,
@@ -222,7 +222,7 @@ impl DynamoStore {
         }
     }
 
-    /// [`Store::delete_push_config`].
+    /// [`Store::delete_push_config`](crate::store::Store::delete_push_config).
     pub(super) async fn delete_push(&self, task_id: &str, id: &str) -> Result<(), StoreError> {
         let sk = push_sk(id)?;
         let key = || {

@@ -193,7 +193,7 @@ impl DynamoStore {
             .collect())
     }
 
-    /// [`Store::read_events`].
+    /// [`Store::read_events`](crate::store::Store::read_events).
     pub(super) async fn events_after(
         &self,
         task_id: &str,
@@ -240,7 +240,8 @@ impl DynamoStore {
             .collect()
     }
 
-    /// [`Store::due_tasks`]: the two partitions of the sweep index, read together.
+    /// [`Store::due_tasks`](crate::store::Store::due_tasks): the two partitions of the
+    /// sweep index, read together.
     pub(super) async fn due(
         &self,
         leases_before: i64,
