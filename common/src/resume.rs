@@ -8,24 +8,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::engine::Engine;
-use aws_lambda_events::event::dynamodb::{Event, EventRecord};
+use aws_lambda_events::event::dynamodb::Event;
 use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
 
-/// The task a stream record asks to resume: an inserted or modified task item that is
-/// a wake-up (`wake`: runnable and unleased, or ended owing its parents theirs). None for
-/// anything else.
-pub fn task_to_resume(record: &EventRecord) -> Option<String> {
-    if !matches!(record.event_name.as_str(), "INSERT" | "MODIFY") {
-        return None;
-    }
-    let image = serde_json::to_value(&record.change.new_image).ok()?;
-    let string = |key: &str| image.get(key)?.get("S")?.as_str();
-    if string("sk")? != "TASK" {
-        return None;
-    }
-    image.get("wake")?.get("N")?;
-    string("pk")?.strip_prefix("TASK#").map(str::to_owned)
-}
+/// The task a stream record asks to resume (the store's reading of its item).
+pub use crate::store::dynamodb::stream::task_to_resume;
 
 /// Drives the task of every record that asks for it, before `deadline`; the failures
 /// are the records to retry.

@@ -13,22 +13,8 @@ use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventR
 
 use super::Notifier;
 
-/// The task a stream record asks to notify about: a new log event of a task with webhooks,
-/// or a new webhook (which may have events to catch up on). None for anything else.
-pub fn task_to_notify(record: &EventRecord) -> Option<String> {
-    if record.event_name != "INSERT" {
-        return None;
-    }
-    let image = serde_json::to_value(&record.change.new_image).ok()?;
-    let string = |key: &str| image.get(key)?.get("S")?.as_str();
-    let sk = string("sk")?;
-    let wanted = sk.starts_with("PUSH#")
-        || sk.starts_with("EV#") && image.get("push")?.get("BOOL")?.as_bool()?;
-    if !wanted {
-        return None;
-    }
-    string("pk")?.strip_prefix("TASK#").map(str::to_owned)
-}
+/// The task a stream record asks to notify about (the store's reading of its item).
+pub use crate::store::dynamodb::stream::task_to_notify;
 
 /// Catches up every task the batch names, before `deadline`.
 pub async fn handle(

@@ -56,16 +56,6 @@ impl PartKind {
             .find(|k| k.code() == code)
             .ok_or_else(|| StoreError::Corrupt(format!("unknown part kind {code}")))
     }
-
-    /// The sort-key prefix of the kind's parts (DynamoDB).
-    pub fn prefix(self) -> &'static str {
-        match self {
-            PartKind::Artifact => "ART#",
-            PartKind::History => "HIST#",
-            PartKind::Status => "STATUS#",
-            PartKind::Turn => "TURN#",
-        }
-    }
 }
 
 /// One part as written: its JSON, and whether it is written once (history and turns: a
