@@ -17,7 +17,7 @@
 //! | 2 net | `https`, `logs`, `sealing` | the outbound HTTPS client, the guard on where it may connect, the AWS SDK config; log set-up; the deployment's sealing key |
 //! | 3 protocol | `a2a` | A2A 1.0 wire types, validation, errors, the bindings' decoding, `Call`/`Operation` |
 //! | 4 extensions | `ext` | the task, channel and commands extensions' wire types and rules |
-//! | 5 task | `task` | the task as data: leases and their clock |
+//! | 5 task | `task` | the task as data: leases and their clock, the pending help request, remote links |
 //! | 6 identity | `auth` | who a request comes from: tokens, keys, JWKS |
 //! | 7 config | `config` | every setting, its default and its source |
 //! | 8 secrets | `secrets` | secrets read from Secrets Manager at a cold start |

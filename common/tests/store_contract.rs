@@ -447,7 +447,7 @@ async fn a_push_config_is_replaced_only_by_its_creator(store: Arc<dyn Store>) {
 /// creates racing for the last 5 places, 5 win; a replace takes no place, a delete frees
 /// one, and a delete of nothing frees none.
 async fn the_push_config_limit_holds_under_concurrent_creates(store: Arc<dyn Store>) {
-    use common::push::MAX_CONFIGS_PER_TASK;
+    use common::store::MAX_CONFIGS_PER_TASK;
     let task = create(store.as_ref(), "", &uuid_like()).await;
     let record = |id: String| PushConfigRecord {
         config: common::a2a::TaskPushNotificationConfig {

@@ -18,8 +18,9 @@ use crate::models::ToolError;
 use crate::remote::card::Chosen;
 use crate::remote::client::RemoteError;
 use crate::remote::registry::RemoteAgent;
-use crate::remote::{Link, Remotes};
+use crate::remote::Remotes;
 use crate::store::TaskRecord;
+use crate::task::Link;
 
 /// Longest note of a remote task's news the model is given.
 pub const MAX_NOTE_CHARS: usize = 8_000;

@@ -27,7 +27,6 @@ use super::tools::ToolOutcome;
 use crate::a2a::{Message, Role as MessageRole, TaskState};
 use crate::channels::help::{self, HelpDecidedIn, HelpDecider, HelpDecision, HelpNeed, Route};
 use crate::channels::subtask::{self, CreateError, ParticipantTask};
-use crate::channels::HelpRequest;
 use crate::engine::transition::set_status;
 use crate::engine::{RunError, TaskRun};
 use crate::ext::permissions::Action;
@@ -35,6 +34,7 @@ use crate::ext::task::{Role, TaskExtension};
 use crate::models::ToolError;
 use crate::models::{ChatMessage, Model, ToolCall, Usage};
 use crate::store::TaskRecord;
+use crate::task::HelpRequest;
 
 /// The names the agent dispatches here.
 pub const NAMES: &[&str] = &[

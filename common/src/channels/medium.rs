@@ -117,7 +117,7 @@ impl Media {
 mod tests {
     use super::*;
     use crate::channels::subtask::{standalone, ParticipantTask};
-    use crate::channels::HelpRequest;
+    use crate::task::HelpRequest;
 
     fn assigned() -> TaskRecord {
         let req = ParticipantTask {

@@ -16,7 +16,7 @@ pub mod personal;
 pub mod subtask;
 
 use crate::a2a::{Message, Part};
-use crate::ext::channel::{ChannelKind, ChannelMessage};
+use crate::ext::channel::ChannelMessage;
 use crate::ext::participant::{NOT_A_PARTICIPANT, NO_PARTICIPANT};
 use crate::ext::task::TaskExtension;
 use crate::ext::{CHANNEL_MEDIA_TYPE, EVENT_MEDIA_TYPE};
@@ -53,60 +53,6 @@ fn other_data(p: &Part) -> Option<String> {
     p.data.as_ref().map(|d| d.to_string())
 }
 
-/// A question the agent asked on the task's channel, waiting for its reply.
-#[derive(Debug, Clone, PartialEq, Default, serde::Serialize, serde::Deserialize)]
-pub struct HelpRequest {
-    pub participant_id: String,
-    pub question: String,
-    #[serde(default)]
-    pub options: Vec<String>,
-    /// The id of the status message that carried the question.
-    pub message_id: String,
-    /// The tool call that asked.
-    pub call_id: String,
-}
-
-impl HelpRequest {
-    /// The question as shown to people: with its options on a second line.
-    pub fn display(&self) -> String {
-        if self.options.is_empty() {
-            self.question.clone()
-        } else {
-            format!("{}\nOptions: {}", self.question, self.options.join(", "))
-        }
-    }
-
-    /// The INPUT_REQUIRED status message: the question as text, plus the channel part.
-    pub fn status_parts(&self, task_id: &str, sender: &str) -> Vec<Part> {
-        vec![
-            Part::text(self.display()),
-            ChannelMessage::new(task_id, sender, ChannelKind::HelpRequest, &self.question).part(),
-        ]
-    }
-
-    /// Whether a member's message answers it: it is from the participant asked or an
-    /// admin (see [`permissions`](crate::ext::permissions)) and, when it names what it replies to, names this
-    /// request. Anyone else's message is a remark, but a `help_reply` meant for this
-    /// request from them is refused, naming the rule.
-    pub fn answered_by(
-        &self,
-        ext: &TaskExtension,
-        sender: &str,
-        channel: Option<&ChannelMessage>,
-    ) -> Result<bool, &'static str> {
-        let aimed_here = channel
-            .and_then(|c| c.in_reply_to.as_deref())
-            .is_none_or(|r| r == self.message_id);
-        if crate::ext::permissions::may_answer(ext, sender, &self.participant_id) {
-            Ok(aimed_here)
-        } else if aimed_here && channel.is_some_and(|c| c.kind == ChannelKind::HelpReply) {
-            Err(crate::ext::permissions::ANSWER_RULE)
-        } else {
-            Ok(false)
-        }
-    }
-}
-
 /// How a reply to a help request reaches the model.
 pub fn frame_reply(participant_id: &str, question: &str, text: &str) -> String {
     format!("Reply from {participant_id} to \"{question}\": {text}")
@@ -125,7 +71,9 @@ pub fn admits(ext: Option<&TaskExtension>, sender: Option<&str>) -> Result<(), &
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ext::channel::ChannelKind;
     use crate::ext::task::{Participant, ParticipantKind, Role};
+    use crate::task::HelpRequest;
     use serde_json::json;
 
     fn ext() -> TaskExtension {
@@ -151,6 +99,24 @@ mod tests {
         assert_eq!(admits(Some(&e), None), admits(None, None));
         assert!(!NOT_A_PARTICIPANT.contains("alice"));
         assert_eq!(admits(Some(&e), Some("alice")), Ok(()));
+    }
+
+    #[test]
+    fn the_text_of_a_message_is_its_text_parts_else_its_channel_part() {
+        let channel_only = Message {
+            parts: vec![ChannelMessage::new("t", "a", ChannelKind::HelpReply, "blue").part()],
+            ..Default::default()
+        };
+        assert_eq!(message_text(&channel_only), "blue");
+        let mixed = Message {
+            parts: vec![
+                Part::text("hello"),
+                ChannelMessage::new("t", "a", ChannelKind::Message, "dup").part(),
+                Part::data(json!({"k": 1})),
+            ],
+            ..Default::default()
+        };
+        assert_eq!(message_text(&mixed), "hello\n{\"k\":1}");
     }
 
     #[test]
@@ -186,23 +152,5 @@ mod tests {
             frame_reply(&req.participant_id, &req.question, "red"),
             "Reply from alice to \"Which colour?\": red"
         );
-    }
-
-    #[test]
-    fn the_text_of_a_message_is_its_text_parts_else_its_channel_part() {
-        let channel_only = Message {
-            parts: vec![ChannelMessage::new("t", "a", ChannelKind::HelpReply, "blue").part()],
-            ..Default::default()
-        };
-        assert_eq!(message_text(&channel_only), "blue");
-        let mixed = Message {
-            parts: vec![
-                Part::text("hello"),
-                ChannelMessage::new("t", "a", ChannelKind::Message, "dup").part(),
-                Part::data(json!({"k": 1})),
-            ],
-            ..Default::default()
-        };
-        assert_eq!(message_text(&mixed), "hello\n{\"k\":1}");
     }
 }

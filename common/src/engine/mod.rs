@@ -20,8 +20,6 @@
 
 pub mod agent;
 pub mod follow;
-// Until the stores read it from `task` (their split is under way).
-pub use crate::task::lease;
 pub mod owners;
 pub mod run;
 pub mod transition;
@@ -36,6 +34,7 @@ use crate::a2a::TaskState;
 use crate::channels::medium::Media;
 use crate::keyed_lock::KeyedLocks;
 use crate::store::{Store, StoreError, TaskRecord};
+use crate::task::lease;
 pub use run::{RunError, Staged, TaskRun};
 
 /// Sweeps now and then every `period`, for as long as the engine lives (what

@@ -386,7 +386,7 @@ impl From<StoreError> for A2aError {
             )),
             StoreError::TooManyPushConfigs(task_id) => A2aError::invalid_params(format!(
                 "task {task_id} already has {} push notification configs (the limit)",
-                crate::push::MAX_CONFIGS_PER_TASK
+                crate::store::MAX_CONFIGS_PER_TASK
             )),
             // The store's own words (its endpoint, the table, the SDK's request ids) are the
             // operator's: logged in the request's span, and the caller told only what failed.

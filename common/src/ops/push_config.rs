@@ -27,7 +27,7 @@ use crate::a2a::{
 };
 use crate::engine::transition::new_id;
 use crate::ext::permissions::{self, Action};
-use crate::push::MAX_CONFIGS_PER_TASK;
+use crate::store::MAX_CONFIGS_PER_TASK;
 use crate::store::{PushConfigRecord, StoreError, TaskRecord};
 
 const DEFAULT_PAGE_SIZE: usize = 50;

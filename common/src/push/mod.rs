@@ -34,10 +34,8 @@ use crate::https::resolve::{Lookup, Refused, SystemLookup};
 use crate::https::target::{self, Targets};
 use crate::keyed_lock::KeyedLocks;
 use crate::sealing::{PushKey, SealError};
-use crate::store::{PushConfigRecord, Store, StoreError};
+use crate::store::{PushConfigRecord, Store, StoreError, MAX_CONFIGS_PER_TASK};
 
-/// Most configs one task may have.
-pub const MAX_CONFIGS_PER_TASK: usize = 100;
 /// Tries per event before it is passed over.
 pub const ATTEMPTS: u32 = 3;
 /// Wait before the second try; doubled before each further one.

@@ -27,7 +27,7 @@ pub struct AgentState {
     /// Tokens used by the committed model calls.
     pub usage: Usage,
     /// The question the task waits on in INPUT_REQUIRED, until its reply is accepted.
-    pub pending_help: Option<crate::channels::HelpRequest>,
+    pub pending_help: Option<crate::task::HelpRequest>,
     /// Accepted replies to help requests: message id and the question it answered.
     pub replies: Vec<Reply>,
     /// Sub-tasks whose outcome has been put in the conversation.
@@ -49,7 +49,7 @@ pub struct AgentState {
     pub started: Vec<String>,
     /// The tasks delegated to remote agents (see `crate::remote`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub remote: Vec<crate::remote::Link>,
+    pub remote: Vec<crate::task::Link>,
 }
 
 /// Turns of the conversation replaced, in what the model is given, by a summary.

@@ -28,6 +28,9 @@ fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
+/// Most push notification configs one task may have.
+pub const MAX_CONFIGS_PER_TASK: usize = 100;
+
 /// Everything the harness keeps about a task. Its `Serialize` is the head a store keeps
 /// (see [`layout`]): the lists are parts of their own.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -317,7 +320,7 @@ pub enum StoreError {
     /// A push config with this id exists and another participant created it.
     #[error("push notification config {id} of task {task_id} was created by someone else")]
     PushConfigTaken { task_id: String, id: String },
-    /// A new push config past [`crate::push::MAX_CONFIGS_PER_TASK`].
+    /// A new push config past [`MAX_CONFIGS_PER_TASK`].
     #[error("task {0} has as many push notification configs as a task may")]
     TooManyPushConfigs(String),
     /// Names the request joins into one of the store's keys are longer than DynamoDB's
@@ -409,7 +412,7 @@ pub trait Store: Send + Sync + 'static {
     /// Creates the config `(record.config.task_id, record.config.id)`, or replaces it if
     /// the stored one has the same non-empty `creator` (`PushConfigTaken` if not), if the
     /// task exists (`NoTask` if not) and, for a new one, has fewer than
-    /// [`crate::push::MAX_CONFIGS_PER_TASK`] (`TooManyPushConfigs` if not). The checks and
+    /// [`MAX_CONFIGS_PER_TASK`] (`TooManyPushConfigs` if not). The checks and
     /// the write are one atomic step.
     async fn put_push_config(&self, record: &PushConfigRecord) -> Result<(), StoreError>;
 

@@ -1,5 +1,10 @@
 //! The task as the domain knows it, below every store and runtime: plain data and the
-//! rules on it, with no I/O. Today: leases (who drives a task, until when) and the clock
-//! they are read against.
+//! rules on it, with no I/O. Leases (who drives a task, until when) and the clock they are
+//! read against; the agent's pending help request and its links to remote tasks.
 
+pub mod help_request;
 pub mod lease;
+pub mod remote_link;
+
+pub use help_request::HelpRequest;
+pub use remote_link::Link;

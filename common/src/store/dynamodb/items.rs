@@ -197,7 +197,7 @@ pub(super) fn task_item(
     // while it waits on the wake-up this write is.
     let due = match rec.lease_expiry() {
         Some(until) => Some((LEASED, until)),
-        None => rec.woken().then(|| (WOKEN, crate::engine::lease::now_ms())),
+        None => rec.woken().then(|| (WOKEN, crate::task::lease::now_ms())),
     };
     if let Some((partition, at)) = due {
         item.insert("gsi2pk".into(), s(partition));

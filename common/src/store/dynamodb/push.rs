@@ -111,7 +111,7 @@ impl DynamoStore {
                     .update_expression("ADD configs :one")
                     .condition_expression("attribute_not_exists(configs) OR configs < :most")
                     .expression_attribute_values(":one", n(1))
-                    .expression_attribute_values(":most", n(crate::push::MAX_CONFIGS_PER_TASK))
+                    .expression_attribute_values(":most", n(crate::store::MAX_CONFIGS_PER_TASK))
                     .build()
                     .map_err(corrupt)?;
                 items.push(TransactWriteItem::builder().update(count).build());

@@ -59,7 +59,7 @@ impl EmbeddedStore {
                         stmt.query_row(params![r.config.task_id], |row| row.get(0))
                     })
                     .map_err(backend)?;
-                if count as usize >= crate::push::MAX_CONFIGS_PER_TASK {
+                if count as usize >= crate::store::MAX_CONFIGS_PER_TASK {
                     return Err(StoreError::TooManyPushConfigs(r.config.task_id.clone()));
                 }
             }

@@ -134,7 +134,7 @@ impl HeadRow {
             last_seq: rec.last_seq as i64,
             members: members_column(&now.members),
             lease_until: rec.lease_expiry(),
-            woken_ms: rec.woken().then(crate::engine::lease::now_ms),
+            woken_ms: rec.woken().then(crate::task::lease::now_ms),
             listing: changed.then_some(now),
             split,
         })
