@@ -488,3 +488,54 @@ pub async fn run_sweeper() -> Result<(), Error> {
     }))
     .await
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::settings::Read;
+
+    fn documented(setting: Setting) -> &'static str {
+        match setting.lambda {
+            Read::Default(default) => default,
+            Read::No => panic!("{}: not read by the functions", setting.env),
+        }
+    }
+
+    /// The defaults the functions take from `Config` and the agent are the ones the
+    /// settings table (and so `functions/README.md`) gives.
+    #[test]
+    fn the_defaults_are_the_documented_ones() {
+        let defaults = Config::default();
+        let cases = [
+            (
+                settings::MAX_BODY_BYTES,
+                defaults.max_body_bytes.to_string(),
+            ),
+            (
+                settings::MAX_BLOCKING_WAIT_SECONDS,
+                defaults.blocking_wait.as_secs().to_string(),
+            ),
+            (
+                settings::LEASE_SECONDS,
+                defaults.lease_ttl.as_secs().to_string(),
+            ),
+            (
+                settings::TURN_LIMIT,
+                crate::agent::llm::DEFAULT_TURN_LIMIT.to_string(),
+            ),
+            (settings::AGENT_ID, defaults.agent_id.clone()),
+            (
+                settings::IDENTITY_CLAIM,
+                crate::auth::DEFAULT_IDENTITY_CLAIM.to_owned(),
+            ),
+        ];
+        for (setting, value) in cases {
+            assert_eq!(documented(setting), format!("`{value}`"), "{}", setting.env);
+        }
+        assert_eq!(
+            defaults.rest_content_type,
+            crate::config::RestContentType::Json
+        );
+        assert_eq!(documented(settings::REST_CONTENT_TYPE), "`json`");
+    }
+}
