@@ -2,51 +2,15 @@
 //! it names, and the `lambda_http` runtime, buffered or response-streaming. A function's
 //! `main` is one call to [`run`].
 //!
-//! | variable | default | meaning |
-//! |---|---|---|
-//! | `HARNESS_STORE` | `dynamodb` | `dynamodb`, or `embedded` (local testing; built with the `embedded-store` feature) |
-//! | `HARNESS_TABLE` | required for `dynamodb` | the table |
-//! | `HARNESS_STATE_DIR` | `.harness` | directory of the embedded store |
-//! | `HARNESS_PUBLIC_URL` | the request's host | URL of the HTTP+JSON interface |
-//! | `HARNESS_JSONRPC_URL` | `HARNESS_PUBLIC_URL` | URL of the JSON-RPC interface |
-//! | `HARNESS_AGENT` | `conformance` | the agent that runs tasks: `conformance` or `llm` |
-//! | `HARNESS_MODEL` | the models file's default | the LLM agent's model: a name, `<provider>:<model>` or `scripted:<path>` |
-//! | `HARNESS_MODELS` | none | the models file (TOML) |
-//! | `HARNESS_MODEL_API_KEY_SECRET` | none | the resume function: a Secrets Manager secret (ARN) holding the OpenAI or Anthropic key, read once per cold start; the other functions make no model calls and read no key |
-//! | `HARNESS_PROMPT` | none | a prompt file replacing or extending system prompt sections |
-//! | `HARNESS_TURN_LIMIT` | `50` | most model calls a task may make before it fails |
-//! | `HARNESS_REST_CONTENT_TYPE` | `json` | `json` or `a2a+json` |
-//! | `HARNESS_REQUIRED_EXTENSIONS` | none | card extensions marked required (comma-separated) |
-//! | `HARNESS_AGENT_ID` | `tiny-harness` | the harness's own participant id (assignee of its tasks) |
-//! | `HARNESS_LEASE_SECONDS` | `300` | how long a drive's lease on a task lasts (renewed by each commit) |
-//! | `HARNESS_AUTH` | `jwt` | `jwt` (a verified bearer token on every request but the card) or `none` (self-asserted identity) |
-//! | `HARNESS_JWKS_URL` | required for `jwt` | the identity provider's JWKS |
-//! | `HARNESS_JWT_ISSUER` | required for `jwt` | the `iss` tokens must carry |
-//! | `HARNESS_JWT_AUDIENCE` | required for `jwt` | the `aud` (or `client_id`) tokens must carry |
-//! | `HARNESS_IDENTITY_CLAIM` | `sub` | the claim holding the participant id |
-//! | `HARNESS_OIDC_DISCOVERY_URL` | none | advertised on the card as an OpenID Connect scheme |
-//! | `HARNESS_DEFAULT_PARTICIPANT` | none (fail closed) | `none` mode: who a message or request asserting no participant stands for |
-//! | `HARNESS_PUSH_NOTIFICATIONS` | `true` | offer push notifications |
-//! | `HARNESS_PUSH_KEY` | required while push is on | 32 bytes, base64: seals webhook secrets at rest |
-//! | `HARNESS_PUSH_ALLOW_PRIVATE_URLS` | `false` | webhooks on private addresses |
-//! | `HARNESS_WEBHOOK_ALLOW` | none | address ranges (comma-separated CIDRs) webhooks may reach although private |
-//! | `HARNESS_MCP` | none | the resume function: a TOML file of MCP servers whose tools the agent may call ([`crate::mcp`]), listed once per cold start; tokens from `token_env` variables |
-//! | `HARNESS_MCP_SECRET` | none | the resume function: the same TOML in a Secrets Manager secret (ARN), read once per cold start |
-//! | `HARNESS_AGENTS` | none | a TOML file of remote A2A agents tasks may delegate to ([`crate::remote::registry`]); needs push on and `HARNESS_PUBLIC_URL` |
-//! | `HARNESS_AGENTS_SECRET` | none | the same TOML in a Secrets Manager secret (ARN), read once per cold start by the functions that delegate, cancel or take callbacks |
-//! | `HARNESS_PERSONAL_CHANNELS` | none | a TOML file of participants' own webhooks ([`crate::channels::personal`]); needs push on and `HARNESS_PUBLIC_URL` |
-//! | `HARNESS_PERSONAL_CHANNELS_SECRET` | none | the same TOML in a Secrets Manager secret (ARN), read once per cold start by the functions that send to them or take their answers |
-//! | `HARNESS_REDACT_PATTERNS` | none | extra credential patterns (one regular expression per line) redacted at intake, in tool results and in logs, besides the built-in table |
-//! | `HARNESS_MAX_BLOCKING_WAIT_SECONDS` | `600` | longest a blocking SendMessage waits for `resume` to settle the task before answering with it as it stands (the jsonrpc function behind the front door: 50) |
-//! | `HARNESS_MAX_BODY_BYTES` | `1048576` | largest request body |
-//! | `HARNESS_AUDIT_RETENTION_DAYS` | `30` | how long audit rows live (DynamoDB TTL; the embedded store deletes them) |
-//! | `AWS_ENDPOINT_URL_DYNAMODB` | AWS | another DynamoDB-API server (DynamoDB Local) |
+//! Every variable the functions read, with its default, is in [`crate::config::settings`]
+//! and documented in `functions/README.md` ("Function configuration").
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::agent::context::SystemPrompt;
 use crate::agent::{self, AgentKind};
+use crate::config::settings::{self, Setting};
 use crate::config::Config;
 use crate::models::config::{Credentials, ModelCatalog};
 use crate::ops::Harness;
@@ -55,27 +19,38 @@ use crate::store::{DynamoStore, Store};
 
 pub type Error = lambda_http::Error;
 
-fn var(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+/// The value of `setting`'s variable; blank is unset.
+fn var(setting: Setting) -> Option<String> {
+    debug_assert!(
+        setting.lambda.is_read(),
+        "{}: the settings table says the functions do not read it",
+        setting.env
+    );
+    std::env::var(setting.env)
+        .ok()
+        .filter(|v| !v.trim().is_empty())
 }
 
-fn parse<T: std::str::FromStr>(name: &str, default: T) -> Result<T, Error>
+fn parse<T: std::str::FromStr>(setting: Setting, default: T) -> Result<T, Error>
 where
     T::Err: std::fmt::Display,
 {
-    match var(name) {
+    match var(setting) {
         None => Ok(default),
         Some(v) => v
             .trim()
             .parse()
-            .map_err(|e| format!("{name}={v:?}: {e}").into()),
+            .map_err(|e| format!("{}={v:?}: {e}", setting.env).into()),
     }
 }
 
 /// A participant id from the environment, refused if it could not be one.
-fn checked_id(name: &str) -> Result<Option<String>, Error> {
-    var(name)
-        .map(|v| crate::ext::participant::parse_id(&v).map_err(|e| format!("{name}: {e}").into()))
+fn checked_id(setting: Setting) -> Result<Option<String>, Error> {
+    var(setting)
+        .map(|v| {
+            crate::ext::participant::parse_id(&v)
+                .map_err(|e| format!("{}: {e}", setting.env).into())
+        })
         .transpose()
 }
 
@@ -83,10 +58,10 @@ fn checked_id(name: &str) -> Result<Option<String>, Error> {
 pub fn config_from_env() -> Result<Config, Error> {
     let defaults = Config::default();
     Ok(Config {
-        public_url: var("HARNESS_PUBLIC_URL").unwrap_or_default(),
-        jsonrpc_url: var("HARNESS_JSONRPC_URL"),
-        rest_content_type: parse("HARNESS_REST_CONTENT_TYPE", defaults.rest_content_type)?,
-        required_extensions: var("HARNESS_REQUIRED_EXTENSIONS")
+        public_url: var(settings::PUBLIC_URL).unwrap_or_default(),
+        jsonrpc_url: var(settings::JSONRPC_URL),
+        rest_content_type: parse(settings::REST_CONTENT_TYPE, defaults.rest_content_type)?,
+        required_extensions: var(settings::REQUIRED_EXTENSIONS)
             .map(|v| {
                 v.split(',')
                     .map(|s| s.trim().to_owned())
@@ -94,52 +69,58 @@ pub fn config_from_env() -> Result<Config, Error> {
                     .collect()
             })
             .unwrap_or_default(),
-        max_body_bytes: parse("HARNESS_MAX_BODY_BYTES", defaults.max_body_bytes)?,
+        max_body_bytes: parse(settings::MAX_BODY_BYTES, defaults.max_body_bytes)?,
         blocking_wait: Duration::from_secs(parse(
-            "HARNESS_MAX_BLOCKING_WAIT_SECONDS",
+            settings::MAX_BLOCKING_WAIT_SECONDS,
             defaults.blocking_wait.as_secs(),
         )?),
         // API Gateway throttles in AWS; there is no peer address to key on here.
         rate_limit_per_minute: 0,
         // Each invocation prints its metrics (EMF) instead.
         metrics_endpoint: false,
-        push_notifications: parse("HARNESS_PUSH_NOTIFICATIONS", true)?,
-        push_key: var("HARNESS_PUSH_KEY")
-            .map(|k| k.parse().map_err(|e| format!("HARNESS_PUSH_KEY: {e}")))
+        push_notifications: parse(settings::PUSH_NOTIFICATIONS, true)?,
+        push_key: var(settings::PUSH_KEY)
+            .map(|k| {
+                k.parse()
+                    .map_err(|e| format!("{}: {e}", settings::PUSH_KEY.env))
+            })
             .transpose()?,
         // The environment freezes after its answer: the notifier function delivers.
         push_in_process: false,
-        push_allow_private_urls: parse("HARNESS_PUSH_ALLOW_PRIVATE_URLS", false)?,
-        webhook_allow: var("HARNESS_WEBHOOK_ALLOW")
+        push_allow_private_urls: parse(settings::PUSH_ALLOW_PRIVATE_URLS, false)?,
+        webhook_allow: var(settings::WEBHOOK_ALLOW)
             .map(|v| {
                 v.split(',')
                     .filter(|s| !s.trim().is_empty())
-                    .map(|s| s.parse().map_err(|e| format!("HARNESS_WEBHOOK_ALLOW: {e}")))
+                    .map(|s| {
+                        s.parse()
+                            .map_err(|e| format!("{}: {e}", settings::WEBHOOK_ALLOW.env))
+                    })
                     .collect::<Result<_, _>>()
             })
             .transpose()?
             .unwrap_or_default(),
-        mcp_servers: var("HARNESS_MCP").map(|path| crate::config::Source::File(path.into())),
-        remote_agents: var("HARNESS_AGENTS").map(|path| crate::config::Source::File(path.into())),
-        personal_channels: var("HARNESS_PERSONAL_CHANNELS")
+        mcp_servers: var(settings::MCP).map(|path| crate::config::Source::File(path.into())),
+        remote_agents: var(settings::AGENTS).map(|path| crate::config::Source::File(path.into())),
+        personal_channels: var(settings::PERSONAL_CHANNELS)
             .map(|path| crate::config::Source::File(path.into())),
-        agent_id: checked_id("HARNESS_AGENT_ID")?.unwrap_or(defaults.agent_id),
+        agent_id: checked_id(settings::AGENT_ID)?.unwrap_or(defaults.agent_id),
         lease_ttl: Duration::from_secs(parse(
-            "HARNESS_LEASE_SECONDS",
+            settings::LEASE_SECONDS,
             defaults.lease_ttl.as_secs(),
         )?),
         // A frozen environment cannot go on with a run after answering: the write that
         // leaves the task runnable wakes the resume function instead.
         detached_runs: false,
-        default_participant: checked_id("HARNESS_DEFAULT_PARTICIPANT")?,
+        default_participant: checked_id(settings::DEFAULT_PARTICIPANT)?,
         // A deployment verifies identity unless told otherwise.
         auth: crate::auth::Options {
-            mode: parse("HARNESS_AUTH", crate::auth::AuthMode::Jwt)?,
-            jwks_url: var("HARNESS_JWKS_URL"),
-            issuer: var("HARNESS_JWT_ISSUER"),
-            audience: var("HARNESS_JWT_AUDIENCE"),
-            identity_claim: var("HARNESS_IDENTITY_CLAIM"),
-            oidc_discovery_url: var("HARNESS_OIDC_DISCOVERY_URL"),
+            mode: parse(settings::AUTH, crate::auth::AuthMode::Jwt)?,
+            jwks_url: var(settings::JWKS_URL),
+            issuer: var(settings::JWT_ISSUER),
+            audience: var(settings::JWT_AUDIENCE),
+            identity_claim: var(settings::IDENTITY_CLAIM),
+            oidc_discovery_url: var(settings::OIDC_DISCOVERY_URL),
         }
         .resolve(None)?,
         ..defaults
@@ -159,7 +140,7 @@ pub async fn dynamo_store(table: String, retention_days: u64) -> DynamoStore {
 }
 
 fn retention_days() -> Result<u64, Error> {
-    parse("HARNESS_AUDIT_RETENTION_DAYS", 30)
+    parse(settings::AUDIT_RETENTION_DAYS, 30)
 }
 
 /// The store the environment names, with its SDK client built once per cold start.
@@ -191,14 +172,14 @@ enum Opened {
 
 async fn open_store() -> Result<Opened, Error> {
     // The harness's own id, whose tasks neither store lists (no client may speak as it).
-    let agent = checked_id("HARNESS_AGENT_ID")?;
+    let agent = checked_id(settings::AGENT_ID)?;
     let unlisted = agent.as_deref().unwrap_or(crate::config::DEFAULT_AGENT_ID);
-    match var("HARNESS_STORE").as_deref().unwrap_or("dynamodb") {
+    match var(settings::STORE).as_deref().unwrap_or("dynamodb") {
         "dynamodb" => {
-            let table = var("HARNESS_TABLE")
+            let table = var(settings::TABLE)
                 .ok_or("HARNESS_TABLE is required with HARNESS_STORE=dynamodb")?;
             // 0: finished tasks are kept.
-            let days = parse("HARNESS_TASK_RETENTION_DAYS", 0)?;
+            let days = parse(settings::TASK_RETENTION_DAYS, 0)?;
             let keep = (days > 0).then(|| Duration::from_secs(days * 24 * 3600));
             let store = dynamo_store(table, retention_days()?).await;
             Ok(Opened::Dynamo(
@@ -207,7 +188,7 @@ async fn open_store() -> Result<Opened, Error> {
         }
         #[cfg(feature = "embedded-store")]
         "embedded" => {
-            let dir = var("HARNESS_STATE_DIR").unwrap_or_else(|| ".harness".into());
+            let dir = var(settings::STATE_DIR).unwrap_or_else(|| ".harness".into());
             let store = crate::store::EmbeddedStore::open(std::path::Path::new(&dir))?
                 .with_retention(Duration::from_secs(retention_days()? * 24 * 3600))
                 .with_unlisted(unlisted);
@@ -248,37 +229,37 @@ pub enum ModelCalls {
 /// Everything a function needs, from the environment.
 pub async fn harness_from_env(calls: ModelCalls) -> Result<Arc<Harness>, Error> {
     let mut config = config_from_env()?;
-    if let (Some(arn), ModelCalls::Drives) = (var("HARNESS_MCP_SECRET"), calls) {
+    if let (Some(arn), ModelCalls::Drives) = (var(settings::MCP_SECRET), calls) {
         let text = crate::secrets::text(&arn, "MCP servers").await?;
         config.mcp_servers = Some(crate::config::Source::Text {
             origin: format!("secret {arn}"),
             text,
         });
     }
-    if let Some(arn) = var("HARNESS_AGENTS_SECRET") {
+    if let Some(arn) = var(settings::AGENTS_SECRET) {
         let text = crate::secrets::text(&arn, "agents registry").await?;
         config.remote_agents = Some(crate::config::Source::Text {
             origin: format!("secret {arn}"),
             text,
         });
     }
-    if let Some(arn) = var("HARNESS_PERSONAL_CHANNELS_SECRET") {
+    if let Some(arn) = var(settings::PERSONAL_CHANNELS_SECRET) {
         let text = crate::secrets::text(&arn, "personal channels").await?;
         config.personal_channels = Some(crate::config::Source::Text {
             origin: format!("secret {arn}"),
             text,
         });
     }
-    let kind: AgentKind = parse("HARNESS_AGENT", AgentKind::Conformance)?;
-    let mut catalog = match var("HARNESS_MODELS") {
+    let kind: AgentKind = parse(settings::AGENT, AgentKind::Conformance)?;
+    let mut catalog = match var(settings::MODELS) {
         Some(path) => ModelCatalog::load(std::path::Path::new(&path))?,
         None => ModelCatalog::default(),
     };
-    catalog.credentials = match (calls, var("HARNESS_MODEL_API_KEY_SECRET")) {
+    catalog.credentials = match (calls, var(settings::MODEL_API_KEY_SECRET)) {
         (ModelCalls::None, _) => Credentials::NoCalls,
         (ModelCalls::Drives, Some(arn)) => {
             // The key is the default model's: bound to its provider and endpoint.
-            let name = var("HARNESS_MODEL")
+            let name = var(settings::MODEL)
                 .or_else(|| catalog.default.clone())
                 .ok_or("HARNESS_MODEL_API_KEY_SECRET is for a model: set HARNESS_MODEL")?;
             let spec = catalog.resolve(&name)?;
@@ -291,12 +272,12 @@ pub async fn harness_from_env(calls: ModelCalls) -> Result<Arc<Harness>, Error> 
         (ModelCalls::Drives, None) => Credentials::FromEnv,
     };
     let settings = agent::LlmSettings {
-        model: var("HARNESS_MODEL"),
+        model: var(settings::MODEL),
         catalog,
-        prompt: prompt_from(var("HARNESS_PROMPT").as_deref())?,
-        turn_limit: parse("HARNESS_TURN_LIMIT", crate::agent::llm::DEFAULT_TURN_LIMIT)?,
-        context_tokens: var("HARNESS_CONTEXT_TOKENS")
-            .map(|_| parse("HARNESS_CONTEXT_TOKENS", 0))
+        prompt: prompt_from(var(settings::PROMPT).as_deref())?,
+        turn_limit: parse(settings::TURN_LIMIT, crate::agent::llm::DEFAULT_TURN_LIMIT)?,
+        context_tokens: var(settings::CONTEXT_TOKENS)
+            .map(|_| parse(settings::CONTEXT_TOKENS, 0))
             .transpose()?,
         delegates: config.remote_agents.is_some(),
         // Only the function that drives tasks calls tools: the others do not connect.
@@ -312,7 +293,7 @@ pub async fn harness_from_env(calls: ModelCalls) -> Result<Arc<Harness>, Error> 
 /// What every function does first: the redactor (the built-in table and
 /// `HARNESS_REDACT_PATTERNS`), then JSON logs through it.
 fn start() -> Result<(), Error> {
-    let extra = crate::redact::Redactor::from_env_value(var("HARNESS_REDACT_PATTERNS").as_deref())?;
+    let extra = crate::redact::Redactor::from_env_value(var(settings::REDACT_PATTERNS).as_deref())?;
     crate::redact::install(extra);
     crate::logs::init_lambda();
     Ok(())
@@ -337,7 +318,8 @@ pub fn stdout_metrics() -> MetricsSink {
 /// Prints what this invocation recorded (the process serves one invocation at a time).
 pub fn emit_metrics(sink: &MetricsSink) {
     static FUNCTION: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-        std::env::var("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_else(|_| "tiny-harness".into())
+        std::env::var(settings::AWS_LAMBDA_FUNCTION_NAME.env)
+            .unwrap_or_else(|_| "tiny-harness".into())
     });
     let now = chrono::Utc::now().timestamp_millis();
     for line in crate::metrics::take_emf(METRICS_NAMESPACE, &FUNCTION, now) {
@@ -505,4 +487,55 @@ pub async fn run_sweeper() -> Result<(), Error> {
         }
     }))
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::settings::Read;
+
+    fn documented(setting: Setting) -> &'static str {
+        match setting.lambda {
+            Read::Default(default) => default,
+            Read::No => panic!("{}: not read by the functions", setting.env),
+        }
+    }
+
+    /// The defaults the functions take from `Config` and the agent are the ones the
+    /// settings table (and so `functions/README.md`) gives.
+    #[test]
+    fn the_defaults_are_the_documented_ones() {
+        let defaults = Config::default();
+        let cases = [
+            (
+                settings::MAX_BODY_BYTES,
+                defaults.max_body_bytes.to_string(),
+            ),
+            (
+                settings::MAX_BLOCKING_WAIT_SECONDS,
+                defaults.blocking_wait.as_secs().to_string(),
+            ),
+            (
+                settings::LEASE_SECONDS,
+                defaults.lease_ttl.as_secs().to_string(),
+            ),
+            (
+                settings::TURN_LIMIT,
+                crate::agent::llm::DEFAULT_TURN_LIMIT.to_string(),
+            ),
+            (settings::AGENT_ID, defaults.agent_id.clone()),
+            (
+                settings::IDENTITY_CLAIM,
+                crate::auth::DEFAULT_IDENTITY_CLAIM.to_owned(),
+            ),
+        ];
+        for (setting, value) in cases {
+            assert_eq!(documented(setting), format!("`{value}`"), "{}", setting.env);
+        }
+        assert_eq!(
+            defaults.rest_content_type,
+            crate::config::RestContentType::Json
+        );
+        assert_eq!(documented(settings::REST_CONTENT_TYPE), "`json`");
+    }
 }

@@ -50,8 +50,8 @@ impl Provider {
     /// Where the API key is read from when the configuration names no variable.
     pub fn default_key_env(self) -> Option<&'static str> {
         match self {
-            Provider::OpenAi => Some("OPENAI_API_KEY"),
-            Provider::Anthropic => Some("ANTHROPIC_API_KEY"),
+            Provider::OpenAi => Some(crate::config::settings::OPENAI_API_KEY.env),
+            Provider::Anthropic => Some(crate::config::settings::ANTHROPIC_API_KEY.env),
             Provider::Bedrock | Provider::Scripted => None,
         }
     }

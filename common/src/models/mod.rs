@@ -182,7 +182,8 @@ async fn build_unmetered(spec: &config::ModelSpec) -> Result<std::sync::Arc<dyn 
             let model = match given {
                 Some(key) => anthropic::Anthropic::new(spec.base_url.clone(), key, CALL_TIMEOUT),
                 None => {
-                    let var = key_var.unwrap_or_else(|| "ANTHROPIC_API_KEY".into());
+                    let var = key_var
+                        .unwrap_or_else(|| crate::config::settings::ANTHROPIC_API_KEY.env.into());
                     anthropic::Anthropic::from_env(spec.base_url.clone(), &var, CALL_TIMEOUT)
                         .map_err(named)?
                 }

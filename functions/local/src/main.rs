@@ -8,7 +8,7 @@ use clap::{Parser, Subcommand};
 use common::agent::AgentKind;
 use common::auth::local_key::{self, LocalKey};
 use common::auth::AuthMode;
-use common::config::{Config, RestContentType};
+use common::config::{settings, Config, RestContentType};
 use common::models::config::ModelCatalog;
 use common::ops::Harness;
 use common::store::{Durability, EmbeddedStore, Store};
@@ -21,20 +21,20 @@ struct Args {
     command: Option<Cmd>,
     /// Log lines as `text` (coloured only on a terminal) or `json` (one object a line).
     #[arg(
-        long,
-        env = "HARNESS_LOG_FORMAT",
+        long = settings::LOG_FORMAT.long(),
+        env = settings::LOG_FORMAT.env,
         default_value = "text",
         global = true
     )]
     log_format: common::logs::LogFormat,
     /// Address to listen on.
-    #[arg(long, env = "HARNESS_LISTEN", default_value = "127.0.0.1:8080")]
+    #[arg(long = settings::LISTEN.long(), env = settings::LISTEN.env, default_value = "127.0.0.1:8080")]
     listen: SocketAddr,
     /// Directory holding the embedded store (and, for --auth jwt without --jwks-url, the
     /// key local tokens are signed with).
     #[arg(
-        long,
-        env = "HARNESS_STATE_DIR",
+        long = settings::STATE_DIR.long(),
+        env = settings::STATE_DIR.env,
         default_value = ".harness",
         global = true
     )]
@@ -42,125 +42,125 @@ struct Args {
     /// How a request's participant is known: none (self-asserted, X-Participant-Id and
     /// metadata.participant_id; identity is not verified) or jwt (a bearer token verified
     /// on every request but the agent card).
-    #[arg(long, env = "HARNESS_AUTH", default_value = "none")]
+    #[arg(long = settings::AUTH.long(), env = settings::AUTH.env, default_value = "none")]
     auth: AuthMode,
     /// jwt: the identity provider's JWKS URL (https, or http on loopback). Unset: tokens
     /// from `harness-local token` on the same state directory.
-    #[arg(long, env = "HARNESS_JWKS_URL", global = true)]
+    #[arg(long = settings::JWKS_URL.long(), env = settings::JWKS_URL.env, global = true)]
     jwks_url: Option<String>,
     /// jwt: the issuer (`iss`) tokens must carry (default with no JWKS URL: harness-local).
-    #[arg(long, env = "HARNESS_JWT_ISSUER", global = true)]
+    #[arg(long = settings::JWT_ISSUER.long(), env = settings::JWT_ISSUER.env, global = true)]
     jwt_issuer: Option<String>,
     /// jwt: the audience (`aud`) tokens must carry (default with no JWKS URL:
     /// harness-local).
-    #[arg(long, env = "HARNESS_JWT_AUDIENCE", global = true)]
+    #[arg(long = settings::JWT_AUDIENCE.long(), env = settings::JWT_AUDIENCE.env, global = true)]
     jwt_audience: Option<String>,
     /// jwt: the claim holding the participant id.
-    #[arg(long, env = "HARNESS_IDENTITY_CLAIM", default_value = common::auth::DEFAULT_IDENTITY_CLAIM, global = true)]
+    #[arg(long = settings::IDENTITY_CLAIM.long(), env = settings::IDENTITY_CLAIM.env, default_value = common::auth::DEFAULT_IDENTITY_CLAIM, global = true)]
     identity_claim: String,
     /// jwt: an OpenID Connect discovery URL the card advertises (openIdConnectSecurityScheme)
     /// instead of a bare bearer scheme.
-    #[arg(long, env = "HARNESS_OIDC_DISCOVERY_URL")]
+    #[arg(long = settings::OIDC_DISCOVERY_URL.long(), env = settings::OIDC_DISCOVERY_URL.env)]
     oidc_discovery_url: Option<String>,
     /// URL clients reach the server at (default: http://<listen>).
-    #[arg(long, env = "HARNESS_PUBLIC_URL")]
+    #[arg(long = settings::PUBLIC_URL.long(), env = settings::PUBLIC_URL.env)]
     public_url: Option<String>,
     /// The agent that runs tasks: llm, or conformance (the A2A TCK's test agent).
-    #[arg(long, env = "HARNESS_AGENT", default_value = "llm")]
+    #[arg(long = settings::AGENT.long(), env = settings::AGENT.env, default_value = "llm")]
     agent: AgentKind,
     /// The LLM agent's model: a name from the models file, <provider>:<model>, or
     /// scripted:<path>.
-    #[arg(long, env = "HARNESS_MODEL")]
+    #[arg(long = settings::MODEL.long(), env = settings::MODEL.env)]
     model: Option<String>,
     /// The models file (TOML): named models and the default.
-    #[arg(long, env = "HARNESS_MODELS")]
+    #[arg(long = settings::MODELS.long(), env = settings::MODELS.env)]
     models: Option<PathBuf>,
     /// A prompt file whose `## <section>` parts replace (or, headed `## <section> (extends)`,
     /// extend) the built-in system prompt's sections.
-    #[arg(long, env = "HARNESS_PROMPT")]
+    #[arg(long = settings::PROMPT.long(), env = settings::PROMPT.env)]
     prompt: Option<String>,
     /// Most model calls a task may make before it fails.
-    #[arg(long, env = "HARNESS_TURN_LIMIT", default_value_t = common::agent::llm::DEFAULT_TURN_LIMIT)]
+    #[arg(long = settings::TURN_LIMIT.long(), env = settings::TURN_LIMIT.env, default_value_t = common::agent::llm::DEFAULT_TURN_LIMIT)]
     turn_limit: usize,
     /// Most tokens (estimated) a model request may hold, for models whose configuration
     /// names none; older turns are summarized past it. Default: the provider's.
-    #[arg(long, env = "HARNESS_CONTEXT_TOKENS")]
+    #[arg(long = settings::CONTEXT_TOKENS.long(), env = settings::CONTEXT_TOKENS.env)]
     context_tokens: Option<usize>,
     /// Largest request body in bytes.
-    #[arg(long, env = "HARNESS_MAX_BODY_BYTES", default_value_t = 1024 * 1024)]
+    #[arg(long = settings::MAX_BODY_BYTES.long(), env = settings::MAX_BODY_BYTES.env, default_value_t = 1024 * 1024)]
     max_body_bytes: usize,
     /// Requests per minute per peer address (0, the default: unlimited, since a local
     /// harness serves its own scripts and test runs; a deployment throttles at API Gateway).
-    #[arg(long, env = "HARNESS_RATE_LIMIT_PER_MINUTE", default_value_t = 0)]
+    #[arg(long = settings::RATE_LIMIT_PER_MINUTE.long(), env = settings::RATE_LIMIT_PER_MINUTE.env, default_value_t = 0)]
     rate_limit_per_minute: u32,
     /// Response Content-Type of the HTTP+JSON binding: json or a2a+json.
-    #[arg(long, env = "HARNESS_REST_CONTENT_TYPE", default_value = "json")]
+    #[arg(long = settings::REST_CONTENT_TYPE.long(), env = settings::REST_CONTENT_TYPE.env, default_value = "json")]
     rest_content_type: RestContentType,
     /// Extension URIs the card marks required (comma-separated).
-    #[arg(long, env = "HARNESS_REQUIRED_EXTENSIONS", value_delimiter = ',')]
+    #[arg(long = settings::REQUIRED_EXTENSIONS.long(), env = settings::REQUIRED_EXTENSIONS.env, value_delimiter = ',')]
     required_extensions: Vec<String>,
     /// Offer push notifications (webhooks).
-    #[arg(long, env = "HARNESS_PUSH_NOTIFICATIONS", default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    #[arg(long = settings::PUSH_NOTIFICATIONS.long(), env = settings::PUSH_NOTIFICATIONS.env, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     push_notifications: bool,
     /// The key (32 bytes, base64) webhook secrets are sealed with at rest. Default: the
     /// key file in the state directory, created on first start; required with --table.
-    #[arg(long, env = "HARNESS_PUSH_KEY", hide_env_values = true)]
+    #[arg(long = settings::PUSH_KEY.long(), env = settings::PUSH_KEY.env, hide_env_values = true)]
     push_key: Option<common::sealing::PushKey>,
     /// Allow push webhooks on loopback and private addresses (on for a local server;
     /// `false` turns on the SSRF protection a public deployment has).
-    #[arg(long, env = "HARNESS_PUSH_ALLOW_PRIVATE_URLS", default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    #[arg(long = settings::PUSH_ALLOW_PRIVATE_URLS.long(), env = settings::PUSH_ALLOW_PRIVATE_URLS.env, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     push_allow_private_urls: bool,
     /// Address ranges (CIDRs, or single addresses) webhooks may reach although they are
     /// loopback, private or special-purpose: one internal receiver, while
     /// --push-allow-private-urls false blocks the rest. Repeatable or comma-separated.
-    #[arg(long, env = "HARNESS_WEBHOOK_ALLOW", value_delimiter = ',')]
+    #[arg(long = settings::WEBHOOK_ALLOW.long(), env = settings::WEBHOOK_ALLOW.env, value_delimiter = ',')]
     webhook_allow: Vec<common::https::target::Cidr>,
     /// Participants' own webhooks (a TOML file, one `[participant]` table with `url`):
     /// each request addressed to them (a question, a task assigned) is posted there with a
     /// link to answer it.
-    #[arg(long, env = "HARNESS_PERSONAL_CHANNELS")]
+    #[arg(long = settings::PERSONAL_CHANNELS.long(), env = settings::PERSONAL_CHANNELS.env)]
     personal_channels: Option<PathBuf>,
     /// Remote A2A agents tasks may delegate to (a TOML file, one `[agents.<id>]` table with
     /// `card_url`, optional `description` and `token_env`).
-    #[arg(long = "agents", env = "HARNESS_AGENTS")]
+    #[arg(long = settings::AGENTS.long(), env = settings::AGENTS.env)]
     remote_agents: Option<PathBuf>,
     /// MCP servers whose tools the agent may call (a TOML file, one `[mcp.<name>]` table
     /// with `url`, optional `token_env`, `headers`, `tools`, `idempotent`,
     /// `timeout_seconds`).
-    #[arg(long = "mcp", env = "HARNESS_MCP")]
+    #[arg(long = settings::MCP.long(), env = settings::MCP.env)]
     mcp_servers: Option<PathBuf>,
     /// Serve `/metrics` (Prometheus text format) on the listener. Default: on with `--auth
     /// none`, off with `jwt` (the counts are every participant's: turn it on there only
     /// where the listener is private).
-    #[arg(long, env = "HARNESS_METRICS", action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    #[arg(long = settings::METRICS.long(), env = settings::METRICS.env, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     metrics: Option<bool>,
     /// Extra credential patterns to redact at intake, in tool results and in logs, besides
     /// the built-in table (regular expressions; repeatable, or one per line in the
     /// variable).
     #[arg(
-        long = "redact-pattern",
-        env = "HARNESS_REDACT_PATTERNS",
+        long = settings::REDACT_PATTERNS.long(),
+        env = settings::REDACT_PATTERNS.env,
         value_delimiter = '\n'
     )]
     redact_patterns: Vec<String>,
     /// How long a drive's lease on a task lasts (renewed by every commit); the sweep,
     /// every 10 s, hands tasks whose lease ran out to a new drive.
-    #[arg(long, env = "HARNESS_LEASE_SECONDS", default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long = settings::LEASE_SECONDS.long(), env = settings::LEASE_SECONDS.env, default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..))]
     lease_seconds: u64,
     /// Keep state in this DynamoDB table instead of the embedded store (credentials,
     /// region and `AWS_ENDPOINT_URL_DYNAMODB` from the standard AWS environment).
-    #[arg(long, env = "HARNESS_TABLE")]
+    #[arg(long = settings::TABLE.long(), env = settings::TABLE.env)]
     table: Option<String>,
     /// Fsync the embedded store's log before answering a commit, so it survives a power
     /// loss too. Off, a commit survives the process being killed (the default).
-    #[arg(long, env = "HARNESS_FSYNC_COMMITS", default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    #[arg(long = settings::FSYNC_COMMITS.long(), env = settings::FSYNC_COMMITS.env, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     fsync_commits: bool,
     /// The harness's own participant id: the assignee of the tasks its agent runs.
-    #[arg(long, env = "HARNESS_AGENT_ID", default_value = common::config::DEFAULT_AGENT_ID, value_parser = common::ext::participant::parse_id)]
+    #[arg(long = settings::AGENT_ID.long(), env = settings::AGENT_ID.env, default_value = common::config::DEFAULT_AGENT_ID, value_parser = common::ext::participant::parse_id)]
     agent_id: String,
     /// Who a message or request asserting no participant stands for. Unset (the default),
     /// such messages are refused and such requests see no task.
-    #[arg(long, env = "HARNESS_DEFAULT_PARTICIPANT", value_parser = common::ext::participant::parse_id)]
+    #[arg(long = settings::DEFAULT_PARTICIPANT.long(), env = settings::DEFAULT_PARTICIPANT.env, value_parser = common::ext::participant::parse_id)]
     default_participant: Option<String>,
 }
 
@@ -400,4 +400,50 @@ fn token(args: &Args, participant: &str, ttl_seconds: u64) -> Result<(), common:
         dir = args.state_dir.display()
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// Every flag is a setting of `common::config::settings` with that setting's variable,
+    /// and its default is the one the table (and so the documentation) gives; every
+    /// setting with a flag is a flag.
+    #[test]
+    fn every_flag_is_a_setting_of_the_table() {
+        let command = Args::command();
+        command.clone().debug_assert();
+        let mut flags = std::collections::BTreeSet::new();
+        for arg in command.get_arguments() {
+            let id = arg.get_id().as_str();
+            if id == "help" || id == "version" {
+                continue;
+            }
+            let long = arg.get_long().unwrap_or_else(|| panic!("{id}: not a flag"));
+            let setting = settings::by_flag(long)
+                .unwrap_or_else(|| panic!("--{long} is not in common::config::settings"));
+            assert_eq!(
+                arg.get_env().and_then(|e| e.to_str()),
+                Some(setting.env),
+                "--{long}: its variable"
+            );
+            let settings::Read::Default(default) = setting.local else {
+                panic!("--{long}: the table says harness-local does not read it");
+            };
+            for value in arg.get_default_values() {
+                let value = value.to_str().expect("a UTF-8 default");
+                assert!(
+                    default.starts_with(&format!("`{value}`")),
+                    "--{long}: the default is {value}, the table says {default}"
+                );
+            }
+            flags.insert(long);
+        }
+        for setting in settings::SETTINGS {
+            if let Some(flag) = setting.flag {
+                assert!(flags.contains(flag), "--{flag} is in the table, not a flag");
+            }
+        }
+    }
 }

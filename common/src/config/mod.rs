@@ -1,5 +1,8 @@
-//! Server configuration: every setting, its default, and the environment variable that
-//! sets it (the same names in Lambda and locally; the local server also takes flags).
+//! Server configuration: what the harness runs with ([`Config`]), and every setting that
+//! sets it from outside, with its environment variable, flag and defaults ([`settings`]:
+//! the same names in Lambda and locally; the local server also takes flags).
+
+pub mod settings;
 
 use std::time::Duration;
 
