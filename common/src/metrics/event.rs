@@ -1,6 +1,6 @@
 //! The events that have a plain counter each: `Event`, its metric name and help text.
 
-/// Something that happened once: [`record`] adds 1 to its counter.
+/// Something that happened once: [`record`](super::record) adds 1 to its counter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Event {
     /// `tasks_created`
