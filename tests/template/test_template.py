@@ -275,9 +275,15 @@ def test_table_has_the_stream_the_resume_function_reads(template):
     assert spec == {"StreamViewType": "NEW_AND_OLD_IMAGES"}
 
 
+def dynamodb_store_source() -> str:
+    """The DynamoDB store's source, every file of its folder."""
+    folder = ROOT / "common" / "src" / "store" / "dynamodb"
+    return "\n".join(f.read_text() for f in sorted(folder.glob("*.rs")))
+
+
 def test_store_code_creates_the_same_table():
     """The names the template uses are the ones DynamoStore::create_table uses."""
-    source = (ROOT / "common" / "src" / "store" / "dynamodb.rs").read_text()
+    source = dynamodb_store_source()
     assert re.search(r'INDEX\s*:\s*&str\s*=\s*"gsi1"', source)
     assert re.search(r'SWEEP_INDEX\s*:\s*&str\s*=\s*"gsi2"', source)
     assert re.search(r'TTL_ATTRIBUTE\s*:\s*&str\s*=\s*"expires_at"', source)
@@ -288,7 +294,7 @@ def test_store_code_creates_the_same_table():
 def test_store_code_writes_what_the_resume_filter_reads():
     """The task item carries `wake` as the number 1 (N "1" in the stream) under sk "TASK":
     the two things the filter tests."""
-    source = (ROOT / "common" / "src" / "store" / "dynamodb.rs").read_text()
+    source = dynamodb_store_source()
     assert re.search(r'\("sk"\.into\(\),\s*s\("TASK"\)\)', source)
     assert re.search(r'"wake"\.into\(\),\s*n\(1\)', source)
 
@@ -626,7 +632,7 @@ def test_resume_filter_is_read_from_the_template(template):
 
 
 def task_image(task_id: str = "t1", **extra) -> dict:
-    """A task item's NewImage as the stream shows it (see task_item in dynamodb.rs)."""
+    """A task item's NewImage as the stream shows it (see task_item in store/dynamodb/items.rs)."""
     return {
         "pk": {"S": f"TASK#{task_id}"},
         "sk": {"S": "TASK"},
@@ -1118,7 +1124,7 @@ def test_every_streaming_route_behind_the_front_door_is_a_streaming_integration(
         "HARNESS_MAX_BLOCKING_WAIT_SECONDS"]
     assert int(wait) < origins["jsonrpc"]["CustomOriginConfig"]["OriginReadTimeout"]
     # The SSE keep-alive comes well inside the origin read timeout.
-    server = (ROOT / "common/src/server.rs").read_text()
+    server = (ROOT / "common/src/server/mod.rs").read_text()
     assert "KeepAlive::default()" in server  # axum's default interval: 15 s
 
 
