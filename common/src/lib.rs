@@ -22,10 +22,10 @@
 //! | 7 config | `config` | every setting, its default and its source |
 //! | 8 secrets | `secrets` | secrets read from Secrets Manager at a cold start |
 //! | 9 store | `store` | the `Store` port, its records, the embedded and DynamoDB stores |
-//! | 10 engine | `engine` | task state changes, following a log, driving a task through the `Agent` port |
+//! | 10 engine | `engine` | task state changes, links between tasks, following a log, driving a task through the `Agent` port, announcing through the `Medium` port |
 //! | 11 push | `push` | webhooks: configs, their sealed secrets, delivery |
 //! | 12 models | `models` | the `Model` port, its providers, and the `Tool` a model calls |
-//! | 13 channels | `channels` | participants, membership, permissions, help requests, sub-tasks |
+//! | 13 channels | `channels` | membership, help decisions, sub-tasks for participants, personal channels |
 //! | 14 remote | `remote` | remote A2A agents: registry, cards, client, links |
 //! | 15 tools | `mcp` | MCP servers as tool sources |
 //! | 16 agent | `agent` | the agents: the LLM agent (context, prompt, tools, delegation), the conformance agent |

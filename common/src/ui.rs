@@ -19,8 +19,8 @@ use axum::Router;
 
 use crate::a2a::{Message, Part, Role, SendMessageConfiguration, SendMessageRequest};
 use crate::auth::Auth;
-use crate::channels::medium::{Addressed, Asks};
 use crate::channels::personal::{LinkError, ANSWER_PATH};
+use crate::engine::medium::{Addressed, Asks};
 use crate::ext::channel::{ChannelKind, ChannelMessage};
 use crate::ops::{Caller, Harness};
 

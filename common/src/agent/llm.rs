@@ -12,7 +12,7 @@ use super::intrinsics;
 use super::tools::{Checked, ToolOutcome, ToolRegistry};
 use crate::a2a::{Artifact, Message, Part, Role, TaskState};
 use crate::channels::help::{HelpDecider, ModelDecider};
-use crate::channels::subtask::{self, Link};
+use crate::engine::links::{self, Link};
 use crate::engine::transition::{add_artifact, agent_message, new_id, set_status};
 use crate::engine::Agent;
 use crate::engine::{RunError, TaskRun};
@@ -504,7 +504,7 @@ impl LlmAgent {
             if run.record().agent.noted.contains(&sub.task_id) {
                 continue;
             }
-            let child = subtask::linked(
+            let child = links::linked(
                 run.store().as_ref(),
                 run.record(),
                 &sub.task_id,

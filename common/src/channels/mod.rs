@@ -5,13 +5,12 @@
 //! A task's channel is the task itself: its members are the task's participants, a send
 //! from the harness is an event in the task's log (committed before any reader sees it),
 //! and a participant sends with SendMessage on the task. That medium is pulled; pushed
-//! media ([`medium`], such as a participant's [`personal`] webhook) carry the requests
+//! media ([`medium`](crate::engine::medium), such as a participant's [`personal`] webhook) carry the requests
 //! addressed to a member to them, and bring their answers back as their messages on the
 //! task. Identity is verified in `jwt` mode; otherwise self-asserted
 //! (`metadata.participant_id`, else the `X-Participant-Id` header), and it fails closed.
 
 pub mod help;
-pub mod medium;
 pub mod personal;
 pub mod subtask;
 

@@ -26,7 +26,7 @@ use reqwest::Url;
 use ring::hmac;
 use serde::Deserialize;
 
-use super::medium::{Addressed, Asks, Medium};
+use crate::engine::medium::{Addressed, Asks, Medium};
 use crate::push::Notifier;
 use crate::sealing::PushKey;
 

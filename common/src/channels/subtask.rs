@@ -129,55 +129,6 @@ pub enum CreateError {
     Store(#[from] StoreError),
 }
 
-/// Which side of a link a task names another from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Link {
-    /// `from` names `id` in its `sub_tasks`; `id` must name `from` in its `parent_tasks`.
-    SubTask,
-    /// `from` names `id` in its `parent_tasks`; `id` must name `from` in its `sub_tasks`.
-    Parent,
-}
-
-/// The ids of the tasks of this harness `child` names as its parents (a remote agent's
-/// are not ours to wake).
-pub fn local_parents(child: &TaskRecord) -> Vec<String> {
-    (child.ext().map(|e| e.parent_tasks).unwrap_or_default())
-        .into_iter()
-        .filter(|p| p.agent.is_none())
-        .map(|p| p.task_id)
-        .collect()
-}
-
-/// The task `id` that `from` links to as `link`: None (as if it did not exist) unless it
-/// is in `from`'s tenant and links back.
-pub async fn linked(
-    store: &dyn Store,
-    from: &TaskRecord,
-    id: &str,
-    link: Link,
-) -> Result<Option<TaskRecord>, StoreError> {
-    let Some(other) = store.load_task(id).await? else {
-        return Ok(None);
-    };
-    let back = other.ext().is_some_and(|e| {
-        let refs = match link {
-            Link::SubTask => e.parent_tasks,
-            Link::Parent => e.sub_tasks,
-        };
-        refs.iter()
-            .any(|r| r.agent.is_none() && r.task_id == from.id())
-    });
-    if other.tenant != from.tenant || !back {
-        tracing::warn!(
-            task_id = from.id(),
-            linked = id,
-            "a one-sided link is ignored"
-        );
-        return Ok(None);
-    }
-    Ok(Some(other))
-}
-
 /// Stores the sub-task; finding it already there from an earlier attempt of the same
 /// parent is success.
 pub async fn create(
@@ -236,5 +187,62 @@ fn link_step(ext: &mut TaskExtension, step: &str, child_id: &str) {
                 list.push(serde_json::json!({"task_id": child_id}));
             }
         }
+    }
+}
+
+/// What a pushed medium is asked to send for a task this module makes.
+#[cfg(test)]
+mod addressed {
+    use super::{standalone, ParticipantTask};
+    use crate::a2a::TaskState;
+    use crate::engine::medium::{Addressed, Asks};
+    use crate::store::TaskRecord;
+    use crate::task::HelpRequest;
+
+    fn assigned() -> TaskRecord {
+        let req = ParticipantTask {
+            participant_id: "bob".into(),
+            name: "Review".into(),
+            goal: "Review the draft".into(),
+            acceptance_criteria: Vec::new(),
+        };
+        standalone("", "ctx", &req, "alice")
+    }
+
+    #[test]
+    fn a_task_waiting_on_its_assignee_asks_for_their_work() {
+        let rec = assigned();
+        let request = Addressed::of(&rec).unwrap();
+        assert_eq!(request.to, "bob");
+        assert_eq!(request.asks, Asks::Work);
+        assert_eq!(request.text, "Review the draft");
+        assert_eq!(request.request_id, format!("{}:assigned", rec.task.id));
+    }
+
+    #[test]
+    fn a_pending_help_request_asks_its_participant_and_nothing_else_asks() {
+        let mut rec = assigned();
+        rec.agent.pending_help = Some(HelpRequest {
+            participant_id: "bob".into(),
+            question: "Which?".into(),
+            options: vec!["a".into(), "b".into()],
+            message_id: "m-1".into(),
+            call_id: "c".into(),
+        });
+        let request = Addressed::of(&rec).unwrap();
+        assert_eq!(
+            (
+                request.asks,
+                request.request_id.as_str(),
+                request.text.as_str()
+            ),
+            (Asks::Answer, "m-1", "Which?\nOptions: a, b")
+        );
+        // Waiting on someone the pending request is not for, or no longer waiting.
+        rec.waits_on = Some("alice".into());
+        assert_eq!(Addressed::of(&rec), None);
+        let mut done = assigned();
+        crate::engine::transition::set_status(&mut done, TaskState::Completed, None, None);
+        assert_eq!(Addressed::of(&done), None);
     }
 }

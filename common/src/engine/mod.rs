@@ -20,6 +20,8 @@
 
 pub mod agent;
 pub mod follow;
+pub mod links;
+pub mod medium;
 pub mod owners;
 pub mod run;
 pub mod transition;
@@ -31,10 +33,10 @@ use std::sync::Arc;
 use tokio::task::JoinHandle;
 
 use crate::a2a::TaskState;
-use crate::channels::medium::Media;
 use crate::keyed_lock::KeyedLocks;
 use crate::store::{Store, StoreError, TaskRecord};
 use crate::task::lease;
+use medium::Media;
 pub use run::{RunError, Staged, TaskRun};
 
 /// Sweeps now and then every `period`, for as long as the engine lives (what
@@ -560,11 +562,11 @@ impl Engine {
     /// next turn. Then the child's debt (`parents_owed`) is cleared; if any parent could
     /// not be woken it stands, and the sweep tries again.
     pub async fn wake_parents(&self, child: &TaskRecord) -> Result<(), RunError> {
-        use crate::channels::subtask::{linked, Link};
+        use links::{linked, Link};
         if !child.parents_owed {
             return Ok(());
         }
-        for parent in crate::channels::subtask::local_parents(child) {
+        for parent in links::local_parents(child) {
             let found = linked(self.store.as_ref(), child, &parent, Link::Parent).await?;
             self.wake(found).await?;
         }

@@ -148,7 +148,7 @@ pub fn set_status(
     };
     rec.task.status = Some(status.clone());
     // Written with the change that ends the task, so the parents' wake-up cannot be lost.
-    if state.is_terminal() && !crate::channels::subtask::local_parents(rec).is_empty() {
+    if state.is_terminal() && !super::links::local_parents(rec).is_empty() {
         rec.parents_owed = true;
     }
     StreamResponse::status(TaskStatusUpdateEvent {

@@ -43,7 +43,7 @@ pub async fn cancel_task(
 /// Cancels what `rec`, just cancelled, handed on: its open sub-tasks (and theirs, to
 /// [`MAX_DEPTH`]) and its open remote tasks. A failure is logged; the cancel stands.
 async fn cancel_handed_on(h: &Harness, rec: &crate::store::TaskRecord) {
-    use crate::channels::subtask::{linked, Link};
+    use crate::engine::links::{linked, Link};
     let mut todo = vec![(rec.clone(), 0)];
     while let Some((parent, depth)) = todo.pop() {
         if let Some(remotes) = &h.remotes {

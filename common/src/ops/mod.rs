@@ -143,10 +143,10 @@ impl Harness {
             }
             _ => None,
         };
-        let media = crate::channels::medium::Media::new(
+        let media = crate::engine::medium::Media::new(
             (personal
                 .iter()
-                .map(|p| p.clone() as Arc<dyn crate::channels::medium::Medium>))
+                .map(|p| p.clone() as Arc<dyn crate::engine::medium::Medium>))
             .collect(),
         );
         let remotes = crate::remote::Remotes::from_config(&config)?;
