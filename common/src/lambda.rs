@@ -279,7 +279,7 @@ pub async fn harness_from_env(calls: ModelCalls) -> Result<Arc<Harness>, Error> 
         context_tokens: var(settings::CONTEXT_TOKENS)
             .map(|_| parse(settings::CONTEXT_TOKENS, 0))
             .transpose()?,
-        delegates: config.remote_agents.is_some(),
+        remotes: crate::remote::Remotes::from_config(&config)?,
         // Only the function that drives tasks calls tools: the others do not connect.
         mcp: (config.mcp_servers.as_ref())
             .filter(|_| matches!(calls, ModelCalls::Drives))

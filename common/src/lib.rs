@@ -28,7 +28,7 @@
 //! | 13 channels | `channels` | membership, help decisions, sub-tasks for participants, personal channels |
 //! | 14 remote | `remote` | remote A2A agents: registry, cards, client, links |
 //! | 15 tools | `mcp` | MCP servers as tool sources |
-//! | 16 agent | `agent` | the agents: the LLM agent (context, prompt, tools, delegation), the conformance agent |
+//! | 16 agent | `agent` | the agents: the LLM agent (context, prompt, tools, delegation with the remote agents it was built with), the conformance agent |
 //! | 17 commands | `commands` | `/name args` harness commands |
 //! | 18 service | `ops` | one module per A2A operation and the harness they run on |
 //! | 19 inbox | `ui` | the web inbox's pages and answer routes |

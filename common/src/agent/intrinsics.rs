@@ -20,6 +20,8 @@
 //! Refusals are error results `[code] message` that reveal nothing about who is on the
 //! task beyond what the model already sees.
 
+use std::sync::Arc;
+
 use serde::Deserialize;
 
 use super::context::untrusted;
@@ -33,6 +35,7 @@ use crate::ext::permissions::Action;
 use crate::ext::task::{Role, TaskExtension};
 use crate::models::ToolError;
 use crate::models::{ChatMessage, Model, ToolCall, Usage};
+use crate::remote::Remotes;
 use crate::store::TaskRecord;
 use crate::task::HelpRequest;
 
@@ -53,6 +56,8 @@ pub struct Context<'a> {
     pub model: &'a dyn Model,
     pub model_id: &'a str,
     pub decider: &'a dyn HelpDecider,
+    /// The remote agents the task may delegate to, if any are configured.
+    pub remotes: Option<&'a Arc<Remotes>>,
 }
 
 /// The result message of a call, as every tool result is framed: redacted before it is
@@ -75,7 +80,7 @@ pub async fn call(ctx: &Context<'_>, run: &mut TaskRun, call: &ToolCall) -> Resu
             Err(e) => e,
         },
         "create_task_for_participant" => match parse(call) {
-            Ok(a) => return create_task(run, call, a).await,
+            Ok(a) => return create_task(ctx.remotes, run, call, a).await,
             Err(e) => e,
         },
         "set_participant_role" => match parse(call) {
@@ -86,10 +91,10 @@ pub async fn call(ctx: &Context<'_>, run: &mut TaskRun, call: &ToolCall) -> Resu
             Ok(a) => return request_help(ctx, run, call, a).await,
             Err(e) => e,
         },
-        "reply_to_agent" => match (parse::<ReplyArgs>(call), run.remotes.clone()) {
+        "reply_to_agent" => match (parse::<ReplyArgs>(call), ctx.remotes) {
             (Ok(a), Some(remotes)) => {
-                let said = crate::agent::delegate::reply(&remotes, run, &a.participant_id, &a.text)
-                    .await?;
+                let said =
+                    crate::agent::delegate::reply(remotes, run, &a.participant_id, &a.text).await?;
                 return commit_result(run, call, said).await;
             }
             (Err(e), _) => e,
@@ -232,7 +237,12 @@ struct CreateArgs {
 }
 
 /// Creates the sub-task, then links it in the same commit as the result.
-async fn create_task(run: &mut TaskRun, call: &ToolCall, a: CreateArgs) -> Result<(), RunError> {
+async fn create_task(
+    remotes: Option<&Arc<Remotes>>,
+    run: &mut TaskRun,
+    call: &ToolCall,
+    a: CreateArgs,
+) -> Result<(), RunError> {
     if let Err(e) = check_decision(HelpDecision {
         route: Route::CreateTask,
         participant_id: a.participant_id.clone(),
@@ -251,7 +261,7 @@ async fn create_task(run: &mut TaskRun, call: &ToolCall, a: CreateArgs) -> Resul
     // task with the same id is that person.
     let person = (parent_ext.participant(&a.participant_id))
         .is_some_and(|p| p.kind != crate::ext::task::ParticipantKind::Agent);
-    let remote = (run.remotes.clone())
+    let remote = remotes
         .filter(|_| !person)
         .and_then(|r| Some((r.registry.get(&a.participant_id)?.clone(), r)));
     if let Some((agent, remotes)) = remote {
@@ -270,7 +280,7 @@ async fn create_task(run: &mut TaskRun, call: &ToolCall, a: CreateArgs) -> Resul
         for c in &a.acceptance_criteria {
             text.push_str(&format!("\n- {c}"));
         }
-        let said = crate::agent::delegate::start(&remotes, run, &agent, text, &call.id).await?;
+        let said = crate::agent::delegate::start(remotes, run, &agent, text, &call.id).await?;
         return commit_result(run, call, said).await;
     }
     if parent_ext.participant(&a.participant_id).is_none() {
@@ -464,7 +474,7 @@ async fn request_help(
                 acceptance_criteria: decision.acceptance_criteria,
                 step: None,
             };
-            create_task(run, call, args).await
+            create_task(ctx.remotes, run, call, args).await
         }
     }
 }

@@ -87,6 +87,8 @@ pub struct LlmAgent {
     context_tokens: Option<usize>,
     /// Said at the end of the system prompt (tools that are unavailable).
     notes: String,
+    /// The remote agents tasks may delegate to, if any are configured.
+    remotes: Option<Arc<crate::remote::Remotes>>,
 }
 
 impl LlmAgent {
@@ -109,7 +111,15 @@ impl LlmAgent {
             context_tokens: None,
             decider: ModelDecider::shared(),
             notes: String::new(),
+            remotes: None,
         }
+    }
+
+    /// The remote agents tasks may delegate to (`create_task_for_participant` naming a
+    /// registry agent, `reply_to_agent`).
+    pub fn with_remotes(mut self, remotes: Option<Arc<crate::remote::Remotes>>) -> Self {
+        self.remotes = remotes;
+        self
     }
 
     /// Adds `notes` to the end of the system prompt.
@@ -428,7 +438,7 @@ impl LlmAgent {
         let rec = run.record();
         let state = &rec.agent;
         let from = state.conversation.len() - live_turns(state);
-        let mut fixed = self.request(rec, &choice.id, run.remotes.as_deref());
+        let mut fixed = self.request(rec, &choice.id, self.remotes.as_deref());
         fixed
             .messages
             .truncate(fixed.messages.len() - live_turns(state));
@@ -574,6 +584,7 @@ impl LlmAgent {
                         model: choice.model.as_ref(),
                         model_id: &choice.id,
                         decider: self.decider.as_ref(),
+                        remotes: self.remotes.as_ref(),
                     };
                     intrinsics::call(&ctx, run, &call).await?;
                     crate::metrics::record(crate::metrics::Event::ToolCall);
@@ -625,8 +636,8 @@ impl Agent for LlmAgent {
                 run.set_status(TaskState::Working, None).await?;
             }
             Self::take_inputs(run).await?;
-            let remote = match run.remotes.clone() {
-                Some(remotes) => crate::agent::delegate::take(&remotes, run).await?,
+            let remote = match &self.remotes {
+                Some(remotes) => crate::agent::delegate::take(remotes, run).await?,
                 None => Default::default(),
             };
             run.poll_after = remote.poll_in;
@@ -661,11 +672,11 @@ impl Agent for LlmAgent {
                     return Self::fail(run, &notice).await;
                 }
             };
-            let mut request = self.request(run.record(), &choice.id, run.remotes.as_deref());
+            let mut request = self.request(run.record(), &choice.id, self.remotes.as_deref());
             if let Some(budget) = choice.budget {
                 if estimate_tokens(&request) > budget {
                     self.compact(run, &choice, budget).await?;
-                    request = self.request(run.record(), &choice.id, run.remotes.as_deref());
+                    request = self.request(run.record(), &choice.id, self.remotes.as_deref());
                     let fixed = request.messages.len() - live_turns(&run.record().agent);
                     compaction::truncate(&mut request, fixed, budget);
                 }

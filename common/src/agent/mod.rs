@@ -48,9 +48,9 @@ pub struct LlmSettings {
     pub turn_limit: usize,
     /// The context budget (tokens) of models whose configuration names none.
     pub context_tokens: Option<usize>,
-    /// Remote agents are configured: the model may answer their questions
-    /// (`reply_to_agent`).
-    pub delegates: bool,
+    /// The remote agents tasks may delegate to (and whose questions the model may
+    /// answer, `reply_to_agent`), if any are configured.
+    pub remotes: Option<std::sync::Arc<crate::remote::Remotes>>,
     /// MCP servers whose tools the model may call.
     pub mcp: Option<crate::mcp::Setup>,
 }
@@ -63,7 +63,7 @@ impl Default for LlmSettings {
             prompt: Default::default(),
             turn_limit: llm::DEFAULT_TURN_LIMIT,
             context_tokens: None,
-            delegates: false,
+            remotes: None,
             mcp: None,
         }
     }
@@ -102,7 +102,7 @@ pub async fn build(
             }
         };
     let mut tools = tools::ToolRegistry::builtin();
-    if settings.delegates {
+    if settings.remotes.is_some() {
         tools
             .register_intrinsic(tools::REPLY_TO_AGENT_SCHEMA)
             .map_err(|e| e.to_string())?;
@@ -123,6 +123,7 @@ pub async fn build(
         .with_turn_limit(settings.turn_limit)
         .with_context_budget(budget, fallback)
         .named(name.unwrap_or(crate::models::offline::NAME))
-        .with_notes(notes);
+        .with_notes(notes)
+        .with_remotes(settings.remotes.clone());
     Ok(std::sync::Arc::new(agent))
 }

@@ -119,8 +119,6 @@ pub struct Engine {
     running: KeyedLocks,
     /// The pushed media that carry the requests addressed to members to them.
     media: Media,
-    /// The remote agents tasks may delegate to.
-    remotes: Option<Arc<crate::remote::Remotes>>,
 }
 
 impl Engine {
@@ -129,7 +127,6 @@ impl Engine {
         agent: Arc<dyn Agent>,
         config: &crate::config::Config,
         media: Media,
-        remotes: Option<Arc<crate::remote::Remotes>>,
     ) -> Result<Arc<Self>, String> {
         let owner_locks = match &config.owner_locks {
             Some(dir) => Some(Arc::new(owners::LockFiles::claim(dir).map_err(|e| {
@@ -139,7 +136,6 @@ impl Engine {
         };
         Ok(Arc::new(Engine {
             media,
-            remotes,
             store,
             agent,
             agent_id: config.agent_id.clone(),
@@ -329,7 +325,6 @@ impl Engine {
         if let Some(staged) = staged {
             run = run.staged(staged);
         }
-        run.remotes = self.remotes.clone();
         let outcome = self.agent.run(&mut run, &input).await;
         created.append(&mut run.created);
         if run.is_staged() && outcome.is_err() {

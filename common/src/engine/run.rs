@@ -57,8 +57,6 @@ pub struct TaskRun {
     handed_over: bool,
     /// The tasks this run created for participants, committed: to announce once it ends.
     pub created: Vec<TaskRecord>,
-    /// The remote agents the task may delegate to.
-    pub remotes: Option<Arc<crate::remote::Remotes>>,
     /// The run ends waiting on a remote agent it polls: the sweep wakes the task after
     /// this long (a poll timer in place of the lease).
     pub poll_after: Option<Duration>,
@@ -83,7 +81,6 @@ impl TaskRun {
             deadline: None,
             handed_over: false,
             created: Vec::new(),
-            remotes: None,
             poll_after: None,
         }
     }

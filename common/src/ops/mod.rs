@@ -150,7 +150,7 @@ impl Harness {
             .collect(),
         );
         let remotes = crate::remote::Remotes::from_config(&config)?;
-        let engine = Engine::new(store.clone(), agent, &config, media, remotes.clone())?;
+        let engine = Engine::new(store.clone(), agent, &config, media)?;
         let card = PublishedCard::new(card::build(&config, &commands.specs()));
         Ok(Arc::new(Harness {
             store,

@@ -284,7 +284,7 @@ async fn run() -> Result<(), common::lambda::Error> {
         prompt: common::lambda::prompt_from(args.prompt.as_deref())?,
         turn_limit: args.turn_limit,
         context_tokens: args.context_tokens,
-        delegates: args.remote_agents.is_some(),
+        remotes: common::remote::Remotes::from_config(&config)?,
         mcp: (config.mcp_servers.as_ref())
             .map(|source| common::mcp::Setup::load(source, &config))
             .transpose()?,
