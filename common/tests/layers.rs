@@ -1,12 +1,8 @@
 //! The floors of `common/src/lib.rs`, checked: every `crate::…` path in `common/src`
 //! (a `use`, a grouped `use crate::{…}`, or a path written inline) may name only a module
 //! on a lower floor than the file's own. An import that points up or sideways fails the
-//! test, named by file, line and the floor it may not reach. Files stay under
-//! [`MAX_FILE_LINES`] lines.
-//!
-//! `layers.allow` lists what the tree still owes while it is being moved onto its floors:
-//! `from -> to` for a module pair, `lines <path>` for a long file. An entry that no longer
-//! matches anything fails too, so the list only shrinks.
+//! test, named by file, line and the floor it may not reach; so does an import circle
+//! between modules, and a file over [`MAX_FILE_LINES`] lines.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -327,24 +323,6 @@ fn every_import_points_down_and_every_file_is_short() {
         }
     }
 
-    let allowed =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/layers.allow"))
-            .unwrap_or_default();
-    let mut allowed_pairs = BTreeSet::new();
-    let mut allowed_long = BTreeSet::new();
-    for line in allowed.lines().map(str::trim) {
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        if let Some(path) = line.strip_prefix("lines ") {
-            allowed_long.insert(path.trim().to_owned());
-        } else if let Some((from, to)) = line.split_once("->") {
-            allowed_pairs.insert((from.trim().to_owned(), to.trim().to_owned()));
-        } else {
-            panic!("layers.allow: cannot read `{line}`");
-        }
-    }
-
     let found = circles(&edges);
     let upward: usize = wrong.values().map(Vec::len).sum();
     println!(
@@ -359,26 +337,16 @@ fn every_import_points_down_and_every_file_is_short() {
     for circle in &found {
         println!("circle: {}", circle.join(" <-> "));
     }
-    let mut failures = Vec::new();
-    for (pair, lines) in &wrong {
-        if !allowed_pairs.contains(pair) {
-            failures.extend(lines.iter().cloned());
-        }
-    }
-    for pair in allowed_pairs.iter().filter(|p| !wrong.contains_key(*p)) {
-        failures.push(format!(
-            "layers.allow: `{} -> {}` no longer happens: take it out",
-            pair.0, pair.1
-        ));
-    }
-    for path in long.difference(&allowed_long) {
-        failures.push(format!("{path}: over {MAX_FILE_LINES} lines"));
-    }
-    for path in allowed_long.difference(&long) {
-        failures.push(format!(
-            "layers.allow: `lines {path}` is no longer over {MAX_FILE_LINES} lines: take it out"
-        ));
-    }
+    let mut failures: Vec<String> = wrong.into_values().flatten().collect();
+    failures.extend(
+        found
+            .iter()
+            .map(|c| format!("import circle: {}", c.join(" <-> "))),
+    );
+    failures.extend(
+        long.iter()
+            .map(|path| format!("{path}: over {MAX_FILE_LINES} lines")),
+    );
     assert!(failures.is_empty(), "\n{}\n", failures.join("\n"));
 }
 
