@@ -218,16 +218,39 @@ pub fn prompt_from(file: Option<&str>) -> Result<SystemPrompt, Error> {
 
 /// Which functions call the model: only the one that drives tasks reads the model's key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ModelCalls {
+enum ModelCalls {
     /// The resume function: the key from `HARNESS_MODEL_API_KEY_SECRET` (Secrets
     /// Manager, read here, once per cold start), else from the model's variable.
     Drives,
-    /// Every other function: models are built without a key and never called.
+    /// Every other function: no model is built, and none is called.
     None,
 }
 
-/// Everything a function needs, from the environment.
-pub async fn harness_from_env(calls: ModelCalls) -> Result<Arc<Harness>, Error> {
+/// What a function that never drives the LLM agent needs, from the environment: every
+/// function but resume. Its agent is the conformance agent or the LLM agent as
+/// [`agent::elsewhere::DrivenElsewhere`], so it links no model provider or MCP client.
+pub async fn harness_from_env() -> Result<Arc<Harness>, Error> {
+    let (config, kind, settings) = settings_from_env(ModelCalls::None).await?;
+    let agent = agent::driven_elsewhere(kind, &settings);
+    Ok(Harness::new(store_from_env().await?, agent, config)?)
+}
+
+/// What the resume function needs, from the environment: the agent that drives tasks,
+/// with its model's key and its MCP servers.
+pub async fn driving_harness_from_env() -> Result<Arc<Harness>, Error> {
+    let (config, kind, mut settings) = settings_from_env(ModelCalls::Drives).await?;
+    settings.mcp = (config.mcp_servers.as_ref())
+        .map(|source| crate::mcp::Setup::load(source, &config))
+        .transpose()?;
+    let agent = agent::build(kind, &settings).await?;
+    Ok(Harness::new(store_from_env().await?, agent, config)?)
+}
+
+/// The configuration, the agent's kind and the LLM agent's settings (without MCP, which
+/// only [`driving_harness_from_env`] loads), with the secrets `calls` needs read.
+async fn settings_from_env(
+    calls: ModelCalls,
+) -> Result<(Config, AgentKind, agent::LlmSettings), Error> {
     let mut config = config_from_env()?;
     if let (Some(arn), ModelCalls::Drives) = (var(settings::MCP_SECRET), calls) {
         let text = crate::secrets::text(&arn, "MCP servers").await?;
@@ -280,14 +303,9 @@ pub async fn harness_from_env(calls: ModelCalls) -> Result<Arc<Harness>, Error> 
             .map(|_| parse(settings::CONTEXT_TOKENS, 0))
             .transpose()?,
         remotes: crate::remote::Remotes::from_config(&config)?,
-        // Only the function that drives tasks calls tools: the others do not connect.
-        mcp: (config.mcp_servers.as_ref())
-            .filter(|_| matches!(calls, ModelCalls::Drives))
-            .map(|source| crate::mcp::Setup::load(source, &config))
-            .transpose()?,
+        mcp: None,
     };
-    let agent = agent::build(kind, &settings).await?;
-    Ok(Harness::new(store_from_env().await?, agent, config)?)
+    Ok((config, kind, settings))
 }
 
 /// What every function does first: the redactor (the built-in table and
@@ -398,7 +416,7 @@ impl Drop for MetricsOnEnd {
 /// adds them), then buffered responses or, for streams, response streaming.
 pub async fn run(endpoint: Endpoint, streaming: bool) -> Result<(), Error> {
     start()?;
-    let harness = harness_from_env(ModelCalls::None).await?;
+    let harness = harness_from_env().await?;
     let app = app(harness, endpoint, stdout_metrics());
     if streaming {
         lambda_http::run_with_streaming_response(app).await
@@ -422,7 +440,7 @@ pub async fn run_resume() -> Result<(), Error> {
     use aws_lambda_events::event::dynamodb::Event;
     use lambda_http::lambda_runtime::{self, service_fn, LambdaEvent};
     start()?;
-    let harness = harness_from_env(ModelCalls::Drives).await?;
+    let harness = driving_harness_from_env().await?;
     lambda_runtime::run(service_fn(|event: LambdaEvent<Event>| {
         let engine = harness.engine.clone();
         async move {
@@ -453,7 +471,7 @@ pub async fn run_notifier() -> Result<(), Error> {
     use aws_lambda_events::event::dynamodb::Event;
     use lambda_http::lambda_runtime::{self, service_fn, LambdaEvent};
     start()?;
-    let harness = harness_from_env(ModelCalls::None).await?;
+    let harness = harness_from_env().await?;
     let notifier = harness
         .notifier
         .clone()
@@ -475,7 +493,7 @@ pub async fn run_notifier() -> Result<(), Error> {
 pub async fn run_sweeper() -> Result<(), Error> {
     use lambda_http::lambda_runtime::{self, service_fn, LambdaEvent};
     start()?;
-    let harness = harness_from_env(ModelCalls::None).await?;
+    let harness = harness_from_env().await?;
     lambda_runtime::run(service_fn(|_: LambdaEvent<serde_json::Value>| {
         let engine = harness.engine.clone();
         async move {

@@ -6,7 +6,7 @@
 
 use common::a2a::Call;
 use common::a2a::{Message, Part, Role, SendMessageConfiguration, SendMessageRequest, TaskState};
-use common::lambda::{harness_from_env, ModelCalls};
+use common::lambda::{driving_harness_from_env, harness_from_env};
 use common::ops::{execute, Answer, Caller};
 use serde_json::{json, Value};
 use wiremock::matchers::{body_partial_json, header, method, path};
@@ -84,10 +84,10 @@ async fn the_resume_function_reads_the_openai_key_from_secrets_manager() {
     std::env::remove_var("OPENAI_API_KEY");
 
     // A function that answers requests builds its harness without reading the secret.
-    harness_from_env(ModelCalls::None)
+    harness_from_env()
         .await
         .expect("a request function starts with no key");
-    let h = harness_from_env(ModelCalls::Drives)
+    let h = driving_harness_from_env()
         .await
         .expect("the resume function reads the key");
 

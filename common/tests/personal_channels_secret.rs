@@ -4,7 +4,7 @@
 //! start with an error that names the secret and the line, never a URL. One test in its
 //! own binary: it sets the process environment the way template.yaml does.
 
-use common::lambda::{harness_from_env, ModelCalls};
+use common::lambda::harness_from_env;
 use serde_json::json;
 use wiremock::matchers::{body_partial_json, header, method};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -58,7 +58,7 @@ async fn a_function_reads_the_personal_channels_from_their_secret() {
     ] {
         std::env::set_var(name, value);
     }
-    let h = harness_from_env(ModelCalls::None)
+    let h = harness_from_env()
         .await
         .expect("the channels from the secret");
     let personal = h.personal.as_ref().expect("personal channels");
@@ -68,7 +68,7 @@ async fn a_function_reads_the_personal_channels_from_their_secret() {
     );
 
     std::env::set_var("HARNESS_PERSONAL_CHANNELS_SECRET", BAD_ARN);
-    let err = harness_from_env(ModelCalls::None)
+    let err = harness_from_env()
         .await
         .err()
         .expect("a secret that does not parse")

@@ -5,6 +5,7 @@ pub mod compaction;
 pub mod conformance;
 pub mod context;
 pub mod delegate;
+pub mod elsewhere;
 pub mod intrinsics;
 pub mod llm;
 pub mod tools;
@@ -34,6 +35,15 @@ impl std::str::FromStr for AgentKind {
 /// The conformance agent, which needs no configuration.
 pub fn conformance() -> std::sync::Arc<dyn Agent> {
     std::sync::Arc::new(conformance::ConformanceAgent)
+}
+
+/// The agent `kind` for a process that never drives the LLM agent: the conformance agent
+/// itself, or the LLM agent as [`elsewhere::DrivenElsewhere`] (no model is built).
+pub fn driven_elsewhere(kind: AgentKind, settings: &LlmSettings) -> std::sync::Arc<dyn Agent> {
+    match kind {
+        AgentKind::Conformance => conformance(),
+        AgentKind::Llm => std::sync::Arc::new(elsewhere::DrivenElsewhere::new(settings)),
+    }
 }
 
 /// How the LLM agent is set up.

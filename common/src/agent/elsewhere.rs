@@ -1,0 +1,84 @@
+//! The LLM agent as a function that never drives it sees it. In Lambda only the resume
+//! function calls the model; the request functions, the notifier and the sweeper need of
+//! the agent only what `/model` lists and that its drives are not theirs. This stand-in
+//! knows just that, so those functions link no model provider, no MCP client and no
+//! LLM agent.
+
+use async_trait::async_trait;
+
+use super::LlmSettings;
+use crate::a2a::Message;
+use crate::engine::{Agent, ModelChoices, RunError, TaskRun};
+
+/// The LLM agent, driven elsewhere (by the resume function).
+#[derive(Debug)]
+pub struct DrivenElsewhere {
+    choices: ModelChoices,
+}
+
+impl DrivenElsewhere {
+    /// What the LLM agent built from `settings` would list for `/model`.
+    pub fn new(settings: &LlmSettings) -> Self {
+        let default = (settings.model.as_deref())
+            .or(settings.catalog.default.as_deref())
+            .unwrap_or(crate::models::offline::NAME);
+        DrivenElsewhere {
+            choices: ModelChoices {
+                default: default.to_owned(),
+                names: (settings.catalog.models.iter())
+                    .map(|m| m.name.clone())
+                    .collect(),
+            },
+        }
+    }
+}
+
+#[async_trait]
+impl Agent for DrivenElsewhere {
+    fn models(&self) -> Option<ModelChoices> {
+        Some(self.choices.clone())
+    }
+
+    /// Never driven here (its drives are not quick, so no request drives it inline); if a
+    /// drive ever reaches it, the task is handed over as it stands, runnable, to the
+    /// function that drives it.
+    async fn run(&self, run: &mut TaskRun, _input: &Message) -> Result<(), RunError> {
+        run.hand_over();
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::models::config::{Credentials, ModelCatalog};
+
+    /// `/model` lists the same in a function that drives the LLM agent and in one that
+    /// does not.
+    #[tokio::test]
+    async fn it_lists_what_the_llm_agent_lists() {
+        let mut catalog = ModelCatalog::from_toml(
+            "test",
+            "default = \"fast\"\n[models.fast]\nprovider = \"openai\"\nmodel = \"gpt-4.1-mini\"\n\
+             [models.deep]\nprovider = \"anthropic\"\nmodel = \"claude-sonnet-4-5\"\n",
+        )
+        .expect("a catalog");
+        catalog.credentials = Credentials::NoCalls;
+        for model in [None, Some("deep".to_owned())] {
+            let settings = LlmSettings {
+                model,
+                catalog: catalog.clone(),
+                ..Default::default()
+            };
+            let built = crate::agent::build(crate::agent::AgentKind::Llm, &settings)
+                .await
+                .expect("the LLM agent");
+            assert_eq!(DrivenElsewhere::new(&settings).models(), built.models());
+        }
+        let offline = LlmSettings::default();
+        let built = crate::agent::build(crate::agent::AgentKind::Llm, &offline)
+            .await
+            .expect("the LLM agent on the offline model");
+        assert_eq!(DrivenElsewhere::new(&offline).models(), built.models());
+    }
+}
