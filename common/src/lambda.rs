@@ -442,7 +442,7 @@ pub async fn run_resume() -> Result<(), Error> {
     start()?;
     let harness = driving_harness_from_env().await?;
     lambda_runtime::run(service_fn(|event: LambdaEvent<Event>| {
-        let engine = harness.engine.clone();
+        let engine = harness.engine().clone();
         async move {
             let deadline = crate::task::lease::instant_at_epoch_ms(event.context.deadline);
             Ok::<_, Error>(
@@ -473,8 +473,8 @@ pub async fn run_notifier() -> Result<(), Error> {
     start()?;
     let harness = harness_from_env().await?;
     let notifier = harness
-        .notifier
-        .clone()
+        .push()
+        .cloned()
         .ok_or("the notifier function needs push notifications on (HARNESS_PUSH_NOTIFICATIONS)")?;
     lambda_runtime::run(service_fn(|event: LambdaEvent<Event>| {
         let notifier = notifier.clone();
@@ -495,7 +495,7 @@ pub async fn run_sweeper() -> Result<(), Error> {
     start()?;
     let harness = harness_from_env().await?;
     lambda_runtime::run(service_fn(|_: LambdaEvent<serde_json::Value>| {
-        let engine = harness.engine.clone();
+        let engine = harness.engine().clone();
         async move {
             let woken = engine.sweep(crate::engine::SWEEP_BATCH).await;
             emit_metrics(&stdout_metrics());

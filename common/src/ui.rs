@@ -90,7 +90,7 @@ fn refusal(status: StatusCode, why: &str) -> Response {
 /// on, so a link answers once. The answer goes in as that participant's `help_reply`,
 /// under a message id of the request's own, so two submits of one link are one answer.
 async fn answer(State(h): State<Arc<Harness>>, body: Bytes) -> Response {
-    let Some(personal) = h.personal.as_ref() else {
+    let Some(personal) = h.personal() else {
         return refusal(StatusCode::NOT_FOUND, "no personal channels here");
     };
     let Ok(body) = serde_json::from_slice::<AnswerBody>(&body) else {
@@ -114,7 +114,7 @@ async fn answer(State(h): State<Arc<Harness>>, body: Bytes) -> Response {
         Ok(claim) => claim,
         Err(e) => return refusal(StatusCode::FORBIDDEN, &e.to_string()),
     };
-    let open = match h.store.load_task(&claim.task_id).await {
+    let open = match h.store().load_task(&claim.task_id).await {
         Ok(Some(rec)) => Addressed::of(&rec)
             .filter(|r| r.request_id == claim.request_id && r.to == claim.participant)
             .map(|r| (rec.tenant, r.asks)),

@@ -127,7 +127,7 @@ async fn each_invocation_prints_one_emf_line_with_what_it_did() {
     let mut batch: Value = serde_json::from_str(&records).unwrap();
     batch["Records"] = json!([batch["Records"][0].clone()]);
     let batch: Event = serde_json::from_value(batch).unwrap();
-    let answer = resume_invocation(&harness.engine, &batch, None, &sink).await;
+    let answer = resume_invocation(harness.engine(), &batch, None, &sink).await;
     assert!(answer.batch_item_failures.is_empty());
     let resumed = emf(&lines);
     assert_eq!(

@@ -111,17 +111,17 @@ async fn a_held_lease_keeps_other_drives_off_and_a_lapsed_one_is_swept_to_anothe
         .task
         .id;
 
-    other.engine.drive_now(&id, None).await.expect("drive");
+    other.engine().drive_now(&id, None).await.expect("drive");
     let rec = load(store.as_ref(), &id).await;
     assert_eq!(rec.state(), TaskState::Working, "a's lease keeps b off");
     assert_eq!(
-        other.engine.sweep(10).await.expect("sweep"),
+        other.engine().sweep(10).await.expect("sweep"),
         Vec::<String>::new()
     );
 
     tokio::time::sleep(Duration::from_millis(900)).await;
     assert_eq!(
-        other.engine.sweep(10).await.expect("sweep"),
+        other.engine().sweep(10).await.expect("sweep"),
         vec![id.clone()]
     );
     let swept = load(store.as_ref(), &id).await;
@@ -130,7 +130,7 @@ async fn a_held_lease_keeps_other_drives_off_and_a_lapsed_one_is_swept_to_anothe
         "runnable and unleased: {swept:?}"
     );
 
-    other.engine.drive_now(&id, None).await.expect("drive");
+    other.engine().drive_now(&id, None).await.expect("drive");
     let done = load(store.as_ref(), &id).await;
     assert_eq!(done.state(), TaskState::Completed);
     assert!(
@@ -153,7 +153,7 @@ async fn a_drive_near_its_deadline_hands_the_task_over_from_its_checkpoint() {
     let id = working_task(store.as_ref(), "m-1", None).await.task.id;
 
     let near = Instant::now() + Duration::from_secs(2);
-    h.engine.drive_now(&id, Some(near)).await.expect("drive");
+    h.engine().drive_now(&id, Some(near)).await.expect("drive");
     let handed = load(store.as_ref(), &id).await;
     assert_eq!(handed.state(), TaskState::Working);
     assert!(
@@ -168,7 +168,7 @@ async fn a_drive_near_its_deadline_hands_the_task_over_from_its_checkpoint() {
     assert_eq!(handed.agent.model_calls, 1, "the step was checkpointed");
     assert_eq!(handed.agent.inputs_upto, 1, "m-1 was taken in");
 
-    h.engine.drive_now(&id, None).await.expect("drive");
+    h.engine().drive_now(&id, None).await.expect("drive");
     let done = load(store.as_ref(), &id).await;
     assert_eq!(done.state(), TaskState::Completed);
     assert_eq!(model.calls(), 2, "the committed call was not repeated");
@@ -191,12 +191,12 @@ async fn a_model_call_slower_than_the_lease_keeps_it_and_is_made_once() {
 
     let drive = tokio::spawn({
         let (a, id) = (a.clone(), id.clone());
-        async move { a.engine.drive_now(&id, None).await }
+        async move { a.engine().drive_now(&id, None).await }
     });
     let mut expiries = Vec::new();
     let mut swept = Vec::new();
     while !drive.is_finished() {
-        swept.extend(b.engine.sweep(10).await.expect("sweep"));
+        swept.extend(b.engine().sweep(10).await.expect("sweep"));
         if let Some(l) = load(store.as_ref(), &id).await.lease {
             assert_eq!(l.owner, "a", "only a drives");
             if expiries.last() != Some(&l.until_ms) {
@@ -233,7 +233,7 @@ async fn a_task_no_drive_gets_through_fails_after_ten_hand_overs() {
         .id;
     for round in 1..=common::engine::MAX_HANDOVERS {
         assert_eq!(
-            sweeper.engine.sweep(10).await.expect("sweep"),
+            sweeper.engine().sweep(10).await.expect("sweep"),
             std::slice::from_ref(&id)
         );
         let rec = load(store.as_ref(), &id).await;
@@ -249,7 +249,7 @@ async fn a_task_no_drive_gets_through_fails_after_ten_hand_overs() {
             .await
             .expect("taken");
     }
-    assert!(sweeper.engine.sweep(10).await.expect("sweep").is_empty());
+    assert!(sweeper.engine().sweep(10).await.expect("sweep").is_empty());
     let failed = load(store.as_ref(), &id).await;
     assert_eq!(failed.state(), TaskState::Failed);
     assert!(!failed.wake && failed.lease.is_none());
@@ -316,11 +316,11 @@ async fn a_tool_slower_than_the_lease_keeps_it_and_runs_once() {
 
     let drive = tokio::spawn({
         let (a, id) = (a.clone(), id.clone());
-        async move { a.engine.drive_now(&id, None).await }
+        async move { a.engine().drive_now(&id, None).await }
     });
     let mut swept = Vec::new();
     while !drive.is_finished() {
-        swept.extend(b.engine.sweep(10).await.expect("sweep"));
+        swept.extend(b.engine().sweep(10).await.expect("sweep"));
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     drive.await.expect("join").expect("drive");
@@ -349,7 +349,7 @@ async fn a_model_call_cut_off_by_the_deadline_is_handed_over_at_once() {
 
     let started = Instant::now();
     let deadline = started + Duration::from_millis(2000);
-    h.engine
+    h.engine()
         .drive_now(&id, Some(deadline))
         .await
         .expect("drive");
@@ -367,7 +367,7 @@ async fn a_model_call_cut_off_by_the_deadline_is_handed_over_at_once() {
     );
     assert_eq!(model.calls(), 1);
 
-    h.engine.drive_now(&id, None).await.expect("drive");
+    h.engine().drive_now(&id, None).await.expect("drive");
     let done = load(store.as_ref(), &id).await;
     assert_eq!(done.state(), TaskState::Completed);
     assert_eq!(model.calls(), 2);
@@ -386,12 +386,12 @@ async fn a_wake_up_no_drive_answered_is_rung_again_by_the_sweep(store: Arc<dyn S
     let id = rung.task.id.clone();
 
     assert!(
-        !h.engine.sweep(10).await.expect("sweep").contains(&id),
+        !h.engine().sweep(10).await.expect("sweep").contains(&id),
         "not before its grace"
     );
-    tokio::time::sleep(h.engine.wake_grace() + Duration::from_millis(100)).await;
+    tokio::time::sleep(h.engine().wake_grace() + Duration::from_millis(100)).await;
     let mut wakeups = store.wakeups();
-    let swept = h.engine.sweep(1000).await.expect("sweep");
+    let swept = h.engine().sweep(1000).await.expect("sweep");
     assert!(swept.contains(&id), "rung again: {swept:?}");
     let mut signalled = false;
     while let Ok(woken) = wakeups.try_recv() {
@@ -401,13 +401,13 @@ async fn a_wake_up_no_drive_answered_is_rung_again_by_the_sweep(store: Arc<dyn S
     let again = load(store.as_ref(), &id).await;
     assert!(again.wake && again.lease.is_none(), "{again:?}");
 
-    h.engine.drive_now(&id, None).await.expect("drive");
+    h.engine().drive_now(&id, None).await.expect("drive");
     let done = load(store.as_ref(), &id).await;
     assert_eq!(done.state(), TaskState::Completed);
     assert_eq!(model.calls(), 1);
-    tokio::time::sleep(h.engine.wake_grace() + Duration::from_millis(100)).await;
+    tokio::time::sleep(h.engine().wake_grace() + Duration::from_millis(100)).await;
     assert!(
-        !h.engine.sweep(1000).await.expect("sweep").contains(&id),
+        !h.engine().sweep(1000).await.expect("sweep").contains(&id),
         "a finished task is not swept"
     );
 }
@@ -507,7 +507,7 @@ async fn a_parent_whose_wake_up_write_failed_is_woken_by_the_next_sweep() {
         Duration::from_secs(1),
     );
     let parent = working_task(store.as_ref(), "m-parent", None).await.task.id;
-    h.engine.drive_now(&parent, None).await.expect("drive");
+    h.engine().drive_now(&parent, None).await.expect("drive");
     let child = format!("{parent}.1");
     assert!(
         store.load_task(&child).await.expect("load").is_some(),
@@ -537,14 +537,14 @@ async fn a_parent_whose_wake_up_write_failed_is_woken_by_the_next_sweep() {
     );
 
     faults.arm(None);
-    tokio::time::sleep(h.engine.wake_grace() + Duration::from_millis(100)).await;
-    let swept = h.engine.sweep(1000).await.expect("sweep");
+    tokio::time::sleep(h.engine().wake_grace() + Duration::from_millis(100)).await;
+    let swept = h.engine().sweep(1000).await.expect("sweep");
     assert!(swept.contains(&child), "{swept:?}");
     assert!(!load(store.as_ref(), &child).await.parents_owed, "paid");
     let woken = load(store.as_ref(), &parent).await;
     assert!(woken.wake && woken.lease.is_none(), "{woken:?}");
 
-    h.engine.drive_now(&parent, None).await.expect("drive");
+    h.engine().drive_now(&parent, None).await.expect("drive");
     let done = load(store.as_ref(), &parent).await;
     assert_eq!(done.state(), TaskState::Completed, "{done:?}");
     assert_eq!(model.calls(), 2, "no call repeated");

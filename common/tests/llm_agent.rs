@@ -214,7 +214,12 @@ async fn in_lambda_a_blocking_send_hands_the_llm_drive_over_and_answers_before_i
 
     let id = answer["task"]["id"].as_str().expect("id").to_owned();
     let resume = Harness::new(store.clone(), agent(), with_push_key()).expect("resume");
-    let done = resume.engine.start(id).await.expect("drive").expect("task");
+    let done = resume
+        .engine()
+        .start(id)
+        .await
+        .expect("drive")
+        .expect("task");
     assert_eq!(done.state(), TaskState::Completed);
     assert_eq!(model.requests.lock().expect("requests").len(), 2);
     let _ = std::fs::remove_dir_all(&dir);
@@ -290,7 +295,7 @@ async fn a_resumed_run_never_repeats_a_committed_model_call() {
     );
     let before = model.requests.lock().expect("requests").len();
 
-    h.engine.start(id.clone()).await.expect("resumed run");
+    h.engine().start(id.clone()).await.expect("resumed run");
 
     let turns: Vec<usize> = model.requests.lock().expect("requests")[before..]
         .iter()
@@ -329,7 +334,7 @@ async fn a_task_that_chose_its_model_is_answered_by_that_model() {
         .create_task(&rec, &[created], None)
         .await
         .expect("create");
-    h.engine.start(rec.task.id.clone()).await.expect("run");
+    h.engine().start(rec.task.id.clone()).await.expect("run");
 
     let done = store
         .load_task(&rec.task.id)
@@ -411,7 +416,7 @@ async fn the_task_section_shows_name_goal_criteria_and_sub_tasks() {
         .create_task(&rec, &[created], None)
         .await
         .expect("create");
-    h.engine.start(rec.task.id.clone()).await.expect("run");
+    h.engine().start(rec.task.id.clone()).await.expect("run");
 
     let requests = model.requests.lock().expect("requests");
     let ChatMessage::User { text } = &requests[0].messages[0] else {
@@ -471,7 +476,7 @@ async fn drive_new_task_saying(
         .create_task(&rec, &[created], None)
         .await
         .expect("create");
-    h.engine.start(rec.task.id.clone()).await.expect("run");
+    h.engine().start(rec.task.id.clone()).await.expect("run");
     store
         .load_task(&rec.task.id)
         .await
@@ -799,7 +804,7 @@ async fn a_link_that_is_not_mutual_reads_and_wakes_nothing() {
     let mut waking = ext_with(&[("mallory", R::Reporter)]);
     waking.parent_tasks = vec![TaskRef::local(waiting.id())];
     let child = stored_task(&store, "", &waking, TaskState::Completed, "done").await;
-    h.engine
+    h.engine()
         .wake_parents(&child)
         .await
         .expect("nothing to wake is no failure");

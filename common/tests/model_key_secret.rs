@@ -117,7 +117,7 @@ async fn the_resume_function_reads_the_openai_key_from_secrets_manager() {
     };
     let id = answer["task"]["id"].as_str().expect("a task").to_owned();
     let record = h
-        .engine
+        .engine()
         .start(id)
         .await
         .expect("the drive ends")

@@ -61,7 +61,7 @@ async fn a_function_reads_the_personal_channels_from_their_secret() {
     let h = harness_from_env()
         .await
         .expect("the channels from the secret");
-    let personal = h.personal.as_ref().expect("personal channels");
+    let personal = h.personal().expect("personal channels");
     assert_eq!(
         format!("{personal:?}"),
         "PersonalChannels { participants: [\"bob\"] }"

@@ -71,7 +71,7 @@ fn sequence_number(record: &EventRecord) -> String {
 
 /// The JSON the runtime posts back for `handle`'s answer.
 async fn handle_json(harness: &Arc<Harness>, event: &Event) -> Value {
-    let response = handle(&harness.engine, event, None).await;
+    let response = handle(harness.engine(), event, None).await;
     serde_json::to_value(&response).expect("the batch response serializes")
 }
 

@@ -79,19 +79,19 @@ pub fn router(h: Arc<Harness>, endpoint: Endpoint) -> Router {
 /// [`router`] running the operations `E` runs: a function that serves only reads is
 /// built on [`crate::ops::Reads`].
 pub fn router_for<E: Operations>(h: Arc<Harness>, endpoint: Endpoint) -> Router {
-    let limiter = NonZeroU32::new(h.config.rate_limit_per_minute)
+    let limiter = NonZeroU32::new(h.config().rate_limit_per_minute)
         .map(|n| Arc::new(RateLimiter::keyed(Quota::per_minute(n))));
     let mut router = Router::new();
     if endpoint.card() {
         router = router.route(AGENT_CARD_PATH, get(agent_card));
     }
-    if E::WRITES && endpoint == Endpoint::All && h.config.metrics_endpoint {
+    if E::WRITES && endpoint == Endpoint::All && h.config().metrics_endpoint {
         // The local server's metrics; a Lambda function prints its own (EMF) instead.
         router = router.route(METRICS_PATH, get(metrics));
     }
     if endpoint.card() {
         // The inbox is static, like the card: the same function serves both on AWS.
-        router = router.merge(crate::ui::routes(&h.config.auth));
+        router = router.merge(crate::ui::routes(&h.config().auth));
     }
     if E::WRITES && endpoint.answers() {
         router = router.merge(crate::ui::answer_routes());
@@ -165,24 +165,24 @@ fn request_base(headers: &HeaderMap) -> String {
 
 async fn agent_card(State(h): State<Arc<Harness>>, headers: HeaderMap) -> Response {
     // No public URL: the card names the URL this request came to.
-    let from_request = h.config.public_url.is_empty();
+    let from_request = h.config().public_url.is_empty();
     let derived;
     let card = if from_request {
         let config = crate::config::Config {
             public_url: request_base(&headers),
-            ..h.config.clone()
+            ..h.config().clone()
         };
         derived = PublishedCard {
-            last_modified: h.card.last_modified.clone(),
-            ..PublishedCard::new(crate::ops::card::build(&config, &h.commands.specs()))
+            last_modified: h.card().last_modified.clone(),
+            ..PublishedCard::new(crate::ops::card::build(&config, &h.commands().specs()))
         };
         &derived
     } else {
-        &h.card
+        h.card()
     };
     // A card derived from the request's headers is that requester's: no shared cache.
     let scope = if from_request { "private" } else { "public" };
-    let cache = format!("{scope}, max-age={}", h.config.card_max_age.as_secs());
+    let cache = format!("{scope}, max-age={}", h.config().card_max_age.as_secs());
     let not_modified = headers
         .get(header::IF_NONE_MATCH)
         .and_then(|v| v.to_str().ok())
@@ -213,7 +213,7 @@ async fn agent_card(State(h): State<Arc<Harness>>, headers: HeaderMap) -> Respon
 
 /// The path relative to the interface URL (the public URL may carry a base path).
 fn relative_path<'a>(h: &Harness, path: &'a str) -> &'a str {
-    let base = base_path(&h.config.public_url);
+    let base = base_path(&h.config().public_url);
     if base.is_empty() {
         return path;
     }
@@ -275,7 +275,7 @@ impl IntoResponse for Refusal {
 /// Reads the body, refusing one over the limit before reading it when the length is
 /// declared and as soon as it passes the limit otherwise.
 async fn read_body(h: &Harness, headers: &HeaderMap, body: Body) -> Result<Bytes, Refusal> {
-    let limit = h.config.max_body_bytes;
+    let limit = h.config().max_body_bytes;
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
@@ -374,7 +374,7 @@ fn service_parameters(
     query: Option<&str>,
 ) -> Result<Vec<String>, A2aError> {
     headers::check_version(headers::requested_version(headers, query).as_deref())?;
-    headers::activate(&h.card.card, &headers::requested_extensions(headers))
+    headers::activate(&h.card().card, &headers::requested_extensions(headers))
 }
 
 fn with_extensions(mut resp: Response, activated: &[String]) -> Response {
@@ -475,7 +475,7 @@ fn rest_error(h: &Harness, e: &A2aError) -> Response {
 fn rest_error_as(h: &Harness, e: &A2aError, status: StatusCode) -> Response {
     let mut body = e.to_rest();
     body["error"]["code"] = status.as_u16().into();
-    json_response(status, h.config.rest_content_type.as_str(), &body)
+    json_response(status, h.config().rest_content_type.as_str(), &body)
 }
 
 async fn rest_call<E: Operations>(
@@ -519,7 +519,7 @@ async fn rest_call<E: Operations>(
     let resp = match E::execute(h, call, &caller).await {
         Ok(Answer::Json(v)) => text_response(
             StatusCode::OK,
-            h.config.rest_content_type.as_str(),
+            h.config().rest_content_type.as_str(),
             String::from(Box::<str>::from(v)),
         ),
         Ok(Answer::Stream(stream)) => sse(stream, Framing::Rest, started),

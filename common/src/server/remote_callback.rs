@@ -28,7 +28,7 @@ pub async fn handle(
     Path((task_id, n)): Path<(String, usize)>,
     headers: HeaderMap,
 ) -> Response {
-    let Some(remotes) = h.remotes.as_ref() else {
+    let Some(remotes) = h.remotes() else {
         return answer(StatusCode::NOT_FOUND, "not found");
     };
     let token = (headers.get(TOKEN_HEADER))
@@ -49,11 +49,11 @@ pub async fn handle(
 /// Wakes the task if its link `n` has news: a send never answered (the drive repairs it),
 /// or a remote task that ended or asks something new.
 async fn wakes(h: &Harness, task_id: &str, n: usize) -> Result<(), String> {
-    let Some(remotes) = h.remotes.as_ref() else {
+    let Some(remotes) = h.remotes() else {
         return Ok(());
     };
     let Some(rec) = h
-        .store
+        .store()
         .load_task(task_id)
         .await
         .map_err(|e| e.to_string())?
@@ -86,7 +86,7 @@ async fn wakes(h: &Harness, task_id: &str, n: usize) -> Result<(), String> {
         (Some(_), None) => true,
     };
     if news {
-        h.engine
+        h.engine()
             .wake_task(task_id)
             .await
             .map_err(|e| e.to_string())?;

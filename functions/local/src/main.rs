@@ -314,7 +314,7 @@ async fn run() -> Result<(), common::lambda::Error> {
     };
     let harness = Harness::new(store, agent, config)?;
     // Webhook deliveries the last stop cut off go on from their cursors.
-    if let Some(notifier) = harness.notifier.clone() {
+    if let Some(notifier) = harness.push().cloned() {
         tokio::spawn(async move {
             for id in undelivered {
                 notifier.deliver_logged(&id).await;
@@ -326,11 +326,11 @@ async fn run() -> Result<(), common::lambda::Error> {
     // background, so the server answers meanwhile. Then, on a timer, the sweep hands on
     // what another process left behind, often enough that a lapsed lease or a lost
     // wake-up costs little more than its grace.
-    let period = (harness.engine.wake_grace() / 2).clamp(
+    let period = (harness.engine().wake_grace() / 2).clamp(
         std::time::Duration::from_secs(1),
         std::time::Duration::from_secs(10),
     );
-    let engine = harness.engine.clone();
+    let engine = harness.engine().clone();
     tokio::spawn(async move {
         if let Err(e) = engine.sweep_at_start(SWEEP_AT_START).await {
             tracing::warn!(error = %e, "the start-up sweep failed");
@@ -339,8 +339,8 @@ async fn run() -> Result<(), common::lambda::Error> {
     });
     println!(
         "harness-local serving {} (agent card: {}/.well-known/agent-card.json, state: {}, auth: {})",
-        harness.config.public_url,
-        harness.config.public_url.trim_end_matches('/'),
+        harness.config().public_url,
+        harness.config().public_url.trim_end_matches('/'),
         args.state_dir.display(),
         match args.auth {
             AuthMode::None => "none, identity not verified",
