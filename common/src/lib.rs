@@ -3,7 +3,9 @@
 //!
 //! # Floors
 //!
-//! The crate is a house of floors, lowest first. A module imports only from floors below
+//! The crate is a house of floors, lowest first; the lowest two (`a2a`, `ext`) and the fuzz
+//! entry points over them are the `harness-protocol` crate (`common/protocol`), which
+//! Cargo keeps from importing anything here, re-exported under their own names. A module imports only from floors below
 //! its own; modules on one floor do not import each other. Where a higher floor plugs into
 //! a lower one, the lower floor defines the trait (a port) and the higher implements it:
 //! the engine defines the `Agent` it drives, the store the records it keeps. A new module
@@ -13,10 +15,10 @@
 //!
 //! | floor | modules | what it owns |
 //! |---|---|---|
-//! | 1 support | `keyed_lock`, `secret_file`, `metrics`, `redact` | per-key locks, secret files, counters, credential redaction |
-//! | 2 net | `https`, `logs`, `sealing` | the outbound HTTPS client, the guard on where it may connect, the AWS SDK config; log set-up; the deployment's sealing key |
-//! | 3 protocol | `a2a` | A2A 1.0 wire types, validation, errors, the bindings' decoding, `Call`/`Operation` |
-//! | 4 extensions | `ext` | the task, channel and commands extensions' wire types and rules |
+//! | 1 protocol | `a2a` | A2A 1.0 wire types, validation, errors, the bindings' decoding, `Call`/`Operation` (crate `harness-protocol`) |
+//! | 2 extensions | `ext` | the task, channel and commands extensions' wire types and rules (crate `harness-protocol`) |
+//! | 3 support | `keyed_lock`, `secret_file`, `metrics`, `redact` | per-key locks, secret files, counters, credential redaction |
+//! | 4 net | `https`, `logs`, `sealing` | the outbound HTTPS client, the guard on where it may connect, the AWS SDK config; log set-up; the deployment's sealing key |
 //! | 5 task | `task` | the task as data: leases and their clock, the pending help request, remote links |
 //! | 6 identity | `auth` | who a request comes from: tokens, keys, JWKS |
 //! | 7 config | `config` | every setting, its default and its source |
@@ -34,18 +36,18 @@
 //! | 19 inbox | `ui` | the web inbox's pages and answer routes |
 //! | 20 http | `server` | the axum router: card, JSON-RPC, HTTP+JSON, limits, remote agents' callbacks |
 //! | 21 wake-ups | `resume` | the resume worker's stream handler |
-//! | 22 edges | `lambda`, `fuzz` | the Lambda runtimes, fuzz entry points |
+//! | 22 edges | `lambda`, `fuzz` | the Lambda runtimes; fuzz entry points (crate `harness-protocol`) |
 
-pub mod a2a;
+#[doc(hidden)]
+pub use protocol::fuzz;
+pub use protocol::{a2a, ext};
+
 pub mod agent;
 pub mod auth;
 pub mod channels;
 pub mod commands;
 pub mod config;
 pub mod engine;
-pub mod ext;
-#[doc(hidden)]
-pub mod fuzz;
 pub mod https;
 pub mod keyed_lock;
 pub mod lambda;

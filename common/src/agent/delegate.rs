@@ -522,7 +522,7 @@ fn outcome(task: &Task) -> String {
 
 /// A message's text for the model (its channel part only when it has no text).
 fn message_note(m: &Message) -> String {
-    crate::channels::message_text(m)
+    crate::ext::channel::message_text(m)
 }
 
 /// Text as it is, data as JSON, a file as a reference (its name, type and URL).

@@ -381,7 +381,7 @@ fn asked_for(rec: &TaskRecord, a: &RoleArgs) -> bool {
     let Some(m) = rec.task.history.iter().find(|m| m.message_id == id) else {
         return false;
     };
-    let text = crate::channels::message_text(m);
+    let text = crate::ext::channel::message_text(m);
     let words: Vec<&str> = text
         .split_whitespace()
         .map(|w| w.trim_matches(|c: char| c.is_ascii_punctuation()))

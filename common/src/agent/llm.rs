@@ -287,7 +287,7 @@ fn new_inputs(rec: &crate::store::TaskRecord) -> Vec<Input> {
             }
             let is_agent = m.role == Role::Agent
                 || ext.participant(sender).map(|p| p.kind) == Some(ParticipantKind::Agent);
-            let text = crate::channels::message_text(m);
+            let text = crate::ext::channel::message_text(m);
             let text = if is_agent {
                 untrusted(&rec.agent.nonce, "agent", &text)
             } else {
@@ -332,7 +332,7 @@ fn sub_task_note(nonce: &str, child: Option<&crate::store::TaskRecord>, id: &str
                 .status
                 .as_ref()
                 .and_then(|s| s.message.as_ref())
-                .map(crate::channels::message_text)
+                .map(crate::ext::channel::message_text)
                 .unwrap_or_default()
                 .chars()
                 .take(SUMMARY_CHARS)

@@ -14,43 +14,8 @@ pub mod help;
 pub mod personal;
 pub mod subtask;
 
-use crate::a2a::{Message, Part};
-use crate::ext::channel::ChannelMessage;
 use crate::ext::participant::{NOT_A_PARTICIPANT, NO_PARTICIPANT};
 use crate::ext::task::TaskExtension;
-use crate::ext::{CHANNEL_MEDIA_TYPE, EVENT_MEDIA_TYPE};
-
-/// The text a message carries for the model: its text parts; with none, the text of its
-/// channel part. Envelope parts are not text (their data lands in the task extension);
-/// other data parts are given as JSON.
-pub fn message_text(m: &Message) -> String {
-    let texts: Vec<String> = m.parts.iter().filter_map(|p| p.text.clone()).collect();
-    if !texts.is_empty() {
-        let data: Vec<String> = m.parts.iter().filter_map(other_data).collect();
-        return texts.into_iter().chain(data).collect::<Vec<_>>().join("\n");
-    }
-    m.parts
-        .iter()
-        .filter_map(|p| {
-            if p.media_type == CHANNEL_MEDIA_TYPE {
-                let data = p.data.as_ref()?;
-                serde_json::from_value::<ChannelMessage>(data.clone())
-                    .ok()
-                    .map(|c| c.body())
-            } else {
-                other_data(p)
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-fn other_data(p: &Part) -> Option<String> {
-    if p.media_type == CHANNEL_MEDIA_TYPE || p.media_type == EVENT_MEDIA_TYPE {
-        return None;
-    }
-    p.data.as_ref().map(|d| d.to_string())
-}
 
 /// How a reply to a help request reaches the model.
 pub fn frame_reply(participant_id: &str, question: &str, text: &str) -> String {
@@ -70,10 +35,9 @@ pub fn admits(ext: Option<&TaskExtension>, sender: Option<&str>) -> Result<(), &
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ext::channel::ChannelKind;
+    use crate::ext::channel::{ChannelKind, ChannelMessage};
     use crate::ext::task::{Participant, ParticipantKind, Role};
     use crate::task::HelpRequest;
-    use serde_json::json;
 
     fn ext() -> TaskExtension {
         let mut e = TaskExtension::from_text("x");
@@ -98,24 +62,6 @@ mod tests {
         assert_eq!(admits(Some(&e), None), admits(None, None));
         assert!(!NOT_A_PARTICIPANT.contains("alice"));
         assert_eq!(admits(Some(&e), Some("alice")), Ok(()));
-    }
-
-    #[test]
-    fn the_text_of_a_message_is_its_text_parts_else_its_channel_part() {
-        let channel_only = Message {
-            parts: vec![ChannelMessage::new("t", "a", ChannelKind::HelpReply, "blue").part()],
-            ..Default::default()
-        };
-        assert_eq!(message_text(&channel_only), "blue");
-        let mixed = Message {
-            parts: vec![
-                Part::text("hello"),
-                ChannelMessage::new("t", "a", ChannelKind::Message, "dup").part(),
-                Part::data(json!({"k": 1})),
-            ],
-            ..Default::default()
-        };
-        assert_eq!(message_text(&mixed), "hello\n{\"k\":1}");
     }
 
     #[test]

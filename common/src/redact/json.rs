@@ -35,6 +35,27 @@ impl Redactor {
         }
     }
 
+    /// Redacts a client's message where it enters: every text part, data part, file
+    /// name and URL, part metadata and message metadata. Returns true when anything
+    /// changed.
+    pub fn message(&self, message: &mut protocol::a2a::Message) -> bool {
+        let mut changed = self.metadata(&mut message.metadata);
+        for part in &mut message.parts {
+            for text in [part.text.as_mut(), part.url.as_mut()]
+                .into_iter()
+                .flatten()
+            {
+                changed |= self.redact_string(text);
+            }
+            changed |= self.redact_string(&mut part.filename);
+            if let Some(data) = &mut part.data {
+                changed |= self.redact_json(data);
+            }
+            changed |= self.metadata(&mut part.metadata);
+        }
+        changed
+    }
+
     /// Redacts a request's metadata (a message's, a part's, a cancel's).
     pub fn metadata(&self, metadata: &mut Option<Map<String, Value>>) -> bool {
         metadata

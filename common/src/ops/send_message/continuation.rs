@@ -198,7 +198,7 @@ async fn message_on(
     if continues && !runs {
         let outcome = agent_message(
             &next.task,
-            vec![Part::text(channels::message_text(message))],
+            vec![Part::text(crate::ext::channel::message_text(message))],
         );
         events.push(set_status(
             &mut next,

@@ -265,7 +265,7 @@ async fn intake(
     validate::message(&mut message, "message")?;
     // Before anything reads it: nothing stored, audited, shown to the model, sent to a
     // webhook or logged holds a credential the client pasted.
-    message.redact(crate::redact::active());
+    crate::redact::active().message(&mut message);
     let sender = sender_of(h, op, &req.tenant, &mut message, caller).await?;
     let channel = channel_of(&message, &sender)?;
     let envelope = envelope_of(&message)?;

@@ -75,8 +75,8 @@ fn task_extension(
     message: &Message,
     sender: &str,
 ) -> TaskExtension {
-    let mut ext =
-        envelope.unwrap_or_else(|| TaskExtension::from_text(&channels::message_text(message)));
+    let mut ext = envelope
+        .unwrap_or_else(|| TaskExtension::from_text(&crate::ext::channel::message_text(message)));
     if ext.participant(sender).is_none() {
         let reporter = Participant::new(sender, ParticipantKind::Human, Role::Reporter);
         ext.participants.insert(0, reporter);

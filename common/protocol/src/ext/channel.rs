@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{compile, problems, CHANNEL_MEDIA_TYPE, CHANNEL_SCHEMA};
+use super::{compile, problems, CHANNEL_MEDIA_TYPE, CHANNEL_SCHEMA, EVENT_MEDIA_TYPE};
 use crate::a2a::{A2aError, Message, Part};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -101,6 +101,38 @@ pub fn of_message(m: &Message) -> Result<Option<ChannelMessage>, A2aError> {
         .map_err(|e| A2aError::invalid_field(&field, format!("invalid channel message: {e}")))
 }
 
+/// The text a message carries for the model: its text parts; with none, the text of its
+/// channel part. Envelope parts are not text (their data lands in the task extension);
+/// other data parts are given as JSON.
+pub fn message_text(m: &Message) -> String {
+    let texts: Vec<String> = m.parts.iter().filter_map(|p| p.text.clone()).collect();
+    if !texts.is_empty() {
+        let data: Vec<String> = m.parts.iter().filter_map(other_data).collect();
+        return texts.into_iter().chain(data).collect::<Vec<_>>().join("\n");
+    }
+    m.parts
+        .iter()
+        .filter_map(|p| {
+            if p.media_type == CHANNEL_MEDIA_TYPE {
+                let data = p.data.as_ref()?;
+                serde_json::from_value::<ChannelMessage>(data.clone())
+                    .ok()
+                    .map(|c| c.body())
+            } else {
+                other_data(p)
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn other_data(p: &Part) -> Option<String> {
+    if p.media_type == CHANNEL_MEDIA_TYPE || p.media_type == EVENT_MEDIA_TYPE {
+        return None;
+    }
+    p.data.as_ref().map(|d| d.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -148,5 +180,23 @@ mod tests {
         .unwrap();
         assert_eq!(m.kind, ChannelKind::Message);
         assert_eq!(m.body(), "yes");
+    }
+
+    #[test]
+    fn the_text_of_a_message_is_its_text_parts_else_its_channel_part() {
+        let channel_only = Message {
+            parts: vec![ChannelMessage::new("t", "a", ChannelKind::HelpReply, "blue").part()],
+            ..Default::default()
+        };
+        assert_eq!(message_text(&channel_only), "blue");
+        let mixed = Message {
+            parts: vec![
+                Part::text("hello"),
+                ChannelMessage::new("t", "a", ChannelKind::Message, "dup").part(),
+                Part::data(json!({"k": 1})),
+            ],
+            ..Default::default()
+        };
+        assert_eq!(message_text(&mixed), "hello\n{\"k\":1}");
     }
 }

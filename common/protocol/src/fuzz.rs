@@ -389,7 +389,7 @@ fn check_channel_message(m: &Message) {
         }
         (got, first) => panic!("of_message says {got:?}; the first channel part is {first:?}"),
     }
-    let _ = crate::channels::message_text(m);
+    let _ = crate::ext::channel::message_text(m);
     let _ = crate::ext::participant::asserted(m);
 }
 

@@ -6,7 +6,6 @@ pub mod card;
 pub mod error;
 pub mod headers;
 pub mod jsonrpc;
-mod redaction;
 pub mod rest;
 mod serde_util;
 pub mod sse;

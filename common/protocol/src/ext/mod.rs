@@ -23,15 +23,15 @@ pub const EVENT_MEDIA_TYPE: &str = "application/vnd.tiny-harness.event+json";
 pub const SUPPORTED: &[&str] = &[TASK_EXTENSION, CHANNEL_EXTENSION, COMMANDS_EXTENSION];
 
 /// The channel data part schema (seed 000), the single copy under `schemas/`.
-pub const CHANNEL_SCHEMA: &str = include_str!("../../../schemas/channel-v1.schema.json");
+pub const CHANNEL_SCHEMA: &str = include_str!("../../../../schemas/channel-v1.schema.json");
 /// The task extension's data schema, the single copy under `schemas/`.
-pub const TASK_SCHEMA: &str = include_str!("../../../schemas/task-v1.schema.json");
+pub const TASK_SCHEMA: &str = include_str!("../../../../schemas/task-v1.schema.json");
 /// The commands extension's card params schema (seed 003), the single copy under `schemas/`.
-pub const COMMANDS_SCHEMA: &str = include_str!("../../../schemas/commands-v1.schema.json");
+pub const COMMANDS_SCHEMA: &str = include_str!("../../../../schemas/commands-v1.schema.json");
 
 /// Compiles a schema under `schemas/`; they are embedded at build time, so failing to
 /// compile one is a bug the unit tests catch.
-pub(crate) fn compile(schema: &str) -> jsonschema::Validator {
+pub fn compile(schema: &str) -> jsonschema::Validator {
     let value: serde_json::Value =
         serde_json::from_str(schema).unwrap_or(serde_json::Value::Bool(false));
     jsonschema::validator_for(&value)
