@@ -1,5 +1,6 @@
-//! Participants and channels (seeds 000 and 001): who a message is from, whether they
-//! may speak on a task, what a waiting task takes as the reply to its help request, and
+//! Participants and channels (seeds 000 and 001): whether a message's sender (see
+//! `ext::participant`) may speak on a task, what a waiting task takes as the reply to its
+//! help request, sub-tasks for participants, personal channels, and
 //! the `help.decided` choice between asking and creating a task (`help`).
 //!
 //! A task's channel is the task itself: its members are the task's participants, a send

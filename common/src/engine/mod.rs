@@ -1,6 +1,8 @@
 //! The engine: task state changes (`transition`), the agent's handle on a task (`run`),
-//! following a task's event log (`follow`), leases (`lease`), and driving a task with the
-//! agent: one drive at a time per task, across processes, by the task's lease.
+//! following a task's event log (`follow`), links between tasks (`links`), and driving a
+//! task with the agent: one drive at a time per task, across processes, by the task's
+//! lease (`task::lease`). It defines the ports it drives and announces through: the
+//! [`Agent`] (`agent`) and the pushed media (`medium`).
 //!
 //! Who drives: the request whose write made the task runnable (it takes the lease in that
 //! write), or, when that write instead left the task runnable and unleased (`wake`), the

@@ -1,7 +1,8 @@
 //! Remote A2A agents as participants: the registry of agents the model may delegate to
 //! ([`registry`]), their cards ([`card`]), the client that calls them ([`client`]), the
-//! links a task keeps to the tasks it delegated ([`Link`], driven by [`delegate`]) and the
-//! callback their webhooks wake it through (`server::remote_callback`).
+//! links a task keeps to the tasks it delegated (`task::Link`, driven by
+//! `agent::delegate`) and the callback URLs their webhooks wake it through (served by
+//! `server::remote_callback`).
 //!
 //! A delegation is a link committed before anything is sent (agent, deterministic message
 //! id), then SendMessage to the remote with the harness as sender, `returnImmediately`, and
