@@ -231,7 +231,7 @@ enum ModelCalls {
 /// [`agent::elsewhere::DrivenElsewhere`], so it links no model provider or MCP client.
 pub async fn harness_from_env() -> Result<Arc<Harness>, Error> {
     let (config, kind, settings) = settings_from_env(ModelCalls::None).await?;
-    let agent = agent::driven_elsewhere(kind, &settings);
+    let agent = agent::driven_elsewhere(kind, &settings)?;
     Ok(Harness::new(store_from_env().await?, agent, config)?)
 }
 

@@ -17,19 +17,26 @@ pub struct DrivenElsewhere {
 }
 
 impl DrivenElsewhere {
-    /// What the LLM agent built from `settings` would list for `/model`.
-    pub fn new(settings: &LlmSettings) -> Self {
-        let default = (settings.model.as_deref())
-            .or(settings.catalog.default.as_deref())
-            .unwrap_or(crate::models::offline::NAME);
-        DrivenElsewhere {
+    /// What the LLM agent built from `settings` would list for `/model`. A model setting
+    /// the LLM agent would refuse (an unknown name, a script that does not load) is refused
+    /// here too, so every function fails at its start on it, as before, not only resume.
+    pub fn new(settings: &LlmSettings) -> Result<Self, String> {
+        let named = (settings.model.as_deref()).or(settings.catalog.default.as_deref());
+        if let Some(name) = named {
+            let spec = settings.catalog.resolve(name)?;
+            if spec.provider == crate::models::config::Provider::Scripted {
+                crate::models::scripted::Scripted::load(std::path::Path::new(&spec.model))?;
+            }
+        }
+        let default = named.unwrap_or(crate::models::offline::NAME);
+        Ok(DrivenElsewhere {
             choices: ModelChoices {
                 default: default.to_owned(),
                 names: (settings.catalog.models.iter())
                     .map(|m| m.name.clone())
                     .collect(),
             },
-        }
+        })
     }
 }
 
@@ -39,9 +46,11 @@ impl Agent for DrivenElsewhere {
         Some(self.choices.clone())
     }
 
-    /// Never driven here (its drives are not quick, so no request drives it inline); if a
-    /// drive ever reaches it, the task is handed over as it stands, runnable, to the
-    /// function that drives it.
+    /// Never driven here: its drives are not quick, so no request drives it inline, and
+    /// Lambda functions run nothing detached (`detached_runs` is off). If a drive ever
+    /// reached it, the task is handed over as it stands, runnable, to the function that
+    /// drives it. Only for processes whose wake-ups go elsewhere: where this process
+    /// answered its own wake-ups, the hand-over would wake it again.
     async fn run(&self, run: &mut TaskRun, _input: &Message) -> Result<(), RunError> {
         run.hand_over();
         Ok(())
@@ -73,12 +82,29 @@ mod tests {
             let built = crate::agent::build(crate::agent::AgentKind::Llm, &settings)
                 .await
                 .expect("the LLM agent");
-            assert_eq!(DrivenElsewhere::new(&settings).models(), built.models());
+            let elsewhere = DrivenElsewhere::new(&settings).expect("the stand-in");
+            assert_eq!(elsewhere.models(), built.models());
         }
         let offline = LlmSettings::default();
         let built = crate::agent::build(crate::agent::AgentKind::Llm, &offline)
             .await
             .expect("the LLM agent on the offline model");
-        assert_eq!(DrivenElsewhere::new(&offline).models(), built.models());
+        let elsewhere = DrivenElsewhere::new(&offline).expect("the stand-in");
+        assert_eq!(elsewhere.models(), built.models());
+    }
+
+    /// A model setting the LLM agent refuses stops a function that does not drive it too.
+    #[tokio::test]
+    async fn it_refuses_what_the_llm_agent_refuses() {
+        for model in ["no-such-model", "scripted:/no/such/script.json"] {
+            let settings = LlmSettings {
+                model: Some(model.into()),
+                ..Default::default()
+            };
+            assert!(crate::agent::build(crate::agent::AgentKind::Llm, &settings)
+                .await
+                .is_err());
+            assert!(DrivenElsewhere::new(&settings).is_err(), "{model}");
+        }
     }
 }

@@ -5,7 +5,7 @@ pub mod compaction;
 pub mod conformance;
 pub mod context;
 pub mod delegate;
-pub mod elsewhere;
+pub(crate) mod elsewhere;
 pub mod intrinsics;
 pub mod llm;
 pub mod tools;
@@ -37,13 +37,17 @@ pub fn conformance() -> std::sync::Arc<dyn Agent> {
     std::sync::Arc::new(conformance::ConformanceAgent)
 }
 
-/// The agent `kind` for a process that never drives the LLM agent: the conformance agent
-/// itself, or the LLM agent as [`elsewhere::DrivenElsewhere`] (no model is built).
-pub fn driven_elsewhere(kind: AgentKind, settings: &LlmSettings) -> std::sync::Arc<dyn Agent> {
-    match kind {
+/// The agent `kind` for a Lambda function that never drives the LLM agent (its wake-ups
+/// go to resume): the conformance agent itself, or the LLM agent as
+/// [`elsewhere::DrivenElsewhere`] (no model is built).
+pub(crate) fn driven_elsewhere(
+    kind: AgentKind,
+    settings: &LlmSettings,
+) -> Result<std::sync::Arc<dyn Agent>, String> {
+    Ok(match kind {
         AgentKind::Conformance => conformance(),
-        AgentKind::Llm => std::sync::Arc::new(elsewhere::DrivenElsewhere::new(settings)),
-    }
+        AgentKind::Llm => std::sync::Arc::new(elsewhere::DrivenElsewhere::new(settings)?),
+    })
 }
 
 /// How the LLM agent is set up.
