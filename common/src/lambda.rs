@@ -232,7 +232,13 @@ enum ModelCalls {
 pub async fn harness_from_env() -> Result<Arc<Harness>, Error> {
     let (config, kind, settings) = settings_from_env(ModelCalls::None).await?;
     let agent = agent::driven_elsewhere(kind, &settings)?;
-    Ok(Harness::new(store_from_env().await?, agent, config)?)
+    let store = store_from_env().await?;
+    Ok(Harness::with_remotes(
+        store,
+        agent,
+        config,
+        settings.remotes,
+    )?)
 }
 
 /// What the resume function needs, from the environment: the agent that drives tasks,
@@ -243,7 +249,13 @@ pub async fn driving_harness_from_env() -> Result<Arc<Harness>, Error> {
         .map(|source| crate::mcp::Setup::load(source, &config))
         .transpose()?;
     let agent = agent::build(kind, &settings).await?;
-    Ok(Harness::new(store_from_env().await?, agent, config)?)
+    let store = store_from_env().await?;
+    Ok(Harness::with_remotes(
+        store,
+        agent,
+        config,
+        settings.remotes,
+    )?)
 }
 
 /// The configuration, the agent's kind and the LLM agent's settings (without MCP, which

@@ -55,7 +55,26 @@ impl Harness {
         config: Config,
         commands: CommandRegistry,
     ) -> Result<Arc<Self>, String> {
-        let h = Self::assemble(store, agent, config, commands)?;
+        let remotes = crate::remote::Remotes::from_config(&config)?;
+        Self::started(Self::assemble(store, agent, config, commands, remotes)?)
+    }
+
+    /// A harness with the built-in commands whose remote agents are `remotes`: the ones
+    /// its LLM agent delegates with (`agent::LlmSettings::remotes`), so the links the agent
+    /// makes and the callbacks and cancels that reach them read one registry.
+    pub fn with_remotes(
+        store: Arc<dyn Store>,
+        agent: Arc<dyn crate::engine::Agent>,
+        config: Config,
+        remotes: Option<Arc<crate::remote::Remotes>>,
+    ) -> Result<Arc<Self>, String> {
+        let commands = CommandRegistry::builtin();
+        Self::started(Self::assemble(store, agent, config, commands, remotes)?)
+    }
+
+    /// `h` with its background work started: in-process webhook deliveries and wake-ups,
+    /// when configured.
+    fn started(h: Arc<Self>) -> Result<Arc<Self>, String> {
         if let (Some(notifier), true) = (&h.notifier, h.config.push_in_process) {
             tokio::spawn(notifier.clone().watch(h.store.pushes()));
         }
@@ -69,11 +88,13 @@ impl Harness {
     /// conformance agent stands in for an agent it never runs, and nothing runs in the
     /// background, so it links no agent, model or webhook delivery.
     pub fn reader(store: Arc<dyn Store>, config: Config) -> Result<Arc<Self>, String> {
+        let remotes = crate::remote::Remotes::from_config(&config)?;
         Self::assemble(
             store,
             crate::agent::conformance(),
             config,
             CommandRegistry::builtin(),
+            remotes,
         )
     }
 
@@ -82,6 +103,7 @@ impl Harness {
         agent: Arc<dyn crate::engine::Agent>,
         config: Config,
         commands: CommandRegistry,
+        remotes: Option<Arc<crate::remote::Remotes>>,
     ) -> Result<Arc<Self>, String> {
         let verifier = crate::auth::verifier(&config.auth)?;
         match (&verifier, &config.default_participant) {
@@ -139,7 +161,6 @@ impl Harness {
                 .map(|p| p.clone() as Arc<dyn crate::engine::medium::Medium>))
             .collect(),
         );
-        let remotes = crate::remote::Remotes::from_config(&config)?;
         let engine = Engine::new(store.clone(), agent, &config, media)?;
         let card = PublishedCard::new(super::card::build(&config, &commands.specs()));
         Ok(Arc::new(Harness {

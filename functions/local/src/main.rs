@@ -312,7 +312,7 @@ async fn run() -> Result<(), common::lambda::Error> {
             (Arc::new(store), undelivered)
         }
     };
-    let harness = Harness::new(store, agent, config)?;
+    let harness = Harness::with_remotes(store, agent, config, settings.remotes)?;
     // Webhook deliveries the last stop cut off go on from their cursors.
     if let Some(notifier) = harness.push().cloned() {
         tokio::spawn(async move {
