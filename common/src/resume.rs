@@ -12,7 +12,7 @@ use aws_lambda_events::event::dynamodb::Event;
 use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
 
 /// The task a stream record asks to resume (the store's reading of its item).
-pub use crate::store::dynamodb::stream::task_to_resume;
+use crate::store::dynamodb::stream::task_to_resume;
 
 /// Drives the task of every record that asks for it, before `deadline`; the failures
 /// are the records to retry.

@@ -25,9 +25,10 @@ use common::a2a::{
 use common::engine::transition::{add_artifact, created, new_task_with_id, set_status};
 use common::ext::task::{Participant, ParticipantKind, Role as ParticipantRole, TaskExtension};
 use common::https::target::Targets;
-use common::push::stream::{handle, task_to_notify};
+use common::push::stream::handle;
 use common::push::Notifier;
 use common::sealing::PushKey;
+use common::store::dynamodb::stream::task_to_notify;
 use common::store::{DynamoStore, EmbeddedStore, Store};
 use serde_json::{json, Value};
 use wiremock::matchers::method;

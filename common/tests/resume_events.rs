@@ -28,7 +28,8 @@ use common::a2a::{Message, Part, Role, TaskState};
 use common::config::Config;
 use common::ext::task::{Participant, ParticipantKind, Role as TaskRole, TaskExtension};
 use common::ops::Harness;
-use common::resume::{handle, task_to_resume};
+use common::resume::handle;
+use common::store::dynamodb::stream::task_to_resume;
 use common::store::{DynamoStore, EmbeddedStore, Store, TaskRecord};
 use serde_json::{json, Value};
 

@@ -14,7 +14,7 @@ use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventR
 use super::Notifier;
 
 /// The task a stream record asks to notify about (the store's reading of its item).
-pub use crate::store::dynamodb::stream::task_to_notify;
+use crate::store::dynamodb::stream::task_to_notify;
 
 /// Catches up every task the batch names, before `deadline`.
 pub async fn handle(

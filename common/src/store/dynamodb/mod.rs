@@ -56,7 +56,7 @@ mod messages;
 mod push;
 mod reads;
 mod schema;
-pub(crate) mod stream;
+pub mod stream;
 
 use std::time::Duration;
 
