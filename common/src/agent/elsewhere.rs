@@ -21,7 +21,7 @@ impl DrivenElsewhere {
     /// the LLM agent would refuse (an unknown name, a script that does not load) is refused
     /// here too, so every function fails at its start on it, as before, not only resume.
     pub fn new(settings: &LlmSettings) -> Result<Self, String> {
-        let named = (settings.model.as_deref()).or(settings.catalog.default.as_deref());
+        let named = settings.model_name();
         if let Some(name) = named {
             let spec = settings.catalog.resolve(name)?;
             if spec.provider == crate::models::config::Provider::Scripted {
@@ -32,9 +32,7 @@ impl DrivenElsewhere {
         Ok(DrivenElsewhere {
             choices: ModelChoices {
                 default: default.to_owned(),
-                names: (settings.catalog.models.iter())
-                    .map(|m| m.name.clone())
-                    .collect(),
+                names: settings.catalog.names(),
             },
         })
     }

@@ -615,7 +615,7 @@ impl Agent for LlmAgent {
             } else {
                 self.model_name.clone()
             },
-            names: self.catalog.models.iter().map(|m| m.name.clone()).collect(),
+            names: self.catalog.names(),
         })
     }
 

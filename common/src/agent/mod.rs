@@ -83,6 +83,14 @@ impl Default for LlmSettings {
     }
 }
 
+impl LlmSettings {
+    /// The default model's name: the one set, else the catalog's default; None for the
+    /// built-in offline model.
+    pub fn model_name(&self) -> Option<&str> {
+        (self.model.as_deref()).or(self.catalog.default.as_deref())
+    }
+}
+
 /// The agent `kind`; the LLM agent with `settings`.
 pub async fn build(
     kind: AgentKind,
@@ -91,10 +99,7 @@ pub async fn build(
     let AgentKind::Llm = kind else {
         return Ok(conformance());
     };
-    let name = settings
-        .model
-        .as_deref()
-        .or(settings.catalog.default.as_deref());
+    let name = settings.model_name();
     let fallback = settings.context_tokens;
     let (model, model_id, budget): (std::sync::Arc<dyn crate::models::Model>, String, _) =
         match name {

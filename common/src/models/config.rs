@@ -214,9 +214,14 @@ impl ModelCatalog {
         Ok(spec)
     }
 
+    /// The configured models' names, in the file's order.
+    pub fn names(&self) -> Vec<String> {
+        self.models.iter().map(|m| m.name.clone()).collect()
+    }
+
     /// The names a task may choose, for messages and `/model`.
     pub fn choices(&self) -> Vec<String> {
-        let mut names: Vec<String> = self.models.iter().map(|m| m.name.clone()).collect();
+        let mut names = self.names();
         if names.is_empty() {
             names.push("<provider>:<model>".into());
         }
