@@ -88,7 +88,9 @@ fn refusal(status: StatusCode, why: &str) -> Response {
 /// A personal channel's answer link, used: the token proves who answers which request (no
 /// other identity is asked for), and only while that request is the one the task waits
 /// on, so a link answers once. The answer goes in as that participant's `help_reply`,
-/// under a message id of the request's own, so two submits of one link are one answer.
+/// under a message id of the request's own that only the harness can make
+/// ([`AnswerLinks::message_id`](crate::channels::personal::AnswerLinks::message_id)), so
+/// two submits of one link are one answer and no one can take the id first.
 async fn answer(State(h): State<Arc<Harness>>, body: Bytes) -> Response {
     let Some(personal) = h.personal() else {
         return refusal(StatusCode::NOT_FOUND, "no personal channels here");
@@ -152,7 +154,7 @@ async fn answer(State(h): State<Arc<Harness>>, body: Bytes) -> Response {
         ),
     };
     let mut message = Message {
-        message_id: format!("answer:{}", claim.request_id),
+        message_id: personal.links().message_id(&claim),
         task_id: claim.task_id.clone(),
         role: Role::User,
         parts: vec![Part::text(text), reply.part()],
@@ -171,6 +173,7 @@ async fn answer(State(h): State<Arc<Harness>>, body: Bytes) -> Response {
     let caller = Caller {
         participant: Some(claim.participant.clone()),
         verified: true,
+        answer_link: true,
         ..Default::default()
     };
     match crate::ops::send_message::send_message(&h, request, &caller).await {

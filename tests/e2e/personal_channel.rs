@@ -3,6 +3,10 @@
 //! it with a signed link; answering through the link resumes the task; a forged link, an
 //! expired-looking one and the same link again are refused, and change nothing. A task
 //! the model assigns to bob reaches his webhook the same way, and its link does his work.
+//!
+//! Issue 47, part B, must-show 6: walt, a watcher, cannot block bob's link by sending
+//! first under the id its answer would take (the old `answer:<task>:help:<n>`, a future
+//! one, or anything of the answer ids' shape): each is refused and bob's link answers.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -11,7 +15,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use harness_e2e::participants::{participant, rpc_ok_as, task_envelope_part, Script};
 use harness_e2e::webhook::Receiver;
-use harness_e2e::{state, status_text, task_id, unique, Backend, Server};
+use harness_e2e::{assert_rpc_error, state, status_text, task_id, unique, Backend, Server};
 use serde_json::{json, Value};
 
 const QUESTION: &str = "Which colour?";
@@ -70,7 +74,8 @@ async fn started(backend: Backend, steps: Value) -> Option<(Server, Receiver, St
     let s = Server::start_on(backend, &args).await?;
     let people = json!([
         participant("alice", "human", "reporter"),
-        participant("bob", "human", "watcher")
+        participant("bob", "human", "watcher"),
+        participant("walt", "human", "watcher")
     ]);
     let message = json!({"messageId": unique("m"), "role": "ROLE_USER", "parts": [
         {"text": "Paint the shed"}, task_envelope_part("Shed", "Paint the shed", people)]});
@@ -144,6 +149,94 @@ async fn answered_through_its_link(backend: Backend) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// walt's message on alice's task under `message_id`, as a JSON-RPC answer.
+async fn walt_sends(s: &Server, id: &str, message_id: &str) -> Value {
+    let message = json!({"messageId": message_id, "taskId": id, "role": "ROLE_USER",
+        "parts": [{"text": "Red, says walt"}]});
+    let params = json!({"tenant": TENANT, "message": message});
+    harness_e2e::participants::rpc_as(s, Some("walt"), "SendMessage", params).await
+}
+
+async fn not_blocked_by_a_watcher(backend: Backend) {
+    let steps = json!([
+        {"tool_calls": [{"name": "ask_participant", "arguments": {
+            "participant_id": "bob", "question": QUESTION}}]},
+        {"text": "Painted it."}
+    ]);
+    let Some((s, hook, id, dir)) = started(backend, steps).await else {
+        return;
+    };
+    let waiting = state_of(&s, &id, "TASK_STATE_INPUT_REQUIRED").await;
+    let help_id = waiting["status"]["message"]["messageId"]
+        .as_str()
+        .expect("the question's id")
+        .to_owned();
+    let n: u64 = (help_id.rsplit(':').next())
+        .and_then(|n| n.parse().ok())
+        .expect("<task>:help:<n>");
+    let before = s.store().load_task(&id).await.expect("load").expect("task");
+
+    // walt takes every id he can think of: the old form, future questions', the new
+    // shape.
+    let mut taken = vec![format!("answer:{help_id}")];
+    taken.extend((1..=3).map(|k| format!("answer:{id}:help:{}", n + k)));
+    taken.push(format!("answer:{}", "A".repeat(43)));
+    let mut answers = Vec::new();
+    for mid in &taken {
+        answers.push(walt_sends(&s, &id, mid).await);
+    }
+    let after = s.store().load_task(&id).await.expect("load").expect("task");
+
+    // bob's link still answers, and the task resumes.
+    let told = hook.wait_until("the question", |got| !got.is_empty()).await;
+    let link = told[0].body["answer_url"]
+        .as_str()
+        .expect("a link")
+        .to_owned();
+    let token = link.split_once('#').expect("the token").1;
+    let (status, answer) = post_answer(&s, token, "Blue").await;
+    assert_eq!(status, 200, "{answer}");
+    let done = state_of(&s, &id, "TASK_STATE_COMPLETED").await;
+    assert_eq!(status_text(&done), "Painted it.");
+    let from_bob: Vec<&Value> = (done["history"].as_array().expect("history").iter())
+        .filter(|m| m["metadata"]["participant_id"] == "bob")
+        .collect();
+    assert_eq!(from_bob.len(), 1, "{done}");
+    let bobs_id = from_bob[0]["messageId"].as_str().expect("its id");
+    assert!(!bobs_id.contains(&help_id) && !taken.iter().any(|t| t == bobs_id));
+
+    // Each of walt's was refused, naming the field, stored nowhere, and audited.
+    for (mid, answer) in taken.iter().zip(&answers) {
+        assert_rpc_error(answer, -32602, "INVALID_PARAMS");
+        let said = answer["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            said.contains("messageId") && said.contains("answer links"),
+            "{said}"
+        );
+        let stored = s
+            .store()
+            .message_task(TENANT, "walt", mid)
+            .await
+            .expect("read");
+        assert_eq!(stored, None, "{mid}");
+    }
+    assert_eq!(after.version, before.version, "nothing stored");
+    let trail = s.store().audit_trail(&id).await.expect("audit trail");
+    for mid in &taken {
+        assert!(
+            trail.iter().any(|r| &r.message_id == mid && !r.accepted),
+            "{mid} audited: {trail:?}"
+        );
+    }
+    // Not even bob sends under an answer link's id himself.
+    let message = json!({"messageId": format!("answer:{}", "B".repeat(43)), "role": "ROLE_USER",
+        "parts": [{"text": "mine"}]});
+    let params = json!({"tenant": TENANT, "message": message});
+    let own = harness_e2e::participants::rpc_as(&s, Some("bob"), "SendMessage", params).await;
+    assert_rpc_error(&own, -32602, "INVALID_PARAMS");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 async fn assigned_through_its_link(backend: Backend) {
     let steps = json!([
         {"tool_calls": [{"name": "create_task_for_participant", "arguments": {
@@ -201,4 +294,14 @@ async fn a_task_assigned_to_bob_reaches_his_webhook_and_its_link_does_it_on_the_
 #[tokio::test]
 async fn a_task_assigned_to_bob_reaches_his_webhook_and_its_link_does_it_on_dynamodb() {
     assigned_through_its_link(Backend::DynamoDb).await;
+}
+
+#[tokio::test]
+async fn a_watcher_using_the_links_id_first_cannot_block_bobs_answer_on_the_embedded_store() {
+    not_blocked_by_a_watcher(Backend::Embedded).await;
+}
+
+#[tokio::test]
+async fn a_watcher_using_the_links_id_first_cannot_block_bobs_answer_on_dynamodb() {
+    not_blocked_by_a_watcher(Backend::DynamoDb).await;
 }

@@ -13,7 +13,10 @@
 //! no server or proxy log holds it. It names the task, the request and the participant,
 //! expires after [`LINK_LIFETIME`], and is signed with HMAC-SHA256 under a key derived
 //! from the push key. It answers its request once: when the request is no longer the one
-//! pending, the link is refused.
+//! pending, the link is refused. Its answer is sent under a message id of the request's
+//! own that only the harness can make ([`AnswerLinks::message_id`]: `answer:` and a keyed
+//! hash of what the token names), so no one can take it first; intake refuses any other
+//! sender's message under an id with that prefix.
 
 use crate::config::Source;
 use std::collections::HashMap;
@@ -66,8 +69,13 @@ pub struct PersonalChannels {
 /// Signs and checks answer links.
 pub struct AnswerLinks {
     key: hmac::Key,
+    /// Makes the message ids of their answers.
+    ids: hmac::Key,
     base: String,
 }
+
+/// How every answer link's message id starts; no one else may send under such an id.
+pub const ANSWER_ID_PREFIX: &str = "answer:";
 
 impl std::fmt::Debug for PersonalChannels {
     // The URLs are secrets: only who has a channel.
@@ -190,6 +198,10 @@ impl AnswerLinks {
                 hmac::HMAC_SHA256,
                 &key.derive(b"tiny-harness answer links v1"),
             ),
+            ids: hmac::Key::new(
+                hmac::HMAC_SHA256,
+                &key.derive(b"tiny-harness answer message ids v1"),
+            ),
             base: public_url.trim_end_matches('/').to_owned(),
         }
     }
@@ -211,6 +223,22 @@ impl AnswerLinks {
             URL_SAFE_NO_PAD.encode(payload),
             URL_SAFE_NO_PAD.encode(tag.as_ref())
         )
+    }
+
+    /// The message id an answer through a link that says `claim` is sent under:
+    /// [`ANSWER_ID_PREFIX`] and an HMAC-SHA256 of its task, request and participant under
+    /// a key of its own. One per request and participant (every link to it, every submit
+    /// of one, is one answer), and unguessable without the deployment's key, so no one
+    /// can take it first.
+    pub fn message_id(&self, claim: &AnswerClaim) -> String {
+        let named = [
+            claim.task_id.as_str(),
+            &claim.request_id,
+            &claim.participant,
+        ]
+        .join("\n");
+        let tag = hmac::sign(&self.ids, named.as_bytes());
+        format!("{ANSWER_ID_PREFIX}{}", URL_SAFE_NO_PAD.encode(tag.as_ref()))
     }
 
     /// What a link's token says, if this harness signed it and it has not expired (`now`
@@ -296,6 +324,31 @@ mod tests {
             links.verify(token(&link), last + 1),
             Err(LinkError::Expired)
         );
+    }
+
+    #[test]
+    fn an_answers_message_id_is_the_requests_own_and_unguessable() {
+        let key = PushKey::generate();
+        let links = AnswerLinks::new(&key, "https://h.example");
+        let claim_of = |now| {
+            links
+                .verify(token(&links.link(&request(), now)), now)
+                .unwrap()
+        };
+        let id = links.message_id(&claim_of(1_000));
+        // Every link to the request answers under one id: a second submit is a resend.
+        assert_eq!(links.message_id(&claim_of(2_000)), id);
+        assert!(
+            id.starts_with(ANSWER_ID_PREFIX) && id.len() == 7 + 43,
+            "{id}"
+        );
+        assert!(!id.contains("t-1") && !id.contains("help") && !id.contains("bob"));
+        let mut other = claim_of(1_000);
+        other.request_id = "t-1:help:3".into();
+        assert_ne!(links.message_id(&other), id);
+        // Made with the deployment's key: another key makes another id.
+        let elsewhere = AnswerLinks::new(&PushKey::generate(), "https://h.example");
+        assert_ne!(elsewhere.message_id(&claim_of(1_000)), id);
     }
 
     #[test]

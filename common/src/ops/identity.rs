@@ -106,6 +106,9 @@ pub struct Caller {
     /// `metadata.participant_id` included).
     pub verified: bool,
     pub deadline: Option<std::time::Instant>,
+    /// An answer link's (`ui::answer`, the link's token verified): its message may use
+    /// the link's message id, which no one else's may.
+    pub answer_link: bool,
 }
 
 impl Caller {

@@ -5,6 +5,8 @@
 //! | action | who may |
 //! |---|---|
 //! | see the task (GetTask, ListTasks, SubscribeToTask), send a message on it | any participant |
+//! | speak as the agent on it (`role: ROLE_AGENT`; a `status_update` or `artifact_update` event envelope; a `help_request` channel part) | an agent participant of it (for a task a message starts: one its envelope makes an agent) |
+//! | send under an answer link's message id (`answer:…`) | no one: the harness, answering through the link |
 //! | answer a help request (the reply that resumes a waiting task) | the participant asked, or an admin |
 //! | cancel the task | its reporter, its assignee (declining the work), or an admin |
 //! | edit its name, description and acceptance criteria (a task envelope) | its reporter, or an admin |
@@ -21,7 +23,8 @@
 //! anyway).
 
 use super::task::{Role, TaskExtension};
-use crate::a2a::A2aError;
+use super::{CHANNEL_MEDIA_TYPE, EVENT_MEDIA_TYPE};
+use crate::a2a::{A2aError, Message, Role as MessageRole};
 
 /// What a participant may be refused on a task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,6 +102,29 @@ pub fn may_answer(ext: &TaskExtension, who: &str, asked: &str) -> bool {
 /// Why someone else's answer is refused.
 pub const ANSWER_RULE: &str = "only the participant asked or an admin may answer this help request";
 
+/// The first thing in `m` that speaks as the agent, which only an agent participant of
+/// the task may send: the field naming it, and what it is. A client's message is
+/// `ROLE_USER`; event envelopes other than `task`, and help requests, are the agent's.
+pub fn agent_side(m: &Message) -> Option<(String, &'static str)> {
+    if m.role == MessageRole::Agent {
+        return Some(("message.role".into(), "ROLE_AGENT"));
+    }
+    m.parts.iter().enumerate().find_map(|(i, p)| {
+        let kind = p.data.as_ref()?.get("kind")?.as_str()?;
+        let what = match (p.media_type.as_str(), kind) {
+            (EVENT_MEDIA_TYPE, "status_update") => "a status_update envelope",
+            (EVENT_MEDIA_TYPE, "artifact_update") => "an artifact_update envelope",
+            (CHANNEL_MEDIA_TYPE, "help_request") => "a help_request channel message",
+            _ => return None,
+        };
+        Some((format!("message.parts[{i}].data"), what))
+    })
+}
+
+/// Why a participant's agent-side content is refused.
+pub const AGENT_SIDE_RULE: &str =
+    "only an agent participant of the task speaks as the agent (a person's message is ROLE_USER)";
+
 /// Whether `who` created a webhook `creator` created ("", a config older than creators
 /// were kept, was created by no one): the one who sees its secrets and may replace it.
 pub fn is_webhook_creator(who: &str, creator: &str) -> bool {
@@ -153,5 +179,52 @@ mod tests {
         );
         assert!(may_answer(&ext, "walt", "walt") && may_answer(&ext, "ada", "walt"));
         assert!(!may_answer(&ext, "rita", "walt"));
+    }
+
+    #[test]
+    fn the_agents_side_is_its_role_its_update_envelopes_and_its_help_requests() {
+        use crate::a2a::Part;
+        use serde_json::json;
+        let part = |media: &str, data: serde_json::Value| Part {
+            data: Some(data),
+            media_type: media.into(),
+            ..Default::default()
+        };
+        let m = |role, parts| Message {
+            role,
+            parts,
+            ..Default::default()
+        };
+        let user = |parts| m(MessageRole::User, parts);
+        assert_eq!(agent_side(&user(vec![Part::text("hi")])), None);
+        let said = agent_side(&m(MessageRole::Agent, vec![Part::text("Approved.")]));
+        assert_eq!(said, Some(("message.role".into(), "ROLE_AGENT")));
+        let envelope = |kind| part(EVENT_MEDIA_TYPE, json!({"kind": kind, "payload": {}}));
+        assert_eq!(agent_side(&user(vec![envelope("task")])), None);
+        for (kind, what) in [
+            ("status_update", "a status_update envelope"),
+            ("artifact_update", "an artifact_update envelope"),
+        ] {
+            // Behind a task envelope too: every part is looked at.
+            let parts = vec![Part::text("x"), envelope("task"), envelope(kind)];
+            assert_eq!(
+                agent_side(&user(parts)),
+                Some(("message.parts[2].data".into(), what))
+            );
+        }
+        let channel = |kind| {
+            part(
+                CHANNEL_MEDIA_TYPE,
+                json!({"channel_id": "t", "sender": "bob", "kind": kind}),
+            )
+        };
+        assert_eq!(agent_side(&user(vec![channel("help_reply")])), None);
+        assert_eq!(
+            agent_side(&user(vec![channel("help_request")])),
+            Some((
+                "message.parts[0].data".into(),
+                "a help_request channel message"
+            ))
+        );
     }
 }

@@ -348,8 +348,9 @@ impl TaskEnvelope {
 
 /// The `task` event envelope (`application/vnd.tiny-harness.event+json`, `{"kind": "task" |
 /// "status_update" | "artifact_update", "payload": {...}}`) of a message: None when there
-/// is no `task` envelope (the other kinds are kept as ordinary message content), invalid
-/// params naming the part when an envelope is malformed.
+/// is no `task` envelope (the other kinds speak as the agent: only an agent participant's
+/// message may carry them, see `permissions::agent_side`, and they are kept as its
+/// content), invalid params naming the part when an envelope is malformed.
 pub fn envelope_of(m: &crate::a2a::Message) -> Result<Option<TaskEnvelope>, crate::a2a::A2aError> {
     use crate::a2a::A2aError;
     let Some((i, part)) = m

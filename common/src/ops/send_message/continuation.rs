@@ -67,6 +67,10 @@ async fn admitted(
         )
         .into());
     }
+    own_voice(h, tenant, message, from.id, from.caller, || {
+        ext.is_agent(from.id)
+    })
+    .await?;
     if !message.context_id.is_empty() && message.context_id != current.task.context_id {
         return Err(A2aError::invalid_field(
             "message.contextId",

@@ -11,6 +11,11 @@
 //!
 //! A messageId is its sender's own: a copy from the same sender is answered with what the
 //! first produced, and the same id from anyone else is a message of its own.
+//!
+//! A client speaks as itself: only an agent participant of the task may send what is the
+//! agent's (`ROLE_AGENT`, an update envelope, a help request), and only an answer link
+//! sends under an answer link's message id ([`own_voice`]). Both are checked once the
+//! sender is known to be on the task, so a stranger is still told only not-found.
 
 mod command;
 mod continuation;
@@ -28,6 +33,7 @@ use crate::a2a::{
 };
 use crate::agent::llm::Reply;
 use crate::channels;
+use crate::channels::personal::ANSWER_ID_PREFIX;
 use crate::commands::{self, Command, Invocation};
 use crate::engine::follow::{follow, EventStream, Follow};
 use crate::engine::transition::{
@@ -291,6 +297,16 @@ async fn intake(
         h.notifier()?.check(push)?;
     }
 
+    // On a task, once the sender is known to be on it (`continuation::admitted`).
+    if message.task_id.is_empty() {
+        let agent = || {
+            (envelope.as_ref())
+                .and_then(|e| e.starting(&h.config.agent_id).ok())
+                .is_some_and(|ext| ext.is_agent(&sender))
+        };
+        own_voice(h, &tenant, &message, &sender, caller, agent).await?;
+    }
+
     // A command may act before its write: a copy of one is caught first. Any other copy
     // is caught by the write itself (the message's dedupe item is in it, on the
     // condition that it is new), or, on a task, by its history.
@@ -537,6 +553,36 @@ async fn refuse(h: &Harness, tenant: &str, message: &Message, sender: &str, reas
     };
     tracing::info!(participant = sender, reason, "message refused");
     h.audit(&record).await;
+}
+
+/// Refuses (audited, nothing stored) a message that speaks as someone it is not: content
+/// that is the agent's ([`permissions::agent_side`]) unless `agent()` (whether the sender
+/// is an agent participant of the task), and a message under an answer link's id
+/// ([`ANSWER_ID_PREFIX`]) unless the link sent it.
+async fn own_voice(
+    h: &Harness,
+    tenant: &str,
+    message: &Message,
+    sender: &str,
+    caller: &Caller,
+    agent: impl FnOnce() -> bool,
+) -> Result<(), A2aError> {
+    let refusal = if message.message_id.starts_with(ANSWER_ID_PREFIX) && !caller.answer_link {
+        A2aError::invalid_field(
+            "message.messageId",
+            format!(
+                "message.messageId: ids starting with {ANSWER_ID_PREFIX:?} are the answer \
+                 links'; send the message under an id of its own"
+            ),
+        )
+    } else if let Some((field, what)) = permissions::agent_side(message).filter(|_| !agent()) {
+        let why = format!("{field} is {what}: {}", permissions::AGENT_SIDE_RULE);
+        A2aError::invalid_field(field, why)
+    } else {
+        return Ok(());
+    };
+    refuse(h, tenant, message, sender, &refusal.to_string()).await;
+    Err(refusal)
 }
 
 /// A repeated messageId: answer with what the first copy produced, doing nothing again.
