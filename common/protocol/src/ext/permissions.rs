@@ -14,7 +14,8 @@
 //! | see a webhook's token and credentials (Get, List; others who manage webhooks see it without them) | the participant who created it |
 //! | replace a webhook (a create with its id) | the participant who created it |
 //! | delete a webhook | the participant who created it, or an admin |
-//! | change its participants and roles (envelope `participants`, `/role`, `set_participant_role`) | an admin |
+//! | change its participants and roles (envelope `participants`, `/role`) | an admin |
+//! | have the agent change a role (`set_participant_role`) | an admin whose message was the agent's latest input, and only as an admin's message the call cites by id asks: it names exactly that change (one member, one role; not a question or a negation), and makes one change |
 //!
 //! Anyone else is refused: a stranger with the not-found of a missing task (they learn
 //! nothing), a participant with invalid params naming the rule (they can see the task
