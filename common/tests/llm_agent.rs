@@ -45,6 +45,19 @@ fn setup(
     Arc<dyn Store>,
     std::path::PathBuf,
 ) {
+    setup_with(script, ToolRegistry::builtin())
+}
+
+/// [`setup`] with the agent's tools.
+fn setup_with(
+    script: &str,
+    tools: ToolRegistry,
+) -> (
+    Arc<Harness>,
+    Arc<Recording>,
+    Arc<dyn Store>,
+    std::path::PathBuf,
+) {
     let dir = std::env::temp_dir().join(format!(
         "harness-llm-{}",
         common::engine::transition::new_id()
@@ -54,12 +67,7 @@ fn setup(
         inner: Scripted::parse("test", script).expect("script"),
         requests: Mutex::new(vec![]),
     });
-    let agent = LlmAgent::new(
-        model.clone(),
-        "scripted",
-        ToolRegistry::builtin(),
-        SystemPrompt::default(),
-    );
+    let agent = LlmAgent::new(model.clone(), "scripted", tools, SystemPrompt::default());
     let h = Harness::new(store.clone(), Arc::new(agent), with_push_key()).expect("harness");
     (h, model, store, dir)
 }
@@ -683,6 +691,64 @@ async fn a_cited_id_that_is_not_an_admins_message_is_refused() {
     );
     assert!(done.ext().expect("ext").has_role(Some("bob"), R::Watcher));
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Writes somewhere, counting its runs: a tool with side effects (as an MCP tool is unless
+/// its server's configuration declares it read-only).
+struct Writes(Arc<std::sync::atomic::AtomicUsize>);
+
+#[async_trait]
+impl common::models::Tool for Writes {
+    async fn run(&self, _arguments: &Value) -> Result<String, common::models::ToolError> {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok("written".into())
+    }
+
+    fn side_effects(&self) -> bool {
+        true
+    }
+}
+
+/// Issue 47, item 5: a tool with side effects runs on the word of the task's reporter or
+/// an admin only. On a watcher's (or no one's) the model gets `[tool.forbidden]` and the
+/// tool never runs; a tool without side effects runs on anyone's word.
+#[tokio::test]
+async fn a_tool_with_side_effects_runs_only_on_the_reporters_or_an_admins_word() {
+    use common::ext::task::Role as R;
+    let script = r#"{"turns": [
+        {"tool_calls": [{"name": "write", "arguments": {}}, {"name": "current_time", "arguments": {}}]},
+        {"text": "done"}
+    ]}"#;
+    let people = [
+        ("rita", R::Reporter),
+        ("ada", R::Admin),
+        ("walt", R::Watcher),
+    ];
+    for (sender, allowed) in [
+        (Some("rita"), true),
+        (Some("ada"), true),
+        (Some("walt"), false),
+        (None, false),
+    ] {
+        let runs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let mut tools = ToolRegistry::builtin();
+        let schema = r#"{"name": "write", "description": "Writes somewhere",
+            "parameters": {"type": "object", "properties": {}, "additionalProperties": false}}"#;
+        tools.register(schema, Writes(runs.clone())).expect("tool");
+        let (h, model, store, dir) = setup_with(script, tools);
+        let done = drive_new_task(&h, &store, ext_with(&people), sender).await;
+        assert_eq!(done.state(), TaskState::Completed, "{sender:?}");
+        let results = tool_results(&model);
+        let ran = runs.load(std::sync::atomic::Ordering::SeqCst);
+        assert_eq!(ran, usize::from(allowed), "{sender:?}: {results:?}");
+        assert_eq!(
+            results[0].contains("[tool.forbidden] write has side effects: only a task whose reporter or an admin spoke last"),
+            !allowed,
+            "{sender:?}: {results:?}"
+        );
+        assert!(!results[1].contains("[tool.forbidden]"), "{results:?}");
+        let _ = std::fs::remove_dir_all(dir);
+    }
 }
 
 /// `durable/test_core_loop.py`: a message that arrives while the agent is working is taken

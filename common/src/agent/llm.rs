@@ -419,7 +419,7 @@ impl LlmAgent {
                 .chain(summary)
                 .chain(state.conversation[from..].iter().cloned())
                 .collect(),
-            tools: self.tools.specs(),
+            tools: self.tools.specs(&state.nonce),
             max_tokens: MAX_TOKENS,
             turn: state.model_calls,
             purpose: Purpose::Turn,
@@ -547,7 +547,7 @@ impl LlmAgent {
     /// Runs the pending tool calls of the last answer, committing each result.
     async fn run_tools(&self, run: &mut TaskRun) -> Result<(), RunError> {
         for call in pending_calls(&run.record().agent) {
-            let outcome = match self.tools.check(&call) {
+            let outcome = match self.tools.check_on(&call, run.record()) {
                 Err(refused) => refused,
                 Ok(Checked::Tool(tool)) if !tool.idempotent() => {
                     if run.record().agent.started.contains(&call.id) {
