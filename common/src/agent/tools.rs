@@ -238,8 +238,8 @@ impl ToolRegistry {
         let checked = self.check(call)?;
         if let Checked::Tool(tool) = &checked {
             let actor = rec.agent.actor.as_deref().unwrap_or_default();
-            let ext = rec.ext().unwrap_or_default();
-            if tool.side_effects() && !permits(&ext, actor, Action::CallToolWithSideEffects) {
+            let word = |ext| permits(&ext, actor, Action::CallToolWithSideEffects);
+            if tool.side_effects() && !word(rec.ext().unwrap_or_default()) {
                 return Err(ToolOutcome::error(ToolError::new(
                     "tool.forbidden",
                     format!(
