@@ -8,6 +8,7 @@
 //! headers = { "X-Team" = "docs" }          # optional
 //! tools = ["lookup"]                       # optional allow-list of its tool names
 //! idempotent = ["lookup"]                  # optional: overrides the tools' annotations
+//! read_only_tools = ["lookup"]             # optional: tools that change nothing
 //! timeout_seconds = 30                     # optional, default 30, at most 300
 //! ```
 //!
@@ -23,9 +24,22 @@
 //! [`MAX_RESULT_CHARS`] with a marker; a tool's error is an error result, never a crash.
 //!
 //! Whether a tool may run twice: the file's `idempotent` list when it names any, else the
-//! tool's `readOnlyHint` or `idempotentHint`. A call of one that may not is committed as
-//! started before it runs; after a crash the model is told its outcome is unknown instead
-//! of the call being made again.
+//! tool's `readOnlyHint` or `idempotentHint`; a tool in `read_only_tools` may. A call of
+//! one that may not is committed as started before it runs; after a crash the model is
+//! told its outcome is unknown instead of the call being made again.
+//!
+//! Who may lead the model to a call: a tool the operator declares in `read_only_tools`
+//! runs on anyone's word; any other has side effects, made with the operator's
+//! credentials, and runs only when the task's latest word came from its reporter or an
+//! admin (`agent::tools::ToolRegistry::check_on`). A server's own `readOnlyHint` grants
+//! nothing: the server is not trusted to say what its tools do.
+//!
+//! What a server says about its tools is bounded and framed: a tool's name is
+//! [`MAX_NAME_CHARS`] of `A-Z a-z 0-9 _ -`, its description is cut to
+//! [`MAX_DESCRIPTION_BYTES`] with a marker and shown inside an untrusted block from the
+//! server, its input schema is at most [`MAX_SCHEMA_BYTES`] serialized, and a server
+//! offers at most [`MAX_TOOLS`]; a tool that breaks a bound is left out, and the model is
+//! told so.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -48,6 +62,16 @@ use crate::models::{Tool, ToolError};
 pub const MAX_RESULT_CHARS: usize = 16_000;
 /// Most servers one file may name.
 pub const MAX_SERVERS: usize = 16;
+/// Longest tool description the model is given, in bytes of UTF-8; the rest is cut (at a
+/// character boundary) with a marker.
+pub const MAX_DESCRIPTION_BYTES: usize = 1024;
+/// Largest input schema a tool may have, serialized as JSON; a larger one leaves the tool
+/// out.
+pub const MAX_SCHEMA_BYTES: usize = 8 * 1024;
+/// Longest tool name a server may give (`A-Z a-z 0-9 _ -`); another leaves the tool out.
+pub const MAX_NAME_CHARS: usize = 64;
+/// Most tools offered from one server; the rest are left out.
+pub const MAX_TOOLS: usize = 64;
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 const MAX_TIMEOUT: Duration = Duration::from_secs(300);
 /// Longest a server may take to answer its tools list at start.
@@ -75,6 +99,9 @@ struct Entry {
     tools: Option<Vec<String>>,
     #[serde(default)]
     idempotent: Option<Vec<String>>,
+    /// Tools the operator declares read-only: they run on anyone's word.
+    #[serde(default)]
+    read_only_tools: Vec<String>,
     #[serde(default)]
     timeout_seconds: Option<u64>,
 }
@@ -88,6 +115,7 @@ pub struct Server {
     headers: HashMap<reqwest::header::HeaderName, reqwest::header::HeaderValue>,
     allow: Option<Vec<String>>,
     idempotent: Option<Vec<String>>,
+    read_only: Vec<String>,
     timeout: Duration,
 }
 
@@ -155,6 +183,7 @@ pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<Vec<Ser
             headers,
             allow: entry.tools,
             idempotent: entry.idempotent,
+            read_only: entry.read_only_tools,
             timeout,
         });
     }
@@ -185,14 +214,17 @@ impl Setup {
     }
 }
 
-/// What the model is told about servers whose tools it cannot call.
+/// What the model is told about servers and tools it cannot call.
 pub fn unavailable_note(unavailable: &[Unavailable]) -> String {
     if unavailable.is_empty() {
         return String::new();
     }
     let lines: Vec<String> = unavailable
         .iter()
-        .map(|u| format!("- {}__* ({}): {}", u.server, u.server, u.reason))
+        .map(|u| match &u.tool {
+            Some(tool) => format!("- {}__{tool}: {}", u.server, u.reason),
+            None => format!("- {}__* ({}): {}", u.server, u.server, u.reason),
+        })
         .collect();
     format!(
         "\n\nThese tool servers are unavailable; their tools cannot be called now:\n{}",
@@ -209,17 +241,23 @@ pub struct McpTool {
     pub description: String,
     /// Its input schema, as the server gave it.
     pub parameters: Value,
+    /// The server's name.
+    pub server: String,
     remote_name: String,
-    server: String,
     session: Arc<Session>,
     timeout: Duration,
     idempotent: bool,
+    /// Declared read-only by the operator.
+    read_only: bool,
 }
 
-/// A server whose tools could not be listed, and why (told to the model).
+/// A server whose tools could not be listed, or one of its tools left out, and why (told
+/// to the model).
 #[derive(Debug, Clone)]
 pub struct Unavailable {
     pub server: String,
+    /// The tool left out (`*`: some, unnamed), or None for the whole server.
+    pub tool: Option<String>,
     pub reason: String,
 }
 
@@ -235,17 +273,20 @@ pub async fn discover(servers: &[Server], targets: &Targets) -> (Vec<McpTool>, V
     let mut tools = Vec::new();
     let mut unavailable = Vec::new();
     for (server, outcome) in servers.iter().zip(listed) {
-        match outcome {
-            Ok(Ok(mut found)) => tools.append(&mut found),
-            Ok(Err(reason)) => unavailable.push(Unavailable {
-                server: server.name.clone(),
-                reason,
-            }),
-            Err(_) => unavailable.push(Unavailable {
-                server: server.name.clone(),
-                reason: "it did not answer in time".into(),
-            }),
-        }
+        let reason = match outcome {
+            Ok(Ok((mut found, mut left_out))) => {
+                tools.append(&mut found);
+                unavailable.append(&mut left_out);
+                continue;
+            }
+            Ok(Err(reason)) => reason,
+            Err(_) => "it did not answer in time".into(),
+        };
+        unavailable.push(Unavailable {
+            server: server.name.clone(),
+            tool: None,
+            reason,
+        });
     }
     for u in &unavailable {
         tracing::warn!(server = %u.server, reason = %u.reason, "an MCP server's tools are unavailable");
@@ -253,7 +294,11 @@ pub async fn discover(servers: &[Server], targets: &Targets) -> (Vec<McpTool>, V
     (tools, unavailable)
 }
 
-async fn list(server: &Server, targets: &Targets) -> Result<Vec<McpTool>, String> {
+/// The server's tools within the bounds, and those left out.
+async fn list(
+    server: &Server,
+    targets: &Targets,
+) -> Result<(Vec<McpTool>, Vec<Unavailable>), String> {
     if let Some(ip) = crate::https::target::literal(&server.url).filter(|&ip| !targets.permits(ip))
     {
         return Err(crate::https::resolve::Refused::Blocked(ip)
@@ -280,30 +325,82 @@ async fn list(server: &Server, targets: &Targets) -> Result<Vec<McpTool>, String
         .list_all_tools()
         .await
         .map_err(|e| format!("it did not list its tools ({})", short(&e.to_string())))?;
-    Ok(listed
-        .into_iter()
-        .filter(|t| (server.allow.as_ref()).is_none_or(|allow| allow.iter().any(|a| a == &t.name)))
-        .map(|t| {
-            let hinted = t
-                .annotations
-                .as_ref()
-                .is_some_and(|a| a.read_only_hint == Some(true) || a.idempotent_hint == Some(true));
-            let idempotent = match &server.idempotent {
+    let mut tools = Vec::new();
+    let mut left_out = Vec::new();
+    let mut leave_out = |tool: Option<&str>, reason: String| {
+        left_out.push(Unavailable {
+            server: server.name.clone(),
+            tool: tool.map(str::to_owned),
+            reason,
+        })
+    };
+    let allowed = (listed.into_iter())
+        .filter(|t| (server.allow.as_ref()).is_none_or(|allow| allow.iter().any(|a| a == &t.name)));
+    for (i, t) in allowed.enumerate() {
+        if i == MAX_TOOLS {
+            leave_out(
+                Some("*"),
+                format!("it offers more than {MAX_TOOLS} tools; the rest are left out"),
+            );
+            break;
+        }
+        if !valid_name(&t.name) {
+            let rule = format!("1 to {MAX_NAME_CHARS} of A-Z a-z 0-9 _ -");
+            leave_out(
+                Some("*"),
+                format!("a tool whose name is not {rule} is left out"),
+            );
+            continue;
+        }
+        let schema = serde_json::to_string(&*t.input_schema).unwrap_or_default();
+        if schema.len() > MAX_SCHEMA_BYTES {
+            let why =
+                format!("its input schema is larger than {MAX_SCHEMA_BYTES} bytes; it is left out");
+            leave_out(Some(&t.name), why);
+            continue;
+        }
+        let hinted = (t.annotations.as_ref())
+            .is_some_and(|a| a.read_only_hint == Some(true) || a.idempotent_hint == Some(true));
+        let read_only = server.read_only.iter().any(|n| n == &t.name);
+        let idempotent = read_only
+            || match &server.idempotent {
                 Some(list) => list.iter().any(|n| n == &t.name),
                 None => hinted,
             };
-            McpTool {
-                name: format!("{}__{}", server.name, t.name),
-                description: t.description.map(|d| d.to_string()).unwrap_or_default(),
-                parameters: Value::Object((*t.input_schema).clone()),
-                remote_name: t.name.to_string(),
-                server: server.name.clone(),
-                session: session.clone(),
-                timeout: server.timeout,
-                idempotent,
-            }
-        })
-        .collect())
+        tools.push(McpTool {
+            name: format!("{}__{}", server.name, t.name),
+            description: bounded(t.description.as_deref().unwrap_or_default()),
+            parameters: Value::Object((*t.input_schema).clone()),
+            remote_name: t.name.to_string(),
+            server: server.name.clone(),
+            session: session.clone(),
+            timeout: server.timeout,
+            idempotent,
+            read_only,
+        });
+    }
+    Ok((tools, left_out))
+}
+
+/// Whether a server's tool name can be offered: [`MAX_NAME_CHARS`] of `A-Z a-z 0-9 _ -`.
+fn valid_name(name: &str) -> bool {
+    (1..=MAX_NAME_CHARS).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// A description of at most [`MAX_DESCRIPTION_BYTES`], cut at a character boundary, with a
+/// marker where it was cut.
+fn bounded(text: &str) -> String {
+    if text.len() <= MAX_DESCRIPTION_BYTES {
+        return text.to_owned();
+    }
+    let mut end = MAX_DESCRIPTION_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}\n[cut: {} more bytes]", &text[..end], text.len() - end)
 }
 
 fn short(text: &str) -> String {
@@ -358,6 +455,10 @@ impl Tool for McpTool {
     fn idempotent(&self) -> bool {
         self.idempotent
     }
+
+    fn side_effects(&self) -> bool {
+        !self.read_only
+    }
 }
 
 /// At most [`MAX_RESULT_CHARS`] characters, with a marker where it was cut.
@@ -405,6 +506,47 @@ timeout_seconds = 5
             let err = parse(bad, |_| None).unwrap_err();
             assert!(err.contains(want), "{bad}: {err}");
         }
+    }
+
+    #[test]
+    fn read_only_tools_are_the_operators_list() {
+        let text = "[mcp.docs]\nurl = \"https://x/\"\nread_only_tools = [\"lookup\"]\n";
+        let servers = parse(text, |_| None).unwrap();
+        assert_eq!(servers[0].read_only, ["lookup"]);
+        let err = parse(
+            "[mcp.docs]\nurl = \"https://x/\"\nread_only = [\"x\"]\n",
+            |_| None,
+        );
+        assert!(
+            err.unwrap_err().contains("read_only"),
+            "an unknown key is refused"
+        );
+    }
+
+    /// Issue 47, item 6: a description is cut to its bound at a character boundary, with a
+    /// marker; names outside the rule are not offered.
+    #[test]
+    fn a_long_description_is_cut_at_a_character_boundary_with_a_marker() {
+        let long = format!("<IMPORTANT>{}</IMPORTANT>", "é".repeat(1_000_000));
+        let cut = bounded(&long);
+        let (kept, marker) = cut.rsplit_once('\n').unwrap();
+        assert!(kept.len() <= MAX_DESCRIPTION_BYTES && kept.len() > MAX_DESCRIPTION_BYTES - 4);
+        assert!(kept.starts_with("<IMPORTANT>"));
+        assert_eq!(
+            marker,
+            format!("[cut: {} more bytes]", long.len() - kept.len())
+        );
+        assert_eq!(bounded("Looks a word up."), "Looks a word up.");
+        assert!(valid_name("lookup") && valid_name("read-File_2"));
+        for bad in ["", "a b", "a.b", "tіny", &"x".repeat(MAX_NAME_CHARS + 1)] {
+            assert!(!valid_name(bad), "{bad}");
+        }
+        let note = unavailable_note(&[Unavailable {
+            server: "docs".into(),
+            tool: Some("wide".into()),
+            reason: "too wide".into(),
+        }]);
+        assert!(note.ends_with("\n- docs__wide: too wide"), "{note}");
     }
 
     #[test]

@@ -45,6 +45,19 @@ fn setup(
     Arc<dyn Store>,
     std::path::PathBuf,
 ) {
+    setup_with(script, ToolRegistry::builtin())
+}
+
+/// [`setup`] with the agent's tools.
+fn setup_with(
+    script: &str,
+    tools: ToolRegistry,
+) -> (
+    Arc<Harness>,
+    Arc<Recording>,
+    Arc<dyn Store>,
+    std::path::PathBuf,
+) {
     let dir = std::env::temp_dir().join(format!(
         "harness-llm-{}",
         common::engine::transition::new_id()
@@ -54,12 +67,7 @@ fn setup(
         inner: Scripted::parse("test", script).expect("script"),
         requests: Mutex::new(vec![]),
     });
-    let agent = LlmAgent::new(
-        model.clone(),
-        "scripted",
-        ToolRegistry::builtin(),
-        SystemPrompt::default(),
-    );
+    let agent = LlmAgent::new(model.clone(), "scripted", tools, SystemPrompt::default());
     let h = Harness::new(store.clone(), Arc::new(agent), with_push_key()).expect("harness");
     (h, model, store, dir)
 }
@@ -461,8 +469,21 @@ async fn drive_new_task_saying(
     sender: Option<&str>,
     text: &str,
 ) -> common::store::TaskRecord {
+    let id = common::engine::transition::new_id();
+    drive_new_task_with(h, store, ext, sender, &id, text).await
+}
+
+/// [`drive_new_task`] with a first message `id` of `text`.
+async fn drive_new_task_with(
+    h: &Arc<Harness>,
+    store: &Arc<dyn Store>,
+    ext: common::ext::task::TaskExtension,
+    sender: Option<&str>,
+    id: &str,
+    text: &str,
+) -> common::store::TaskRecord {
     let mut message = Message {
-        message_id: common::engine::transition::new_id(),
+        message_id: id.into(),
         role: Role::User,
         parts: vec![Part::text(text)],
         ..Default::default()
@@ -511,17 +532,41 @@ fn first_tool_result(model: &Recording) -> String {
         .expect("a tool result")
 }
 
-const PROMOTE_BOB: &str = r#"{"turns": [
-    {"tool_calls": [{"name": "set_participant_role", "arguments": {"participant_id": "bob", "role": "admin"}}]},
-    {"text": "done"}
-]}"#;
+/// The id of the first message of the role-change tasks: the request a call cites.
+const REQUEST: &str = "req-1";
+
+/// A script that calls `set_participant_role` once per `(participant, role)`, each call
+/// citing [`REQUEST`], then answers.
+fn role_script(calls: &[(&str, &str)]) -> String {
+    let calls: Vec<Value> = calls
+        .iter()
+        .map(|(who, role)| {
+            serde_json::json!({"name": "set_participant_role", "arguments":
+                {"participant_id": who, "role": role, "request_message_id": REQUEST}})
+        })
+        .collect();
+    serde_json::json!({"turns": [{"tool_calls": calls}, {"text": "done"}]}).to_string()
+}
+
+/// The tool results the model was shown last, in order.
+fn tool_results(model: &Recording) -> Vec<String> {
+    let requests = model.requests.lock().expect("requests");
+    let last = requests.last().expect("a request");
+    (last.messages.iter())
+        .filter_map(|m| match m {
+            ChatMessage::Tool { content, .. } => Some(content.clone()),
+            _ => None,
+        })
+        .collect()
+}
 
 /// `tests/security/test_role_change.py::test_role_change_requires_admin`, the case HTTP
 /// cannot reach: no actor at all (no message the agent took in named a sender).
 #[tokio::test]
 async fn role_change_requires_admin_and_no_actor_is_refused() {
     use common::ext::task::Role as R;
-    let (h, model, store, dir) = setup(PROMOTE_BOB);
+    let promote_bob = role_script(&[("bob", "admin")]);
+    let (h, model, store, dir) = setup(&promote_bob);
     let people = [("alice", R::Admin), ("bob", R::Watcher)];
     let done = drive_new_task(&h, &store, ext_with(&people), None).await;
     assert_eq!(done.state(), TaskState::Completed);
@@ -533,13 +578,19 @@ async fn role_change_requires_admin_and_no_actor_is_refused() {
     assert!(done.ext().expect("ext").has_role(Some("bob"), R::Watcher));
     let _ = std::fs::remove_dir_all(dir);
 
-    // The same call with the admin as the actor, when her message asks for it, changes
-    // the role.
-    let (h, model, store, dir) = setup(PROMOTE_BOB);
+    // The same call with the admin as the actor, citing her message that asks for it,
+    // changes the role; the model was shown the id to cite.
+    let (h, model, store, dir) = setup(&promote_bob);
     let asks = "Please make bob an admin.";
-    let done = drive_new_task_saying(&h, &store, ext_with(&people), Some("alice"), asks).await;
+    let alice = Some("alice");
+    let done = drive_new_task_with(&h, &store, ext_with(&people), alice, REQUEST, asks).await;
     assert!(first_tool_result(&model).contains("bob is now admin"));
     assert!(done.ext().expect("ext").has_role(Some("bob"), R::Admin));
+    let shown = model.requests.lock().expect("requests")[0].messages.clone();
+    let cited = ChatMessage::User {
+        text: format!("(message \"{REQUEST}\") {asks}"),
+    };
+    assert!(shown.contains(&cited), "{shown:?}");
     let _ = std::fs::remove_dir_all(dir);
 }
 
@@ -560,8 +611,9 @@ async fn a_role_change_the_admin_did_not_ask_for_is_refused() {
         "don't make bob an admin",
         "never make bob admin",
     ] {
-        let (h, model, store, dir) = setup(PROMOTE_BOB);
-        let done = drive_new_task_saying(&h, &store, ext_with(&people), Some("alice"), said).await;
+        let (h, model, store, dir) = setup(&role_script(&[("bob", "admin")]));
+        let alice = Some("alice");
+        let done = drive_new_task_with(&h, &store, ext_with(&people), alice, REQUEST, said).await;
         let result = first_tool_result(&model);
         assert!(result.contains("[role.not_requested]"), "{said}: {result}");
         assert!(result.contains("ask the admin to confirm"), "{result}");
@@ -569,6 +621,132 @@ async fn a_role_change_the_admin_did_not_ask_for_is_refused() {
             done.ext().expect("ext").has_role(Some("bob"), R::Watcher),
             "{said}"
         );
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
+
+/// Issue 47, item 4: an admin's message that names two members and two roles asks for
+/// no change at all. The keyword check let an injected model make mallory an admin from
+/// "make bob an admin; mallory stays a watcher" (her id and the role word were both in
+/// it); now the call is refused with a reason that asks for one change per message, and
+/// no role moves. The honest request, cited, still works, once.
+#[tokio::test]
+async fn a_mixed_request_makes_no_one_admin_and_an_honest_one_works_once() {
+    use common::ext::task::Role as R;
+    let people = [
+        ("alice", R::Admin),
+        ("bob", R::Watcher),
+        ("mallory", R::Watcher),
+    ];
+    let alice = Some("alice");
+    let mixed = "make bob an admin; mallory stays a watcher";
+    for target in ["mallory", "bob"] {
+        let (h, model, store, dir) = setup(&role_script(&[(target, "admin")]));
+        let done = drive_new_task_with(&h, &store, ext_with(&people), alice, REQUEST, mixed).await;
+        let result = first_tool_result(&model);
+        assert!(result.contains("[role.ambiguous]"), "{result}");
+        assert!(
+            result.contains("one change per message, or to use /role"),
+            "{result}"
+        );
+        let ext = done.ext().expect("ext");
+        assert!(ext.has_role(Some("mallory"), R::Watcher), "{target}");
+        assert!(ext.has_role(Some("bob"), R::Watcher), "{target}");
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    // "make bob an admin", cited: bob is an admin; the same request cited again is
+    // refused: one request, one change.
+    let (h, model, store, dir) = setup(&role_script(&[("bob", "admin"), ("bob", "admin")]));
+    let asks = "make bob an admin";
+    let done = drive_new_task_with(&h, &store, ext_with(&people), alice, REQUEST, asks).await;
+    let results = tool_results(&model);
+    assert!(results[0].contains("bob is now admin"), "{results:?}");
+    assert!(results[1].contains("[role.request_used]"), "{results:?}");
+    let ext = done.ext().expect("ext");
+    assert!(ext.has_role(Some("bob"), R::Admin));
+    assert!(ext.has_role(Some("mallory"), R::Watcher));
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// The cited message must be an admin's own, on this task: an id that is none lends the
+/// call nothing, even with the admin speaking last.
+#[tokio::test]
+async fn a_cited_id_that_is_not_an_admins_message_is_refused() {
+    use common::ext::task::Role as R;
+    let people = [("alice", R::Admin), ("bob", R::Watcher)];
+    let script = serde_json::json!({"turns": [
+        {"tool_calls": [{"name": "set_participant_role", "arguments":
+            {"participant_id": "bob", "role": "admin", "request_message_id": "elsewhere"}}]},
+        {"text": "done"}
+    ]});
+    let (h, model, store, dir) = setup(&script.to_string());
+    let asks = "make bob an admin";
+    let alice = Some("alice");
+    let done = drive_new_task_with(&h, &store, ext_with(&people), alice, REQUEST, asks).await;
+    let result = first_tool_result(&model);
+    assert!(
+        result.contains("[role.not_requested]") && result.contains("no admin's message"),
+        "{result}"
+    );
+    assert!(done.ext().expect("ext").has_role(Some("bob"), R::Watcher));
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Writes somewhere, counting its runs: a tool with side effects (as an MCP tool is unless
+/// its server's configuration declares it read-only).
+struct Writes(Arc<std::sync::atomic::AtomicUsize>);
+
+#[async_trait]
+impl common::models::Tool for Writes {
+    async fn run(&self, _arguments: &Value) -> Result<String, common::models::ToolError> {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok("written".into())
+    }
+
+    fn side_effects(&self) -> bool {
+        true
+    }
+}
+
+/// Issue 47, item 5: a tool with side effects runs on the word of the task's reporter or
+/// an admin only. On a watcher's (or no one's) the model gets `[tool.forbidden]` and the
+/// tool never runs; a tool without side effects runs on anyone's word.
+#[tokio::test]
+async fn a_tool_with_side_effects_runs_only_on_the_reporters_or_an_admins_word() {
+    use common::ext::task::Role as R;
+    let script = r#"{"turns": [
+        {"tool_calls": [{"name": "write", "arguments": {}}, {"name": "current_time", "arguments": {}}]},
+        {"text": "done"}
+    ]}"#;
+    let people = [
+        ("rita", R::Reporter),
+        ("ada", R::Admin),
+        ("walt", R::Watcher),
+    ];
+    for (sender, allowed) in [
+        (Some("rita"), true),
+        (Some("ada"), true),
+        (Some("walt"), false),
+        (None, false),
+    ] {
+        let runs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let mut tools = ToolRegistry::builtin();
+        let schema = r#"{"name": "write", "description": "Writes somewhere",
+            "parameters": {"type": "object", "properties": {}, "additionalProperties": false}}"#;
+        tools.register(schema, Writes(runs.clone())).expect("tool");
+        let (h, model, store, dir) = setup_with(script, tools);
+        let done = drive_new_task(&h, &store, ext_with(&people), sender).await;
+        assert_eq!(done.state(), TaskState::Completed, "{sender:?}");
+        let results = tool_results(&model);
+        let ran = runs.load(std::sync::atomic::Ordering::SeqCst);
+        assert_eq!(ran, usize::from(allowed), "{sender:?}: {results:?}");
+        assert_eq!(
+            results[0].contains("[tool.forbidden] write has side effects: only a task whose reporter or an admin spoke last"),
+            !allowed,
+            "{sender:?}: {results:?}"
+        );
+        assert!(!results[1].contains("[tool.forbidden]"), "{results:?}");
         let _ = std::fs::remove_dir_all(dir);
     }
 }

@@ -371,7 +371,10 @@ fn role_cast() -> Value {
 /// not-found of a missing task), and a call with no actor (not reachable over HTTP, where
 /// every message has a sender) is covered by the unit test of `set_participant_role`.
 async fn role_change(backend: Backend) {
-    let promote = json!({"participant_id": "bob", "role": "admin"});
+    // The request the model cites: each first message below has this id (a message id is
+    // its sender's own, so rita's and ada's do not collide).
+    let request = unique("request");
+    let promote = json!({"participant_id": "bob", "role": "admin", "request_message_id": request});
     let script = Script::new(json!([
         call("set_participant_role", promote.clone()),
         {"text": "Roles handled."}
@@ -382,7 +385,8 @@ async fn role_change(backend: Backend) {
 
     // A reporter actor: refused, bob stays a watcher.
     let name = unique("reporter-asks");
-    let first = envelope("Make bob an admin", &name, "Make bob an admin", role_cast());
+    let mut first = envelope("Make bob an admin", &name, "Make bob an admin", role_cast());
+    first["messageId"] = json!(request);
     let task = send_as(&s, Some("rita"), first).await;
     assert_eq!(state(&task), "TASK_STATE_COMPLETED", "{task}");
     assert_eq!(role_of(&task, "rita"), "reporter");
@@ -399,7 +403,8 @@ async fn role_change(backend: Backend) {
 
     // An admin actor: bob is an admin now.
     let name = unique("admin-asks");
-    let first = envelope("Make bob an admin", &name, "Make bob an admin", role_cast());
+    let mut first = envelope("Make bob an admin", &name, "Make bob an admin", role_cast());
+    first["messageId"] = json!(request);
     let task = send_as(&s, Some("ada"), first).await;
     let admin_task = task_id(&task);
     assert_eq!(state(&task), "TASK_STATE_COMPLETED", "{task}");
@@ -423,7 +428,7 @@ async fn role_change(backend: Backend) {
         &reqs[1],
         "set_participant_role",
         true,
-        "[role.not_requested] a role change needs the admin's latest message to ask for it",
+        "[role.not_requested] a role change needs an admin's message that asks for exactly it",
     );
     // What participants wrote into the task (its fields, their names) reaches the model
     // framed, with the task's nonce, which the task itself never shows.

@@ -7,11 +7,11 @@
 //!   the run then ends and nothing runs until the reply.
 //! - `create_task_for_participant`: a sub-task `<parent>.<n>` assigned to the participant,
 //!   linked both ways; the parent does not call the model again until it has ended.
-//! - `set_participant_role`: admins only, and only as they asked: the actor is the sender
-//!   of the message the agent took in last, who must be an admin, and that message must
-//!   itself ask for it (name the participant by their id and the role, not in a question
-//!   or a negation). An admin's "ok" cannot lend the call to text earlier in the context
-//!   (a tool result, another member's message).
+//! - `set_participant_role`: admins only, and only as they asked: the actor (the sender
+//!   of the message the agent took in last) must be an admin, and the call cites the id of
+//!   an admin's message that asks for exactly that change (see [`requested`]); a request
+//!   makes one change. Keywords elsewhere in the context (a tool result, another member's
+//!   message, a second clause of the same message) cannot lend it a change.
 //! - `request_help`: `help.decided` picks one of the first two.
 //! - With remote agents configured (`crate::remote`): `create_task_for_participant` for an
 //!   agent of the registry delegates to it (a remote task, linked to this one), and
@@ -32,7 +32,7 @@ use crate::channels::subtask::{self, CreateError, ParticipantTask};
 use crate::engine::transition::set_status;
 use crate::engine::{RunError, TaskRun};
 use crate::ext::permissions::Action;
-use crate::ext::task::{Role, TaskExtension};
+use crate::ext::task::{ParticipantKind, Role, TaskExtension};
 use crate::models::ToolError;
 use crate::models::{ChatMessage, Model, ToolCall, Usage};
 use crate::remote::Remotes;
@@ -325,6 +325,7 @@ async fn create_task(
 struct RoleArgs {
     participant_id: String,
     role: Role,
+    request_message_id: String,
 }
 
 async fn set_role(run: &mut TaskRun, call: &ToolCall, a: RoleArgs) -> Result<(), RunError> {
@@ -335,19 +336,12 @@ async fn set_role(run: &mut TaskRun, call: &ToolCall, a: RoleArgs) -> Result<(),
             NOT_A_MEMBER,
             "only an admin may change roles",
         ))
-    } else if !asked_for(run.record(), &a) {
-        Err(ToolError::new(
-            "role.not_requested",
-            format!(
-                "a role change needs the admin's latest message to ask for it, naming {} and {}; ask the admin to confirm",
-                a.participant_id,
-                a.role.as_str()
-            ),
-        ))
-    } else if ext.participant(&a.participant_id).is_none() {
-        Err(no_such_participant())
     } else {
-        Ok(())
+        requested(run.record(), &ext, &a).and_then(|()| {
+            (ext.participant(&a.participant_id))
+                .map(|_| ())
+                .ok_or_else(no_such_participant)
+        })
     };
     if let Err(e) = checked {
         return commit_result(run, call, Err(e)).await;
@@ -366,42 +360,123 @@ async fn set_role(run: &mut TaskRun, call: &ToolCall, a: RoleArgs) -> Result<(),
         }
         ext.store(&mut rec.task);
         rec.agent.conversation.push(result.clone());
+        // One request, one change.
+        rec.agent.role_requests.push(a.request_message_id.clone());
         Vec::new()
     })
     .await
 }
 
-/// Whether the actor's latest message, the one the call acts on, asks for the change: it
-/// names the participant (by their exact id) and the role, and is neither a question nor
-/// a negation ("is bob an admin?", "don't make bob an admin" ask for nothing).
-fn asked_for(rec: &TaskRecord, a: &RoleArgs) -> bool {
-    let Some(id) = rec.agent.actor_message.as_deref() else {
-        return false;
+/// How the model reads a message it takes in: a human admin's with its id in front
+/// (`(message "<id>") …`), so a privileged call can cite it; anyone else's as it is.
+pub fn citable(
+    ext: &TaskExtension,
+    sender: &str,
+    is_agent: bool,
+    id: &str,
+    said: String,
+) -> String {
+    if is_agent || !ext.has_role(Some(sender), Role::Admin) {
+        return said;
+    }
+    let quoted = serde_json::to_string(id).unwrap_or_default();
+    format!("(message {quoted}) {said}")
+}
+
+const ROLES: [Role; 4] = [Role::Assignee, Role::Reporter, Role::Watcher, Role::Admin];
+
+/// The role a word of a request names: its name, plural or not (`admins`), or
+/// `administrator`.
+fn role_word(word: &str) -> Option<Role> {
+    let word = word.to_lowercase();
+    let word = word.strip_suffix('s').unwrap_or(&word);
+    let word = if word == "administrator" {
+        "admin"
+    } else {
+        word
     };
-    let Some(m) = rec.task.history.iter().find(|m| m.message_id == id) else {
-        return false;
+    ROLES.into_iter().find(|r| r.as_str() == word)
+}
+
+/// Whether the cited message is an admin's request for exactly this change, not yet
+/// used: a participant's own message (not the harness's, not an agent's) in this task's
+/// history, from someone who is an admin now; the only member it names (by exact id, the
+/// harness aside) is the target and the only role it names is the target role; it is
+/// neither a question nor a negation ("is bob an admin?", "don't make bob an admin" ask
+/// for nothing). A message naming two members or two roles ("make bob an admin; mallory
+/// stays a watcher") is ambiguous and asks for nothing.
+fn requested(rec: &TaskRecord, ext: &TaskExtension, a: &RoleArgs) -> Result<(), ToolError> {
+    let id = a.request_message_id.as_str();
+    let refused = |why: String| {
+        ToolError::new(
+            "role.not_requested",
+            format!("a role change needs an admin's message that asks for exactly it, cited by its id (request_message_id): {why}; ask the admin to confirm"),
+        )
+    };
+    if rec.agent.role_requests.iter().any(|used| used == id) {
+        return Err(ToolError::new(
+            "role.request_used",
+            format!("message {id:?} was already used for a role change (one request, one change); ask the admin"),
+        ));
+    }
+    let cited = rec
+        .task
+        .history
+        .iter()
+        .find(|m| m.message_id == id && m.role == MessageRole::User);
+    let from_admin = |m: &&Message| {
+        let sender = crate::ext::participant::asserted(m);
+        (sender.and_then(|s| ext.participant(s)))
+            .is_some_and(|p| p.role == Role::Admin && p.kind != ParticipantKind::Agent)
+    };
+    let Some(m) = cited.filter(from_admin) else {
+        return Err(refused(format!(
+            "message {id:?} is no admin's message on this task"
+        )));
     };
     let text = crate::ext::channel::message_text(m);
     let words: Vec<&str> = text
         .split_whitespace()
         .map(|w| w.trim_matches(|c: char| c.is_ascii_punctuation()))
         .collect();
-    // An id may hold spaces: then the phrase is looked for as it is.
-    let names_participant = if a.participant_id.contains(char::is_whitespace) {
-        text.contains(&a.participant_id)
-    } else {
-        words.contains(&a.participant_id.as_str())
-    };
-    let names_role = words
-        .iter()
-        .any(|w| w.eq_ignore_ascii_case(a.role.as_str()));
+    let harness = ext.assignee().filter(|p| p.kind == ParticipantKind::Agent);
+    let members: Vec<&str> = (ext.participants.iter())
+        .map(|p| p.id.as_str())
+        .filter(|p| *p == a.participant_id || harness.is_none_or(|h| h.id != *p))
+        // An id may hold spaces: then the phrase is looked for as it is.
+        .filter(|p| match p.contains(char::is_whitespace) {
+            true => text.contains(p),
+            false => words.contains(p),
+        })
+        .collect();
+    let mut roles: Vec<Role> = words.iter().filter_map(|w| role_word(w)).collect();
+    roles.sort_by_key(|r| r.as_str());
+    roles.dedup();
+    if members.len() > 1 || roles.len() > 1 {
+        return Err(ToolError::new(
+            "role.ambiguous",
+            format!("message {id:?} names more than one participant or role; ask the admin for one change per message, or to use /role"),
+        ));
+    }
+    if members != [a.participant_id.as_str()] || roles != [a.role] {
+        return Err(refused(format!(
+            "message {id:?} does not name {} and {}",
+            a.participant_id,
+            a.role.as_str()
+        )));
+    }
     let declines = words.iter().any(|w| {
-        let w = w.to_ascii_lowercase();
+        let w = w.to_lowercase();
         matches!(w.as_str(), "not" | "no" | "never" | "dont")
             || w.ends_with("n't")
             || w.ends_with("n’t")
     });
-    names_participant && names_role && !declines && !text.trim_end().ends_with('?')
+    if declines || text.trim_end().ends_with('?') {
+        return Err(refused(format!(
+            "message {id:?} is a question or a negation"
+        )));
+    }
+    Ok(())
 }
 
 #[derive(Deserialize)]

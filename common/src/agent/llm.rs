@@ -270,8 +270,9 @@ fn task_lines(rec: &crate::store::TaskRecord) -> Option<String> {
 
 /// Client messages the conversation does not have yet, in the order they were accepted,
 /// framed for the model: the message that started the task as it is; the reply to a help
-/// request as `Reply from <id> to "<question>": <text>`; others as `[<id>] <text>`. What
-/// an agent participant (or any agent-role message) says is inside an untrusted block.
+/// request as `Reply from <id> to "<question>": <text>`; others as `[<id>] <text>`; an
+/// admin's with its message id in front (`intrinsics::citable`). What an agent participant
+/// (or any agent-role message) says is inside an untrusted block.
 fn new_inputs(rec: &crate::store::TaskRecord) -> Vec<Input> {
     let ext = rec.ext().unwrap_or_default();
     rec.task
@@ -303,11 +304,12 @@ fn new_inputs(rec: &crate::store::TaskRecord) -> Vec<Input> {
                 None if i == 0 => text,
                 None => format!("[{sender}] {text}"),
             };
+            let text = intrinsics::citable(&ext, sender, is_agent, &m.message_id, framed);
             Some(Input {
                 index: i,
                 id: m.message_id.clone(),
                 sender: sender.to_owned(),
-                said: ChatMessage::User { text: framed },
+                said: ChatMessage::User { text },
             })
         })
         .collect()
@@ -417,7 +419,7 @@ impl LlmAgent {
                 .chain(summary)
                 .chain(state.conversation[from..].iter().cloned())
                 .collect(),
-            tools: self.tools.specs(),
+            tools: self.tools.specs(&state.nonce),
             max_tokens: MAX_TOKENS,
             turn: state.model_calls,
             purpose: Purpose::Turn,
@@ -495,7 +497,6 @@ impl LlmAgent {
             for input in inputs.iter().filter(|i| i.index >= a.inputs_upto) {
                 a.conversation.push(input.said.clone());
                 a.actor = Some(input.sender.clone());
-                a.actor_message = Some(input.id.clone());
             }
             a.inputs_upto = a.inputs_upto.max(upto);
             a.replies
@@ -546,7 +547,7 @@ impl LlmAgent {
     /// Runs the pending tool calls of the last answer, committing each result.
     async fn run_tools(&self, run: &mut TaskRun) -> Result<(), RunError> {
         for call in pending_calls(&run.record().agent) {
-            let outcome = match self.tools.check(&call) {
+            let outcome = match self.tools.check_on(&call, run.record()) {
                 Err(refused) => refused,
                 Ok(Checked::Tool(tool)) if !tool.idempotent() => {
                     if run.record().agent.started.contains(&call.id) {

@@ -12,8 +12,11 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::context::untrusted;
 use crate::a2a::Timestamp;
+use crate::ext::permissions::{permits, Action};
 use crate::models::{Tool, ToolCall, ToolError, ToolSpec};
+use crate::store::TaskRecord;
 
 /// The schema file of the `current_time` tool.
 pub const CURRENT_TIME_SCHEMA: &str = include_str!("../../../schemas/tools/current_time.json");
@@ -87,6 +90,9 @@ struct Entry {
     validator: jsonschema::Validator,
     /// None for an intrinsic, which the agent runs itself.
     tool: Option<Box<dyn Tool>>,
+    /// Whose text the description is, when not the harness's (`mcp.<server>`): it is
+    /// shown to the model framed as untrusted.
+    source: Option<String>,
 }
 
 /// A call that passed its checks: a tool to run, or an intrinsic for the agent.
@@ -178,6 +184,7 @@ impl ToolRegistry {
             },
             validator,
             tool,
+            source: None,
         });
         Ok(())
     }
@@ -200,15 +207,50 @@ impl ToolRegistry {
                 description: tool.description.clone(),
                 parameters: tool.parameters.clone(),
             },
+            source: Some(format!("mcp.{}", tool.server)),
             validator,
             tool: Some(Box::new(tool)),
         });
         Ok(())
     }
 
-    /// What the model is told about the tools, in registration order.
-    pub fn specs(&self) -> Vec<ToolSpec> {
-        self.entries.iter().map(|e| e.spec.clone()).collect()
+    /// What the model is told about the tools, in registration order: an MCP tool's
+    /// description (its server's text) inside an untrusted block from that server,
+    /// delimited with the task's `nonce` (`context::untrusted`).
+    pub fn specs(&self, nonce: &str) -> Vec<ToolSpec> {
+        (self.entries.iter())
+            .map(|e| match &e.source {
+                Some(source) => ToolSpec {
+                    description: untrusted(nonce, source, &e.spec.description),
+                    ..e.spec.clone()
+                },
+                None => e.spec.clone(),
+            })
+            .collect()
+    }
+
+    /// [`check`](Self::check) on a task: a tool with side effects runs only when the
+    /// task's latest word (`AgentState::actor`) came from its reporter or an admin
+    /// (`Action::CallToolWithSideEffects`); otherwise the model gets an error result and
+    /// the tool never hears of the call. A watcher's message, or what a tool or a remote
+    /// agent said after it, cannot lead to one.
+    pub fn check_on(&self, call: &ToolCall, rec: &TaskRecord) -> Result<Checked<'_>, ToolOutcome> {
+        let checked = self.check(call)?;
+        if let Checked::Tool(tool) = &checked {
+            let actor = rec.agent.actor.as_deref().unwrap_or_default();
+            let word = |ext| permits(&ext, actor, Action::CallToolWithSideEffects);
+            if tool.side_effects() && !word(rec.ext().unwrap_or_default()) {
+                return Err(ToolOutcome::error(ToolError::new(
+                    "tool.forbidden",
+                    format!(
+                        "{} has side effects: {}; ask them (a tool its server's configuration declares read-only runs on anyone's word)",
+                        call.name,
+                        Action::CallToolWithSideEffects.rule()
+                    ),
+                )));
+            }
+        }
+        Ok(checked)
     }
 
     /// The call's tool, if it names a registered one and its arguments pass the tool's
@@ -345,7 +387,7 @@ mod tests {
 
     #[test]
     fn builtin_registry_lists_current_time_with_the_schema_from_its_file() {
-        let mut specs = ToolRegistry::builtin().specs();
+        let mut specs = ToolRegistry::builtin().specs("");
         let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(
             names,
@@ -376,7 +418,7 @@ mod tests {
     #[test]
     fn tools_are_listed_in_registration_order() {
         let (registry, _) = registry_with_repeat(None);
-        let names: Vec<String> = registry.specs().into_iter().map(|s| s.name).collect();
+        let names: Vec<String> = registry.specs("").into_iter().map(|s| s.name).collect();
         assert_eq!(names.first().map(String::as_str), Some("current_time"));
         assert_eq!(names.last().map(String::as_str), Some("repeat"));
     }
@@ -553,7 +595,7 @@ mod tests {
             error,
             RegistrationError::DuplicateName("current_time".into())
         );
-        assert_eq!(registry.specs().len(), 1 + INTRINSIC_SCHEMAS.len());
+        assert_eq!(registry.specs("").len(), 1 + INTRINSIC_SCHEMAS.len());
     }
 
     /// `test_intrinsic_schemas.py`: every intrinsic is closed, described, and runs only
@@ -654,7 +696,7 @@ mod tests {
             matches!(error, RegistrationError::InvalidParameters { ref name, .. } if name == "broken"),
             "{error:?}"
         );
-        assert!(registry.specs().is_empty());
+        assert!(registry.specs("").is_empty());
     }
 
     #[test]

@@ -33,4 +33,12 @@ pub trait Tool: Send + Sync + 'static {
     fn idempotent(&self) -> bool {
         true
     }
+
+    /// Whether a call may change something beyond the task (another system, with the
+    /// operator's credentials): such a call runs only on the word of the task's reporter or
+    /// an admin (`ext::permissions`). False for the harness's own tools; an MCP tool has
+    /// side effects unless its server's configuration declares it read-only.
+    fn side_effects(&self) -> bool {
+        false
+    }
 }

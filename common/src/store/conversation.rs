@@ -35,8 +35,9 @@ pub struct AgentState {
     /// The participant whose message the agent took in last: who a privileged tool call
     /// acts for.
     pub actor: Option<String>,
-    /// That message's id: a privileged call must be what it asks for.
-    pub actor_message: Option<String>,
+    /// Ids of admins' messages a role change was made on: each request makes one change.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub role_requests: Vec<String>,
     /// The delimiter nonce of the task's untrusted blocks (see `context::untrusted`).
     pub nonce: String,
     /// The latest compaction of the conversation: the model is given its summary instead

@@ -16,7 +16,9 @@
 //! | see a webhook's token and credentials (Get, List; others who manage webhooks see it without them) | the participant who created it |
 //! | replace a webhook (a create with its id) | the participant who created it |
 //! | delete a webhook | the participant who created it, or an admin |
-//! | change its participants and roles (envelope `participants`, `/role`, `set_participant_role`) | an admin |
+//! | change its participants and roles (envelope `participants`, `/role`) | an admin |
+//! | have the agent change a role (`set_participant_role`) | an admin whose message was the agent's latest input, and only as an admin's message the call cites by id asks: it names exactly that change (one member, one role; not a question or a negation), and makes one change |
+//! | have the agent call a tool with side effects (an MCP tool its server's configuration does not declare read-only) | its reporter or an admin, whose message was the agent's latest input; a read-only one, anyone's |
 //!
 //! Anyone else is refused: a stranger with the not-found of a missing task (they learn
 //! nothing), a participant with invalid params naming the rule (they can see the task
@@ -35,6 +37,9 @@ pub enum Action {
     CreateSubTask,
     ManageWebhooks,
     ChangeParticipants,
+    /// Have the agent call a tool with side effects (`Tool::side_effects`): the actor is
+    /// whoever spoke last.
+    CallToolWithSideEffects,
 }
 
 impl Action {
@@ -64,6 +69,10 @@ impl Action {
                 "only the task's reporter or an admin may manage its push notification configs"
             }
             Action::ChangeParticipants => "only an admin may change participants or roles",
+            Action::CallToolWithSideEffects => {
+                "only a task whose reporter or an admin spoke last may have the agent call a \
+                 tool with side effects"
+            }
         }
     }
 }
@@ -166,6 +175,7 @@ mod tests {
             Action::ChooseModel,
             Action::CreateSubTask,
             Action::ManageWebhooks,
+            Action::CallToolWithSideEffects,
         ] {
             assert!(permits(&ext, "rita", action) && permits(&ext, "ada", action));
             assert!(!permits(&ext, "walt", action) && !permits(&ext, "asa", action));
