@@ -236,12 +236,15 @@ def _delegate_and_finish(reference: Reference, *extra: str, deadline: str = '',
 
 
 def _never_named(reference: Reference, task: dict) -> None:
-    """No byte of any request the remote got names the harness's task or its context."""
+    """No byte of any request the remote got names the harness's task or its context (as
+    is, or percent-encoded as a URL path segment would be)."""
     assert reference.requests, 'the remote got nothing'
+    encoded = lambda s: ''.join(c if c.isalnum() else f'%{ord(c):02X}' for c in s)  # noqa: E731
     for request in reference.requests:
         seen = json.dumps(request)
         for secret in (task['id'], task['contextId']):
-            assert secret not in seen, f'{secret} in {seen}'
+            for form in (secret, encoded(secret)):
+                assert form not in seen, f'{form} in {seen}'
 
 
 def test_the_harness_delegates_to_the_official_python_server(reference: Reference) -> None:
