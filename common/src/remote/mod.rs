@@ -229,4 +229,24 @@ mod tests {
         let (_, spent) = r.callback(&reference, crate::task::lease::now_ms() - 1);
         assert!(!r.verify(&reference, &spent));
     }
+
+    /// The format, pinned: what `tests/lambda_watch` makes in Python (AES-256-GCM and
+    /// HMAC-SHA256 under keys derived from its push key) opens and verifies here.
+    #[test]
+    fn a_reference_and_token_made_elsewhere_with_the_key_open_here() {
+        let key: PushKey = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
+            .parse()
+            .unwrap();
+        let client = Client::new(
+            crate::https::target::Targets::new(false, Vec::new()),
+            std::time::Duration::from_secs(1),
+            "tiny-harness",
+        )
+        .unwrap();
+        let r = Remotes::new(Registry::default(), client, &key, "https://a.example");
+        let reference = "r1.AAAAAAAAAAAAAAAA35bV9F6sbKCXUdX28Gift0AKqmY7lLHT";
+        assert_eq!(r.open_reference(reference), Some(("task-x".into(), 1)));
+        let token = "4102444800000.Q4sbkhLYkT_wGe-ftJqGGPDGjyVofnXNm9EXXf4mN9E";
+        assert!(r.verify(reference, token));
+    }
 }
