@@ -7,6 +7,11 @@
 //!
 //! Also: cards A cannot use are clear tool errors with nothing sent; a callback with a
 //! wrong token is refused and changes nothing; cancelling A cancels B's task.
+//!
+//! Issue 47: A waits on B under a timer (its deadline), not a drive's lease; a B that
+//! never finishes is given up at the registry's (shortened) deadline, found by the sweep:
+//! A's model is told, B's task cancelled; a parent that fails while its remote task is
+//! open cancels that task.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -23,10 +28,15 @@ const A_ID: &str = "harness-a";
 
 /// A registry file naming `agents` (id, card URL).
 fn registry(agents: &[(&str, String)]) -> PathBuf {
+    registry_with(agents, "")
+}
+
+/// [`registry`] with `more` lines in each agent's table.
+fn registry_with(agents: &[(&str, String)], more: &str) -> PathBuf {
     let path = std::env::temp_dir().join(format!("{}.toml", unique("agents")));
     let text: String = agents
         .iter()
-        .map(|(id, url)| format!("[agents.{id}]\ncard_url = \"{url}\"\n"))
+        .map(|(id, url)| format!("[agents.{id}]\ncard_url = \"{url}\"\n{more}\n"))
         .collect();
     std::fs::write(&path, text).expect("the registry file");
     path
@@ -132,7 +142,9 @@ async fn delegates_and_resumes_on_the_callback(backend: Backend) {
             .await
             .expect("load")
             .expect("A's task");
-        if answered == 1 && head.lease.is_none() && head.state().as_str() == "TASK_STATE_WORKING" {
+        // Waiting under the delegation's deadline timer, held by no drive.
+        let undriven = head.lease.as_ref().is_none_or(|l| !l.held());
+        if answered == 1 && undriven && head.state().as_str() == "TASK_STATE_WORKING" {
             break;
         }
         assert!(
@@ -348,9 +360,13 @@ async fn cancel_passes_on_and_a_wrong_token_is_refused(backend: Backend) {
         .expect("load")
         .expect("A's task");
     for (path, token) in [
+        (format!("/remote/callback/{id}"), "forged"),
         (format!("/remote/callback/{id}/1"), "forged"),
-        (format!("/remote/callback/{id}/2"), "forged"),
-        ("/remote/callback/no-such-task/1".to_owned(), "forged"),
+        (
+            "/remote/callback/r1.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA".to_owned(),
+            "1.forged",
+        ),
+        ("/remote/callback/no-such-task".to_owned(), "forged"),
     ] {
         let resp = a
             .http
@@ -360,11 +376,15 @@ async fn cancel_passes_on_and_a_wrong_token_is_refused(backend: Backend) {
             .send()
             .await
             .expect("POST the callback");
-        assert_eq!(resp.status().as_u16(), 401, "{path}");
-        assert_eq!(
-            resp.json::<Value>().await.expect("JSON"),
-            json!({"status": "unauthorized"})
-        );
+        let status = resp.status().as_u16();
+        let body = resp.text().await.expect("the body");
+        if path.ends_with("/1") {
+            // Not a callback route any more: the task's id is no part of one.
+            assert_eq!(status, 404, "{path}");
+            continue;
+        }
+        assert_eq!(status, 401, "{path}");
+        assert_eq!(body, r#"{"status":"unauthorized"}"#);
     }
     let after = a
         .store()
@@ -556,4 +576,106 @@ async fn a_watchers_words_cannot_make_the_model_delegate() {
     assert!(results.contains("[remote.forbidden]"), "{results}");
     assert!(tasks_on_b(&b).await.is_empty(), "B got nothing");
     let _ = std::fs::remove_file(&agents);
+}
+
+/// Issue 47: B asks A a question; A, at its turn limit, fails instead of answering: B's
+/// task, still open, is cancelled.
+#[tokio::test]
+async fn a_parent_that_fails_cancels_its_open_remote_task() {
+    let b_script = Script::new(json!([
+        {"tool_calls": [{"name": "ask_participant", "arguments": {
+            "participant_id": A_ID, "question": "Which colour?"}}]},
+        {"text": "Never reached."}
+    ]));
+    let b = Server::start_on(
+        Backend::Embedded,
+        &["--agent", "llm", "--model", &b_script.model()],
+    )
+    .await
+    .expect("B");
+    let a_script = Script::new(json!([
+        {"tool_calls": [{"name": "create_task_for_participant", "arguments": {
+            "participant_id": "b", "name": "Paint", "goal": "Paint the shed"}}]},
+        {"text": "Never reached: one model call is all A may make."}
+    ]));
+    let agents = registry(&[("b", card_url(&b))]);
+    let a = harness_a_with(
+        Backend::Embedded,
+        &a_script,
+        &agents,
+        &["--turn-limit", "1"],
+    )
+    .await
+    .expect("A");
+    let task = send_as(&a, Some("alice"), start_message("Get the shed painted")).await;
+    let id = task_id(&task);
+    let failed = until(&a, "alice", &id, "TASK_STATE_FAILED").await;
+    let ext = &failed["metadata"]["io.github.madarauchiha-314.tiny-harness/task"];
+    let b_task = ext["sub_tasks"][0]["task_id"]
+        .as_str()
+        .expect("B's task")
+        .to_owned();
+    until(&b, A_ID, &b_task, "TASK_STATE_CANCELED").await;
+    assert!(
+        a_script.requests_for_turn(1).is_empty(),
+        "no second model call"
+    );
+    let _ = std::fs::remove_file(&agents);
+}
+
+/// Issue 47: B (push notifications on) never finishes within A's 2 s deadline for it. The
+/// sweep finds A's timer; A's drive cancels B's task and tells the model, which goes on.
+async fn a_remote_that_never_answers_is_given_up_at_its_deadline(backend: Backend) {
+    let b_script = Script::new(json!([{"text": "Too late.", "delay_ms": 60000}]));
+    let Some(b) =
+        Server::start_on(backend, &["--agent", "llm", "--model", &b_script.model()]).await
+    else {
+        return;
+    };
+    let a_script = Script::new(json!([
+        {"tool_calls": [{"name": "create_task_for_participant", "arguments": {
+            "participant_id": "b", "name": "Paint", "goal": "Paint the shed"}}]},
+        {"text": "Painted it myself."}
+    ]));
+    let agents = registry_with(&[("b", card_url(&b))], "deadline = 2");
+    // A short lease: the sweep, which rings timers, runs every second.
+    let Some(a) = harness_a_with(backend, &a_script, &agents, &["--lease-seconds", "2"]).await
+    else {
+        return;
+    };
+    let started = Instant::now();
+    let task = send_as(&a, Some("alice"), start_message("Get the shed painted")).await;
+    let id = task_id(&task);
+    let done = until(&a, "alice", &id, "TASK_STATE_COMPLETED").await;
+    assert!(
+        started.elapsed() >= Duration::from_secs(2),
+        "not before the deadline"
+    );
+    assert_eq!(
+        done["status"]["message"]["parts"][0]["text"], "Painted it myself.",
+        "{done}"
+    );
+    let told = a_script.requests_for_turn(1)[0]["messages"].to_string();
+    assert!(
+        in_block(
+            &told,
+            "source=\\\"agent:b\\\"",
+            "did not answer within its deadline"
+        ),
+        "{told}"
+    );
+    let on_b = tasks_on_b(&b).await;
+    assert_eq!(on_b.len(), 1, "{on_b:?}");
+    until(&b, A_ID, &task_id(&on_b[0]), "TASK_STATE_CANCELED").await;
+    let _ = std::fs::remove_file(&agents);
+}
+
+#[tokio::test]
+async fn a_remote_that_never_answers_is_given_up_at_its_deadline_on_the_embedded_store() {
+    a_remote_that_never_answers_is_given_up_at_its_deadline(Backend::Embedded).await;
+}
+
+#[tokio::test]
+async fn a_remote_that_never_answers_is_given_up_at_its_deadline_on_dynamodb() {
+    a_remote_that_never_answers_is_given_up_at_its_deadline(Backend::DynamoDb).await;
 }

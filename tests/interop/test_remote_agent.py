@@ -11,6 +11,11 @@ untrusted block, attributed to the agent; the task completes.
 
 The same with a server that offers no push notifications and takes a few seconds: the
 harness polls it (the sweep rings the task's poll timer) until it has finished.
+
+Issue 47: the server keeps a log of every request it gets (URL, headers, body), in which
+the harness's task id and context id never appear; and a server with push notifications
+that never finishes is given up at the registry's (shortened) deadline: the model is told,
+the remote task is cancelled, and the callback's token no longer works.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import threading
 import time
 import uuid
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -52,6 +58,42 @@ ANSWER = 'Painted by the reference agent.'
 WAIT_S = 30.0
 
 
+class RequestLog:
+    """ASGI middleware that keeps every request's method, URL, headers and body."""
+
+    def __init__(self, app) -> None:  # noqa: ANN001
+        self.app = app
+        self.requests: list[dict] = []
+
+    async def __call__(self, scope, receive, send) -> None:  # noqa: ANN001
+        if scope['type'] != 'http':
+            return await self.app(scope, receive, send)
+        body = b''
+        more = True
+        while more:
+            message = await receive()
+            body += message.get('body', b'')
+            more = message.get('more_body', False)
+        self.requests.append({
+            'method': scope['method'],
+            'url': scope['path'] + ('?' + scope['query_string'].decode()
+                                    if scope['query_string'] else ''),
+            'headers': [(k.decode('latin-1'), v.decode('latin-1'))
+                        for k, v in scope['headers']],
+            'body': body.decode('utf-8', 'replace'),
+        })
+        sent = False
+
+        async def replay() -> dict:
+            nonlocal sent
+            if sent:
+                return await receive()
+            sent = True
+            return {'type': 'http.request', 'body': body, 'more_body': False}
+
+        await self.app(scope, replay, send)
+
+
 class CompleteAtOnce(AgentExecutor):
     """Completes every task, at once or after `delay_s` of work."""
 
@@ -75,7 +117,7 @@ class CompleteAtOnce(AgentExecutor):
             await TaskUpdater(event_queue, task.id, task.context_id).cancel()
 
 
-def _app(url: str, push: bool = True, delay_s: float = 0.0) -> Starlette:
+def _app(url: str, push: bool = True, delay_s: float = 0.0) -> RequestLog:
     card = AgentCard(
         name='reference',
         description='a2a-sdk 1.3.0 server that completes every task at once',
@@ -98,11 +140,11 @@ def _app(url: str, push: bool = True, delay_s: float = 0.0) -> Starlette:
         push_config_store=configs,
         push_sender=BasePushNotificationSender(httpx.AsyncClient(), configs) if push else None,
     )
-    return Starlette(routes=[
+    return RequestLog(Starlette(routes=[
         *create_agent_card_routes(card),
         *create_jsonrpc_routes(handler, '/'),
         *create_rest_routes(handler),
-    ])
+    ]))
 
 
 def _serve(**app_args: object):
@@ -110,7 +152,8 @@ def _serve(**app_args: object):
         s.bind(('127.0.0.1', 0))
         port = s.getsockname()[1]
     url = f'http://127.0.0.1:{port}'
-    server = uvicorn.Server(uvicorn.Config(_app(url, **app_args), host='127.0.0.1', port=port,
+    app = _app(url, **app_args)
+    server = uvicorn.Server(uvicorn.Config(app, host='127.0.0.1', port=port,
                                            log_level='warning', access_log=False))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -118,34 +161,50 @@ def _serve(**app_args: object):
     while not server.started:
         assert time.monotonic() < deadline, 'the reference server did not start'
         time.sleep(0.05)
-    yield url
+    yield Reference(url, app.requests)
     server.should_exit = True
     thread.join(10)
 
 
+@dataclass
+class Reference:
+    """A reference server: its URL, and the requests it got so far."""
+    url: str
+    requests: list[dict]
+
+
 @pytest.fixture(scope='module')
-def reference() -> str:
+def reference() -> Reference:
     yield from _serve()
 
 
 @pytest.fixture(scope='module')
-def reference_without_push() -> str:
+def reference_without_push() -> Reference:
     yield from _serve(push=False, delay_s=3.0)
 
 
-def _delegate_and_finish(reference: str, *extra: str) -> dict:
-    """harness-local delegates to the server at `reference`; its task, completed, and the
-    model's input after the remote's outcome."""
+@pytest.fixture(scope='module')
+def reference_that_never_finishes() -> Reference:
+    yield from _serve(delay_s=3600.0)
+
+
+def _delegate_and_finish(reference: Reference, *extra: str, deadline: str = '',
+                         then: str = 'The shed is painted.',
+                         after=lambda: None) -> tuple[dict, str]:  # noqa: ANN001
+    """harness-local delegates to the server at `reference` (its registry entry ending
+    in `deadline`); its task, completed (`after` is called then, the harness still up),
+    and the remote's note in the model's input after the remote's outcome."""
     work = Path(tempfile.mkdtemp(prefix='harness-remote-'))
     log = work / 'requests.jsonl'
     script = work / 'script.json'
     script.write_text(json.dumps({'request_log': str(log), 'turns': [
         {'tool_calls': [{'name': 'create_task_for_participant', 'arguments': {
             'participant_id': 'ref', 'name': 'Paint', 'goal': 'Paint the shed'}}]},
-        {'text': 'The shed is painted.'},
+        {'text': then},
     ]}))
     agents = work / 'agents.toml'
-    agents.write_text(f'[agents.ref]\ncard_url = "{reference}/.well-known/agent-card.json"\n')
+    agents.write_text(f'[agents.ref]\ncard_url = "{reference.url}/.well-known/agent-card.json"\n'
+                      f'{deadline}\n')
     args = ['--agent', 'llm', '--model', f'scripted:{script}', '--agents', str(agents),
             '--agent-id', 'harness-a', *extra]
     with run_harness(args) as harness:
@@ -166,22 +225,65 @@ def _delegate_and_finish(reference: str, *extra: str) -> dict:
                 break
             assert time.monotonic() < deadline, task
             time.sleep(0.1)
-    assert task['status']['message']['parts'][0]['text'] == 'The shed is painted.'
+        after()
+    assert task['status']['message']['parts'][0]['text'] == then
     ext = task['metadata']['io.github.madarauchiha-314.tiny-harness/task']
     assert ext['sub_tasks'][0]['agent'] == {'kind': 'agent', 'id': 'ref'}, ext
     requests = [json.loads(line) for line in log.read_text().splitlines() if line]
     last = json.dumps([r for r in requests if r['turn'] == 1][0]['messages'])
     block = last[last.index('source=\\"agent:ref\\"'):]
-    assert ANSWER in block[:block.index('</untrusted')], last
-    return task
+    return task, block[:block.index('</untrusted')]
 
 
-def test_the_harness_delegates_to_the_official_python_server(reference: str) -> None:
-    _delegate_and_finish(reference)
+def _never_named(reference: Reference, task: dict) -> None:
+    """No byte of any request the remote got names the harness's task or its context (as
+    is, or percent-encoded as a URL path segment would be)."""
+    assert reference.requests, 'the remote got nothing'
+    encoded = lambda s: ''.join(c if c.isalnum() else f'%{ord(c):02X}' for c in s)  # noqa: E731
+    for request in reference.requests:
+        seen = json.dumps(request)
+        for secret in (task['id'], task['contextId']):
+            for form in (secret, encoded(secret)):
+                assert form not in seen, f'{form} in {seen}'
 
 
-def test_a_remote_without_push_notifications_is_polled(reference_without_push: str) -> None:
+def test_the_harness_delegates_to_the_official_python_server(reference: Reference) -> None:
+    task, block = _delegate_and_finish(reference)
+    assert ANSWER in block, block
+    _never_named(reference, task)
+
+
+def test_a_remote_that_never_finishes_is_given_up_at_its_deadline(
+        reference_that_never_finishes: Reference) -> None:
+    # A 3 s deadline, and a short lease so the sweep (which rings the deadline's timer)
+    # runs every second.
+    started = time.monotonic()
+    reference = reference_that_never_finishes
+    refused = []
+
+    def callback_refused() -> None:
+        # The callback it was given no longer works: its token ran out with the deadline.
+        sends = [json.loads(r['body']) for r in reference.requests if '"SendMessage"' in r['body']]
+        push = sends[0]['params']['configuration']['taskPushNotificationConfig']
+        resp = httpx.post(push['url'], json={}, timeout=WAIT_S,
+                          headers={'X-A2A-Notification-Token': push['token']})
+        refused.append((resp.status_code, resp.json()))
+
+    task, block = _delegate_and_finish(reference, '--lease-seconds', '2', deadline='deadline = 3',
+                                       then='Gave up on the painter.', after=callback_refused)
+    assert time.monotonic() - started >= 3.0
+    assert refused == [(401, {'status': 'unauthorized'})], refused
+    assert 'did not answer within its deadline' in block, block
+    assert 'cancelled the remote task' in block, block
+    _never_named(reference, task)
+    cancels = [r for r in reference.requests
+               if r['url'].endswith(':cancel') or '"CancelTask"' in r['body']]
+    assert len(cancels) == 1, reference.requests
+
+
+def test_a_remote_without_push_notifications_is_polled(reference_without_push: Reference) -> None:
     # A short lease makes the sweep (which rings poll timers) run every 2 s.
     started = time.monotonic()
-    _delegate_and_finish(reference_without_push, '--lease-seconds', '4')
+    _, block = _delegate_and_finish(reference_without_push, '--lease-seconds', '4')
+    assert ANSWER in block, block
     assert time.monotonic() - started >= 3.0, 'the remote took 3 s: it was polled, not told'

@@ -448,7 +448,7 @@ EVERY_FUNCTION = [
     ('get-push-config', 'GET', '/tasks/{task}/pushNotificationConfigs/every-function', None),
     ('delete-push-config', 'DELETE', '/tasks/{task}/pushNotificationConfigs/every-function', None),
     ('get-extended-agent-card', 'GET', '/extendedAgentCard', None),
-    ('remote-callback', 'POST', '/remote/callback/{task}/1', {'statusUpdate': {}}),
+    ('remote-callback', 'POST', '/remote/callback/{task}', {'statusUpdate': {}}),
 ]
 
 
@@ -710,30 +710,42 @@ def test_resume_drives_only_runnable_unleased_tasks(
     assert _task_state(client, tid) == COMPLETED
 
 
-def _callback_token(task_id: str, n: int) -> str:
-    """The token the harness gives a remote agent for link `n` of `task_id`: HMAC-SHA256
-    under a key derived from the push key (common::remote::Remotes)."""
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b'=').decode()
+
+
+def _callback(task_id: str, n: int) -> tuple[str, str]:
+    """The callback reference the harness gives a remote agent for link `n` of `task_id`
+    (the two sealed with AES-256-GCM) and its token (HMAC-SHA256 over the reference and
+    an expiry), each under a key derived from the push key (common::remote::Remotes)."""
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
     key = base64.b64decode(PUSH_KEY)
-    derived = hmac.new(key, b'tiny-harness remote callbacks v1', hashlib.sha256).digest()
-    tag = hmac.new(derived, f'{task_id}\n{n}'.encode(), hashlib.sha256).digest()
-    return base64.urlsafe_b64encode(tag).rstrip(b'=').decode()
+    derive = lambda label: hmac.new(key, label, hashlib.sha256).digest()  # noqa: E731
+    nonce = os.urandom(12)
+    sealed = AESGCM(derive(b'tiny-harness remote callback references v1')).encrypt(
+        nonce, f'{n}\n{task_id}'.encode(), None)
+    reference = 'r1.' + _b64(nonce + sealed)
+    expires = int(time.time() * 1000) + 60_000
+    tag = hmac.new(derive(b'tiny-harness remote callbacks v2'),
+                   f'{reference}\n{expires}'.encode(), hashlib.sha256).digest()
+    return reference, f'{expires}.{_b64(tag)}'
 
 
 def test_remote_callback_takes_its_token_and_nothing_else(
     client: httpx.Client, watch: Watch, rest_task: dict[str, Any],
 ) -> None:
     """The remote-callback function under the emulator: a forged token and another link's
-    token are refused; the link's own token is taken, and as the task has no such link
-    (nothing was delegated) it changes nothing."""
+    token are refused; so is the link's own, as the task has no such link (nothing was
+    delegated), and the task is unchanged."""
     task_id = rest_task['id']
     before = client.get(f'/tasks/{task_id}').json()
-    for token in ['forged', _callback_token(task_id, 2)]:
-        resp = client.post(f'/remote/callback/{task_id}/1', json={},
+    reference, token = _callback(task_id, 1)
+    for path, token in [(reference, 'forged'), (reference, _callback(task_id, 2)[1]),
+                        (reference, token), (task_id, token)]:
+        resp = client.post(f'/remote/callback/{path}', json={},
                            headers={'X-A2A-Notification-Token': token})
         _from_function(resp, watch)
         assert resp.status_code == 401, f'{resp.status_code} {resp.text}\n{watch.log_tail()}'
-    resp = client.post(f'/remote/callback/{task_id}/1', json={},
-                       headers={'X-A2A-Notification-Token': _callback_token(task_id, 1)})
-    assert resp.status_code == 200, f'{resp.status_code} {resp.text}\n{watch.log_tail()}'
-    assert resp.json() == {'status': 'ok'}
+        assert resp.json() == {'status': 'unauthorized'}
     assert client.get(f'/tasks/{task_id}').json() == before

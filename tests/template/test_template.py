@@ -54,7 +54,7 @@ BUFFERED = {
 UNTENANTED = {"agent-card": [("GET", "/.well-known/agent-card.json"), ("GET", "/ui"),
                              ("GET", "/ui/{asset+}")],
               # A remote agent's webhook: the link's token is the credential.
-              "remote-callback": [("POST", "/remote/callback/{task}/{n}")]}
+              "remote-callback": [("POST", "/remote/callback/{reference}")]}
 # A personal channel's answer link is a send: send-message takes it, with no tenant and no
 # authorizer (the signed token in its body is the credential).
 ANSWER_ROUTE = ("POST", "/ui/answer")

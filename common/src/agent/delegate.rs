@@ -1,6 +1,6 @@
 //! The drive's side of a delegation: starting one ([`start`]), taking the remote tasks'
-//! news into the conversation ([`take`]), answering a remote's question ([`reply`]) and
-//! passing a cancel on ([`cancel_open`]).
+//! news into the conversation and ending those past their deadline ([`take`]), answering
+//! a remote's question ([`reply`]) and passing the parent's end on ([`cancel_open`]).
 //!
 //! What a remote says reaches the model inside the untrusted block, attributed to the
 //! agent: its status message and its artifacts' text (data parts as JSON, files as a
@@ -72,8 +72,12 @@ pub async fn start(
     let n = match earlier {
         Some(link) => link.n,
         None => {
+            let n = run.record().agent.remote.len() + 1;
             let link = Link {
-                n: run.record().agent.remote.len() + 1,
+                n,
+                id: Link::new_id(),
+                callback: remotes.new_reference(run.record().id(), n),
+                deadline_ms: deadline_of(agent),
                 agent: agent.id.clone(),
                 call: call.to_owned(),
                 text,
@@ -102,6 +106,11 @@ pub async fn start(
             Ok(Err(unusable(&agent.id, &e)))
         }
     }
+}
+
+/// When a delegation to `agent` starting now ends unanswered (ms since the epoch).
+fn deadline_of(agent: &RemoteAgent) -> i64 {
+    crate::task::lease::now_ms().saturating_add(agent.deadline.as_millis() as i64)
 }
 
 fn unusable(agent: &str, e: &RemoteError) -> ToolError {
@@ -138,7 +147,12 @@ async fn send(
             "no longer in the registry".into(),
         )));
     };
-    let (url, token) = remotes.callback(&task_id, n);
+    // A link from before references has none kept: a new one opens the same.
+    let reference = match link.callback.as_str() {
+        "" => remotes.new_reference(&task_id, n),
+        kept => kept.to_owned(),
+    };
+    let (url, token) = remotes.callback(&reference, link.deadline_ms);
     // A remote without push notifications is polled instead.
     let push = chosen.push.then(|| TaskPushNotificationConfig {
         url,
@@ -223,8 +237,16 @@ async fn end(run: &mut TaskRun, n: usize) -> Result<(), RunError> {
 pub struct Waiting {
     /// A remote task is still at work: the task waits for it.
     pub working: bool,
-    /// One of them is polled: the task is to be woken after this long.
-    pub poll_in: Option<std::time::Duration>,
+    /// The task is to be woken after this long whatever it hears: the next poll of a
+    /// remote without push notifications, or the earliest deadline of its open links.
+    pub wake_in: Option<std::time::Duration>,
+}
+
+impl Waiting {
+    fn wake_within(&mut self, after: std::time::Duration) {
+        self.working = true;
+        self.wake_in = Some(self.wake_in.map_or(after, |w| w.min(after)));
+    }
 }
 
 /// The first poll of a remote without push notifications, after the send.
@@ -245,17 +267,35 @@ fn poll_interval(polls: u32) -> std::time::Duration {
 /// whose send was never answered, reads each remote task, and notes an outcome or a new
 /// question. Says whether one is still at work (the task then waits for its callback, or
 /// for its next poll).
-pub async fn take(remotes: &Remotes, run: &mut TaskRun) -> Result<Waiting, RunError> {
+pub async fn take(remotes: Option<&Remotes>, run: &mut TaskRun) -> Result<Waiting, RunError> {
+    let Some(remotes) = remotes else {
+        return Ok(Waiting::default());
+    };
     let open: Vec<Link> = (run.record().agent.remote.iter())
         .filter(|l| !l.ended)
         .cloned()
         .collect();
     let mut waiting = Waiting::default();
-    for link in open {
+    for mut link in open {
         let Some(agent) = remotes.registry.get(&link.agent).cloned() else {
             fail(run, &link, "it is no longer in the registry").await?;
             continue;
         };
+        if link.deadline_ms == 0 {
+            // A link from before deadlines: its deadline runs from now.
+            link.deadline_ms = deadline_of(&agent);
+            let (n, at) = (link.n, link.deadline_ms);
+            run.update_agent(|a| {
+                if let Some(l) = a.remote.get_mut(n - 1) {
+                    l.deadline_ms = at;
+                }
+            })
+            .await?;
+        }
+        if crate::task::lease::now_ms() >= link.deadline_ms {
+            expire(remotes, run, &link, &agent).await?;
+            continue;
+        }
         let chosen = match remotes.client.choose(&agent).await {
             Ok(c) => c,
             Err(e) => {
@@ -345,16 +385,19 @@ pub async fn take(remotes: &Remotes, run: &mut TaskRun) -> Result<Waiting, RunEr
     Ok(waiting)
 }
 
-/// A remote task still at work: waited on, and if its agent has no push notifications,
-/// polled (or, polled [`MAX_POLLS`] times, given up).
+/// A remote task still at work: waited on until its deadline, and if its agent has no
+/// push notifications, polled (or, polled [`MAX_POLLS`] times, given up).
 async fn still_working(
     run: &mut TaskRun,
     link: &Link,
     chosen: &Chosen,
     waiting: &mut Waiting,
 ) -> Result<(), RunError> {
+    let left = link
+        .deadline_ms
+        .saturating_sub(crate::task::lease::now_ms());
+    waiting.wake_within(std::time::Duration::from_millis(left.max(0) as u64));
     if chosen.push {
-        waiting.working = true;
         return Ok(());
     }
     if link.polls >= MAX_POLLS {
@@ -368,10 +411,42 @@ async fn still_working(
         }
     })
     .await?;
-    let next = poll_interval(link.polls);
-    waiting.working = true;
-    waiting.poll_in = Some(waiting.poll_in.map_or(next, |p| p.min(next)));
+    waiting.wake_within(poll_interval(link.polls));
     Ok(())
+}
+
+/// Ends a link whose deadline passed unanswered: its remote task is cancelled (best
+/// effort, logged) and the model told, so it can go on without it, ask someone else, or
+/// give up.
+async fn expire(
+    remotes: &Remotes,
+    run: &mut TaskRun,
+    link: &Link,
+    agent: &RemoteAgent,
+) -> Result<(), RunError> {
+    let task_id = run.record().id().to_owned();
+    run.keeping_lease(cancel_one(remotes, &task_id, link))
+        .await?;
+    let note = note(
+        &run.record().agent.nonce,
+        &link.agent,
+        "did not answer within its deadline",
+        &format!(
+            "No answer within {} s: the harness cancelled the remote task and stopped \
+             following it. Go on without it, ask someone else, or fail the task.",
+            agent.deadline.as_secs()
+        ),
+    );
+    tracing::info!(%task_id, agent = %link.agent, "a delegation passed its deadline");
+    let n = link.n;
+    run.apply(|rec| {
+        if let Some(l) = rec.agent.remote.get_mut(n - 1) {
+            l.ended = true;
+        }
+        rec.agent.conversation.push(note.clone());
+        Vec::new()
+    })
+    .await
 }
 
 /// Ends a link that cannot go on, telling the model why.
@@ -458,30 +533,39 @@ pub async fn reply(
     Ok(Ok(format!("answer sent to {agent_id}")))
 }
 
-/// Cancels the open remote tasks of `rec` (a task being cancelled), each at most once;
-/// a failure is logged, the task's own cancel stands.
-pub async fn cancel_open(remotes: &Remotes, rec: &TaskRecord) {
-    let cancels = rec.agent.remote.iter().filter(|l| !l.ended).map(|link| async move {
-        let (Some(agent), Some(remote_id)) = (remotes.registry.get(&link.agent), &link.remote_task)
-        else {
-            return;
-        };
-        let cancelled = match remotes.client.choose(agent).await {
-            Ok(chosen) => remotes
-                .client
-                .cancel(agent, &chosen, remote_id)
-                .await
-                .map(|_| ()),
-            Err(e) => Err(e),
-        };
-        if let Err(e) = cancelled {
-            tracing::warn!(task_id = %rec.task.id, agent = %link.agent, error = %e, "the remote task could not be cancelled");
-        }
-    });
+/// Cancels the open remote tasks of `rec`, a task that just ended (by whoever ended it:
+/// its drive, or CancelTask), all at once; a failure is logged, the task's end stands.
+/// Their links need no write: a callback for an ended task is refused.
+pub async fn cancel_open(remotes: Option<&Remotes>, rec: &TaskRecord) {
+    let Some(remotes) = remotes else {
+        return;
+    };
+    let cancels = (rec.agent.remote.iter())
+        .filter(|l| !l.ended)
+        .map(|link| cancel_one(remotes, rec.id(), link));
     // All at once, within one bound: a CancelTask answers in time however many there are.
     let all = futures::future::join_all(cancels);
     if tokio::time::timeout(CANCEL_WITHIN, all).await.is_err() {
         tracing::warn!(task_id = %rec.task.id, "remote tasks not all cancelled in time");
+    }
+}
+
+/// Cancels the remote task of `link` of the task `task_id`, if it has one; a failure is
+/// logged.
+async fn cancel_one(remotes: &Remotes, task_id: &str, link: &Link) {
+    let (Some(agent), Some(remote_id)) = (remotes.registry.get(&link.agent), &link.remote_task)
+    else {
+        return;
+    };
+    let cancelled = match remotes.client.choose(agent).await {
+        Ok(chosen) => (remotes.client.cancel(agent, &chosen, remote_id).await).map(|_| ()),
+        Err(e) => Err(e),
+    };
+    match cancelled {
+        Ok(()) => tracing::info!(%task_id, agent = %link.agent, "the remote task was cancelled"),
+        Err(e) => {
+            tracing::warn!(%task_id, agent = %link.agent, error = %e, "the remote task could not be cancelled")
+        }
     }
 }
 

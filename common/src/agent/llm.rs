@@ -620,6 +620,10 @@ impl Agent for LlmAgent {
         })
     }
 
+    async fn ended(&self, task: &crate::store::TaskRecord) {
+        crate::agent::delegate::cancel_open(self.remotes.as_deref(), task).await
+    }
+
     async fn run(&self, run: &mut TaskRun, _input: &Message) -> Result<(), RunError> {
         if run.record().agent.nonce.is_empty() {
             // A task from before nonces: its blocks from now on get one.
@@ -637,13 +641,9 @@ impl Agent for LlmAgent {
                 run.set_status(TaskState::Working, None).await?;
             }
             Self::take_inputs(run).await?;
-            let remote = match &self.remotes {
-                Some(remotes) => crate::agent::delegate::take(remotes, run).await?,
-                None => Default::default(),
-            };
-            run.poll_after = remote.poll_in;
-            let remote_working = remote.working;
-            if Self::take_sub_tasks(run).await? || remote_working {
+            let remote = crate::agent::delegate::take(self.remotes.as_deref(), run).await?;
+            run.poll_after = remote.wake_in;
+            if Self::take_sub_tasks(run).await? || remote.working {
                 // A parent does not go on while a sub-task is unresolved.
                 return Ok(());
             }

@@ -6,6 +6,7 @@ use async_trait::async_trait;
 
 use super::{RunError, TaskRun};
 use crate::a2a::Message;
+use crate::store::TaskRecord;
 
 #[async_trait]
 pub trait Agent: Send + Sync + 'static {
@@ -30,6 +31,11 @@ pub trait Agent: Send + Sync + 'static {
     /// Works on the task with the message that (re)started it. Returns when the task is
     /// terminal or waits for input.
     async fn run(&self, run: &mut TaskRun, input: &Message) -> Result<(), RunError>;
+
+    /// The task just ended, by a drive or the sweep (CancelTask does the same itself):
+    /// what the agent handed on outside the store is let go of (best effort, once: only
+    /// the writer that ended the task calls it).
+    async fn ended(&self, _task: &TaskRecord) {}
 }
 
 /// What `/model` shows: the default model, and the names a task may choose.

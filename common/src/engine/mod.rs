@@ -269,8 +269,11 @@ impl Engine {
         // Boxed, as is waking the parents: carried inline they made this future ~20 KB,
         // copied whole by each spawn that starts a drive.
         let drive = Box::pin(self.drive_locked(start, deadline, &mut created));
-        let last = self.running.run(&task_id, drive).await?;
+        let (last, ended_here) = self.running.run(&task_id, drive).await?;
         if let Some(ended) = last.as_ref().filter(|r| r.state().is_terminal()) {
+            if ended_here {
+                self.agent.ended(ended).await;
+            }
             Box::pin(self.wake_parents(ended)).await?;
         }
         // A drive that asks ends waiting on the answer: the only drive that sees the
@@ -289,12 +292,26 @@ impl Engine {
     /// Runs the agent on the task if it is the agent's, has something to do and no other
     /// drive holds it; returns the task as this drive left it (or found it, ended), so the
     /// caller need not read it again (and an ended task's parents may be waiting on it).
-    /// The tasks the run created for participants are added to `created`.
+    /// The tasks the run created for participants are added to `created`. Says too whether
+    /// this drive ended the task.
     async fn drive_locked(
         &self,
         start: Start,
         deadline: Option<std::time::Instant>,
         created: &mut Vec<TaskRecord>,
+    ) -> Result<(Option<TaskRecord>, bool), RunError> {
+        let mut found_ended = false;
+        let last = (self.drive_claimed(start, deadline, created, &mut found_ended)).await?;
+        let ended = last.as_ref().is_some_and(|r| r.state().is_terminal());
+        Ok((last, ended && !found_ended))
+    }
+
+    async fn drive_claimed(
+        &self,
+        start: Start,
+        deadline: Option<std::time::Instant>,
+        created: &mut Vec<TaskRecord>,
+        found_ended: &mut bool,
     ) -> Result<Option<TaskRecord>, RunError> {
         let (record, staged) = match start {
             Start::Load(id) => (self.store.load_task(&id).await?, None),
@@ -303,6 +320,7 @@ impl Engine {
         };
         let record = record.ok_or(RunError::Gone)?;
         if record.state().is_terminal() {
+            *found_ended = true;
             return Ok(Some(record));
         }
         // A staged record holds this engine's lease in the write it has yet to make.
@@ -368,7 +386,9 @@ impl Engine {
             }
             Err(e) => {
                 let msg = run.agent_message(&failure_notice("The agent failed", &e));
-                let _ = run.set_status(TaskState::Failed, Some(msg)).await;
+                if run.set_status(TaskState::Failed, Some(msg)).await.is_ok() {
+                    self.agent.ended(run.record()).await;
+                }
                 let _ = run.release().await;
                 return Err(e);
             }
@@ -543,6 +563,7 @@ impl Engine {
             match self.store.commit(&next, rec.version, &events, None).await {
                 Ok(stored) => {
                     if stored.state().is_terminal() {
+                        self.agent.ended(&stored).await;
                         self.wake_parents(&stored).await?;
                     }
                     return Ok(next.wake);
@@ -592,11 +613,17 @@ impl Engine {
         self.wake(found).await
     }
 
-    /// Marks a task runnable, unless it has ended.
+    /// Marks a task runnable, unless it has ended. A timer it waits under is put out, so
+    /// the write is its wake-up now, not when the timer runs out.
     async fn wake(&self, found: Option<TaskRecord>) -> Result<(), RunError> {
         let woken = |rec: &TaskRecord| {
-            (!rec.state().is_terminal() && !rec.wake).then(|| TaskRecord {
+            let timer = rec
+                .lease
+                .as_ref()
+                .is_some_and(|l| l.owner == lease::POLL_OWNER);
+            (!rec.state().is_terminal() && (!rec.wake || timer)).then(|| TaskRecord {
                 wake: true,
+                lease: rec.lease.clone().filter(|_| !timer),
                 ..rec.clone()
             })
         };

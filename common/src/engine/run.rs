@@ -57,8 +57,8 @@ pub struct TaskRun {
     handed_over: bool,
     /// The tasks this run created for participants, committed: to announce once it ends.
     pub created: Vec<TaskRecord>,
-    /// The run ends waiting on a remote agent it polls: the sweep wakes the task after
-    /// this long (a poll timer in place of the lease).
+    /// The run ends waiting on a timer: the sweep wakes the task after this long (a
+    /// timer in place of the lease: a remote agent's next poll, a delegation's deadline).
     pub poll_after: Option<Duration>,
 }
 

@@ -46,9 +46,7 @@ async fn cancel_handed_on(h: &Harness, rec: &crate::store::TaskRecord) {
     use crate::engine::links::{linked, Link};
     let mut todo = vec![(rec.clone(), 0)];
     while let Some((parent, depth)) = todo.pop() {
-        if let Some(remotes) = &h.remotes {
-            crate::agent::delegate::cancel_open(remotes, &parent).await;
-        }
+        crate::agent::delegate::cancel_open(h.remotes.as_deref(), &parent).await;
         if depth >= MAX_DEPTH {
             continue;
         }

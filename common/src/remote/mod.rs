@@ -4,17 +4,23 @@
 //! `agent::delegate`) and the callback URLs their webhooks wake it through (served by
 //! `server::remote_callback`).
 //!
-//! A delegation is a link committed before anything is sent (agent, deterministic message
-//! id), then SendMessage to the remote with the harness as sender, `returnImmediately`, and
-//! a push notification config whose URL is this harness's callback for that link with a
-//! token of the link's own; then the link is completed with the remote task's id. A crash
-//! between the send and the completion is repaired on the next drive by sending the same
-//! message again: the remote answers a repeated message id with the task it made the first
-//! time, so no second task is created. The parent then waits with no lease and nothing
-//! polling; the callback wakes it when the remote task ends or asks for input. A remote
-//! without push notifications is polled instead: the parent waits under a poll timer in
-//! place of a lease, which the sweep rings ([`FIRST_POLL`](crate::agent::delegate::FIRST_POLL), doubling up to
-//! [`MAX_POLL_INTERVAL`](crate::agent::delegate::MAX_POLL_INTERVAL), at most [`MAX_POLLS`](crate::agent::delegate::MAX_POLLS) times).
+//! A delegation is a link committed before anything is sent (agent, a random message id,
+//! an opaque callback reference, a deadline), then SendMessage to the remote with the
+//! harness as sender, `returnImmediately`, and a push notification config whose URL is this
+//! harness's callback for that link with a token of the link's own that runs out at its
+//! deadline; then the link is completed with the remote task's id. Nothing the remote is
+//! sent names the parent task: not the message id, not the callback URL, not the token.
+//! A crash between the send and the completion is repaired on the next drive by sending
+//! the same message again: the remote answers a repeated message id with the task it made
+//! the first time, so no second task is created. The parent then waits with no drive and
+//! nothing polling, under a timer set to the earliest deadline of its open links (the
+//! sweep's index of timers, which the sweep rings); the callback wakes it sooner when the
+//! remote task ends or asks for input. A remote without push notifications is polled
+//! instead, under the same timer ([`FIRST_POLL`](crate::agent::delegate::FIRST_POLL),
+//! doubling up to [`MAX_POLL_INTERVAL`](crate::agent::delegate::MAX_POLL_INTERVAL), at most
+//! [`MAX_POLLS`](crate::agent::delegate::MAX_POLLS) times). A delegation past its deadline
+//! is ended: the remote task is cancelled and the model told. A parent that ends cancels
+//! its open remote tasks, and a callback for an ended link or parent is refused.
 
 pub mod card;
 pub mod client;
@@ -26,19 +32,30 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use ring::hmac;
 
+use aes_gcm::aead::{Aead, AeadCore, KeyInit, OsRng};
+use aes_gcm::{Aes256Gcm, Nonce};
+
 use crate::sealing::PushKey;
 use client::Client;
 use registry::Registry;
 
 /// Where the remote's webhook calls, under the harness's public URL:
-/// `/remote/callback/<task id>/<link number>`.
+/// `/remote/callback/<reference>`, the link's opaque reference (see [`Remotes::callback`]).
 pub const CALLBACK_PATH: &str = "/remote/callback";
+/// Longest callback reference taken from a request (a real one is about 100 characters).
+pub const MAX_REFERENCE: usize = 512;
+/// Marks the reference format, so a later one can be told apart.
+const REFERENCE_VERSION: &str = "r1.";
+const NONCE_LEN: usize = 12;
 
 /// The remote agents of this harness and how to reach them.
 pub struct Remotes {
     pub registry: Registry,
     pub client: Client,
+    /// Signs callback tokens.
     key: hmac::Key,
+    /// Seals the task and link a callback reference names.
+    cipher: Aes256Gcm,
     public_url: String,
 }
 
@@ -52,14 +69,18 @@ impl std::fmt::Debug for Remotes {
 
 impl Remotes {
     /// `registry`'s agents, called with `client`; callbacks under `public_url`, their
-    /// tokens signed with a key derived from the push key.
+    /// references sealed and their tokens signed with keys derived from the push key.
     pub fn new(registry: Registry, client: Client, key: &PushKey, public_url: &str) -> Self {
         Remotes {
             registry,
             client,
             key: hmac::Key::new(
                 hmac::HMAC_SHA256,
-                &key.derive(b"tiny-harness remote callbacks v1"),
+                &key.derive(b"tiny-harness remote callbacks v2"),
+            ),
+            cipher: Aes256Gcm::new(
+                &key.derive(b"tiny-harness remote callback references v1")
+                    .into(),
             ),
             public_url: public_url.trim_end_matches('/').to_owned(),
         }
@@ -90,25 +111,56 @@ impl Remotes {
         ))))
     }
 
-    /// The callback URL of link `n` of task `task_id`, and its token.
-    pub fn callback(&self, task_id: &str, n: usize) -> (String, String) {
-        let url = format!(
-            "{}{CALLBACK_PATH}/{}/{n}",
-            self.public_url,
-            percent_encoding::utf8_percent_encode(task_id, percent_encoding::NON_ALPHANUMERIC)
-        );
-        (url, self.token(task_id, n))
+    /// A new callback reference for link `n` of task `task_id`: the two sealed together
+    /// (AES-256-GCM, a random nonce), so the remote that calls it learns neither, and no
+    /// two links (nor two tasks' first links) share one. Made once per link and kept.
+    pub fn new_reference(&self, task_id: &str, n: usize) -> String {
+        let nonce = Aes256Gcm::generate_nonce(OsRng);
+        // Encrypting into a Vec fails only on allocation limits far above an id's size.
+        let sealed = (self.cipher)
+            .encrypt(&nonce, format!("{n}\n{task_id}").as_bytes())
+            .unwrap_or_default();
+        let mut out = nonce.to_vec();
+        out.extend_from_slice(&sealed);
+        format!("{REFERENCE_VERSION}{}", URL_SAFE_NO_PAD.encode(out))
     }
 
-    fn token(&self, task_id: &str, n: usize) -> String {
-        URL_SAFE_NO_PAD.encode(hmac::sign(&self.key, format!("{task_id}\n{n}").as_bytes()))
+    /// The task and link number a callback reference names, if this harness made it.
+    pub fn open_reference(&self, reference: &str) -> Option<(String, usize)> {
+        if reference.len() > MAX_REFERENCE {
+            return None;
+        }
+        let bytes = URL_SAFE_NO_PAD
+            .decode(reference.strip_prefix(REFERENCE_VERSION)?)
+            .ok()
+            .filter(|b| b.len() > NONCE_LEN)?;
+        let (nonce, body) = bytes.split_at(NONCE_LEN);
+        let plain = self.cipher.decrypt(Nonce::from_slice(nonce), body).ok()?;
+        let (n, task_id) = std::str::from_utf8(&plain).ok()?.split_once('\n')?;
+        Some((task_id.to_owned(), n.parse().ok().filter(|n| *n > 0)?))
     }
 
-    /// Whether `token` is the callback token of link `n` of `task_id` (in constant time).
-    pub fn verify(&self, task_id: &str, n: usize, token: &str) -> bool {
-        URL_SAFE_NO_PAD.decode(token).is_ok_and(|tag| {
-            hmac::verify(&self.key, format!("{task_id}\n{n}").as_bytes(), &tag).is_ok()
-        })
+    /// The URL of the callback `reference` names, and its token, which runs out at
+    /// `expires_ms` (ms since the epoch: the delegation's deadline).
+    pub fn callback(&self, reference: &str, expires_ms: i64) -> (String, String) {
+        let url = format!("{}{CALLBACK_PATH}/{reference}", self.public_url);
+        let tag = hmac::sign(&self.key, signed(reference, expires_ms).as_bytes());
+        (url, format!("{expires_ms}.{}", URL_SAFE_NO_PAD.encode(tag)))
+    }
+
+    /// Whether `token` is the token of the callback `reference` names and has not run out
+    /// (the signature checked in constant time).
+    pub fn verify(&self, reference: &str, token: &str) -> bool {
+        let Some((expires, tag)) = token.split_once('.') else {
+            return false;
+        };
+        let Ok(expires_ms) = expires.parse::<i64>() else {
+            return false;
+        };
+        let signed_ok = URL_SAFE_NO_PAD.decode(tag).is_ok_and(|tag| {
+            hmac::verify(&self.key, signed(reference, expires_ms).as_bytes(), &tag).is_ok()
+        });
+        signed_ok && crate::task::lease::now_ms() < expires_ms
     }
 
     /// The system prompt's lines on the agents the model may delegate to.
@@ -122,6 +174,11 @@ impl Remotes {
             .collect::<Vec<_>>()
             .join("\n")
     }
+}
+
+/// What a callback token signs: the reference and when the token runs out.
+fn signed(reference: &str, expires_ms: i64) -> String {
+    format!("{reference}\n{expires_ms}")
 }
 
 #[cfg(test)]
@@ -144,14 +201,52 @@ mod tests {
     }
 
     #[test]
-    fn a_callback_token_is_its_links_alone() {
+    fn a_callback_names_neither_task_nor_link_and_its_token_is_its_own() {
         let r = remotes();
-        let (url, token) = r.callback("t 1", 2);
-        assert_eq!(url, "https://a.example/remote/callback/t%201/2");
-        assert!(r.verify("t 1", 2, &token));
-        assert!(!r.verify("t 1", 3, &token));
-        assert!(!r.verify("t 2", 2, &token));
-        assert!(!r.verify("t 1", 2, "not-a-token"));
-        assert!(!remotes().verify("t 1", 2, &token), "another key");
+        let reference = r.new_reference("task-1", 2);
+        assert!(!reference.contains("task-1"));
+        assert_ne!(reference, r.new_reference("task-1", 2), "random per link");
+        assert_eq!(r.open_reference(&reference), Some(("task-1".into(), 2)));
+        assert_eq!(remotes().open_reference(&reference), None, "another key");
+        assert_eq!(r.open_reference("r1.AAAA"), None);
+        assert_eq!(r.open_reference(&"r1.A".repeat(200)), None);
+
+        let later = crate::task::lease::now_ms() + 60_000;
+        let (url, token) = r.callback(&reference, later);
+        assert_eq!(
+            url,
+            format!("https://a.example/remote/callback/{reference}")
+        );
+        assert!(r.verify(&reference, &token));
+        let other = r.new_reference("task-1", 3);
+        assert!(!r.verify(&other, &token));
+        assert!(!r.verify(&reference, "not-a-token"));
+        assert!(!remotes().verify(&reference, &token), "another key");
+        // The expiry is signed: one moved later does not verify.
+        let (_, tag) = token.split_once('.').unwrap();
+        assert!(!r.verify(&reference, &format!("{}.{tag}", later + 1)));
+        // And one that ran out is refused.
+        let (_, spent) = r.callback(&reference, crate::task::lease::now_ms() - 1);
+        assert!(!r.verify(&reference, &spent));
+    }
+
+    /// The format, pinned: what `tests/lambda_watch` makes in Python (AES-256-GCM and
+    /// HMAC-SHA256 under keys derived from its push key) opens and verifies here.
+    #[test]
+    fn a_reference_and_token_made_elsewhere_with_the_key_open_here() {
+        let key: PushKey = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
+            .parse()
+            .unwrap();
+        let client = Client::new(
+            crate::https::target::Targets::new(false, Vec::new()),
+            std::time::Duration::from_secs(1),
+            "tiny-harness",
+        )
+        .unwrap();
+        let r = Remotes::new(Registry::default(), client, &key, "https://a.example");
+        let reference = "r1.AAAAAAAAAAAAAAAA35bV9F6sbKCXUdX28Gift0AKqmY7lLHT";
+        assert_eq!(r.open_reference(reference), Some(("task-x".into(), 1)));
+        let token = "4102444800000.Q4sbkhLYkT_wGe-ftJqGGPDGjyVofnXNm9EXXf4mN9E";
+        assert!(r.verify(reference, token));
     }
 }

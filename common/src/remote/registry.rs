@@ -6,6 +6,7 @@
 //! card_url = "https://translator.example/.well-known/agent-card.json"
 //! description = "Translates documents"   # optional: shown to the model instead of the card's
 //! token_env = "TRANSLATOR_TOKEN"         # optional: a bearer token, from this variable
+//! deadline = 3600                        # optional: seconds a delegation may take (24 h)
 //! ```
 //!
 //! On AWS the same text is kept in a Secrets Manager secret (`HARNESS_AGENTS_SECRET`),
@@ -15,6 +16,7 @@
 //! shown to the model, and sent only to the agent's own interface.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use reqwest::Url;
 use serde::Deserialize;
@@ -23,6 +25,10 @@ use serde::Deserialize;
 pub const MAX_AGENTS: usize = 32;
 /// Longest description shown to the model.
 pub const MAX_DESCRIPTION: usize = 500;
+/// How long a delegation may take when the agent's entry names no `deadline`.
+pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(24 * 3600);
+/// The longest `deadline` an entry may name.
+pub const MAX_DEADLINE: Duration = Duration::from_secs(7 * 24 * 3600);
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -42,6 +48,9 @@ struct Entry {
     /// The token itself: for a registry kept in a secret (on AWS).
     #[serde(default)]
     token: Option<String>,
+    /// Seconds a delegation may take before its remote task is cancelled.
+    #[serde(default)]
+    deadline: Option<u64>,
 }
 
 /// One remote agent.
@@ -54,6 +63,9 @@ pub struct RemoteAgent {
     pub description: Option<String>,
     /// A bearer token for its interface.
     pub token: Option<String>,
+    /// How long a delegation to it may take: past it, the remote task is cancelled and
+    /// the model told.
+    pub deadline: Duration,
 }
 
 impl std::fmt::Debug for RemoteAgent {
@@ -63,6 +75,7 @@ impl std::fmt::Debug for RemoteAgent {
             .field("id", &self.id)
             .field("card_url", &self.card_url.as_str())
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("deadline", &self.deadline)
             .finish()
     }
 }
@@ -104,6 +117,16 @@ impl Registry {
                     "[agents.{id}] description is longer than {MAX_DESCRIPTION} characters"
                 ));
             }
+            let deadline = match entry.deadline {
+                None => DEFAULT_DEADLINE,
+                Some(s) if (1..=MAX_DEADLINE.as_secs()).contains(&s) => Duration::from_secs(s),
+                Some(_) => {
+                    return Err(format!(
+                        "[agents.{id}] deadline is not 1 to {} seconds",
+                        MAX_DEADLINE.as_secs()
+                    ))
+                }
+            };
             let token = crate::config::bearer_token(
                 &format!("agents.{id}"),
                 entry.token_env.as_deref(),
@@ -117,6 +140,7 @@ impl Registry {
                     card_url,
                     description: entry.description,
                     token,
+                    deadline,
                 },
             );
         }
@@ -148,6 +172,8 @@ card_url = "https://t.example/.well-known/agent-card.json"
 description = "Translates"
 token_env = "T_TOKEN"
 
+deadline = 60
+
 [agents.b]
 card_url = "http://127.0.0.1:9/.well-known/agent-card.json"
 "#;
@@ -155,7 +181,9 @@ card_url = "http://127.0.0.1:9/.well-known/agent-card.json"
         let t = r.get("translator").unwrap();
         assert_eq!(t.token.as_deref(), Some("s3cret"));
         assert_eq!(t.description.as_deref(), Some("Translates"));
+        assert_eq!(t.deadline, Duration::from_secs(60));
         assert!(r.get("b").unwrap().token.is_none());
+        assert_eq!(r.get("b").unwrap().deadline, DEFAULT_DEADLINE);
         assert!(!format!("{r:?}").contains("s3cret"));
     }
 
@@ -171,6 +199,14 @@ card_url = "http://127.0.0.1:9/.well-known/agent-card.json"
                 "NOPE, which is not set",
             ),
             ("[agents.a]\ncard = \"https://x/\"\n", "line 2"),
+            (
+                "[agents.a]\ncard_url = \"https://x/\"\ndeadline = 0\n",
+                "[agents.a] deadline is not 1 to 604800 seconds",
+            ),
+            (
+                "[agents.a]\ncard_url = \"https://x/\"\ndeadline = 604801\n",
+                "[agents.a] deadline is not 1 to 604800 seconds",
+            ),
             (
                 "[agents.\"a\\u0001\"]\ncard_url = \"https://x/\"\n",
                 "not a participant id",

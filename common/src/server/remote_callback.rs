@@ -1,9 +1,12 @@
 //! The callback a remote agent's webhook calls when its task changes:
-//! `POST /remote/callback/<task id>/<link number>` with the link's token in
-//! `X-A2A-Notification-Token`. The token is checked before anything is read; the body is
-//! not trusted (nor read): the remote task is read through the client, and only an ended
-//! task or a new question wakes the parent. Every answer is the same small JSON, so a
-//! caller without the token learns nothing about the task.
+//! `POST /remote/callback/<reference>` (the link's opaque reference, which names the task
+//! and link only to this harness) with the link's token in `X-A2A-Notification-Token`.
+//! The token is checked before anything is read, and so is that the delegation is still
+//! open: a token that ran out (the delegation's deadline), a link that ended, or a parent
+//! that ended is refused like a wrong token, and each refusal leaves an audit row. The
+//! body is not trusted (nor read): the remote task is read through the client, and only an
+//! ended task or a new question wakes the parent. Every answer is the same small JSON, so
+//! a caller without the token learns nothing about the task.
 
 use std::sync::Arc;
 
@@ -13,11 +16,14 @@ use axum::response::{IntoResponse, Response};
 
 use crate::a2a::TaskState;
 use crate::ops::Harness;
+use crate::store::{AuditRecord, TaskRecord};
 
 /// The header a push notification carries its config's token in.
 pub const TOKEN_HEADER: &str = "x-a2a-notification-token";
 /// Largest callback body taken (and thrown away).
 pub const MAX_BODY: usize = 64 * 1024;
+/// The operation callbacks are audited under.
+const OPERATION: &str = "RemoteCallback";
 
 fn answer(status: StatusCode, text: &str) -> Response {
     (status, axum::Json(serde_json::json!({"status": text}))).into_response()
@@ -25,7 +31,7 @@ fn answer(status: StatusCode, text: &str) -> Response {
 
 pub async fn handle(
     State(h): State<Arc<Harness>>,
-    Path((task_id, n)): Path<(String, usize)>,
+    Path(reference): Path<String>,
     headers: HeaderMap,
 ) -> Response {
     let Some(remotes) = h.remotes() else {
@@ -34,38 +40,57 @@ pub async fn handle(
     let token = (headers.get(TOKEN_HEADER))
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default();
-    if n == 0 || !remotes.verify(&task_id, n, token) {
-        return answer(StatusCode::UNAUTHORIZED, "unauthorized");
-    }
-    match wakes(&h, &task_id, n).await {
+    let named = remotes
+        .verify(&reference, token)
+        .then(|| remotes.open_reference(&reference))
+        .flatten();
+    let Some((task_id, n)) = named else {
+        return refused(&h, "", "", "a wrong or spent token").await;
+    };
+    let rec = match h.store().load_task(&task_id).await {
+        Ok(rec) => rec,
+        Err(e) => return not_taken(&task_id, n, &e.to_string()),
+    };
+    // The token ran out at the link's deadline; the link may have ended before.
+    let link = rec.as_ref().and_then(|r| r.agent.remote.get(n - 1));
+    let agent = link.map(|l| l.agent.clone()).unwrap_or_default();
+    let Some(rec) = rec
+        .as_ref()
+        .filter(|r| !r.state().is_terminal() && link.is_some_and(|l| !l.ended))
+    else {
+        return refused(&h, &task_id, &agent, "the delegation has ended").await;
+    };
+    match wakes(&h, rec, n).await {
         Ok(()) => answer(StatusCode::OK, "ok"),
-        Err(e) => {
-            tracing::warn!(%task_id, link = n, error = %e, "remote callback not taken; the remote retries");
-            answer(StatusCode::SERVICE_UNAVAILABLE, "try again")
-        }
+        Err(e) => not_taken(&task_id, n, &e),
     }
+}
+
+fn not_taken(task_id: &str, n: usize, e: &str) -> Response {
+    tracing::warn!(%task_id, link = n, error = %e, "remote callback not taken; the remote retries");
+    answer(StatusCode::SERVICE_UNAVAILABLE, "try again")
+}
+
+/// The refusal of a callback, audited under the task it names (if the token was good) and
+/// the agent it was delegated to.
+async fn refused(h: &Harness, task_id: &str, agent: &str, why: &str) -> Response {
+    h.audit(&AuditRecord {
+        operation: OPERATION.into(),
+        task_id: task_id.into(),
+        participant: agent.into(),
+        detail: why.into(),
+        ..Default::default()
+    })
+    .await;
+    answer(StatusCode::UNAUTHORIZED, "unauthorized")
 }
 
 /// Wakes the task if its link `n` has news: a send never answered (the drive repairs it),
 /// or a remote task that ended or asks something new.
-async fn wakes(h: &Harness, task_id: &str, n: usize) -> Result<(), String> {
-    let Some(remotes) = h.remotes() else {
+async fn wakes(h: &Harness, rec: &TaskRecord, n: usize) -> Result<(), String> {
+    let (Some(remotes), Some(link)) = (h.remotes(), rec.agent.remote.get(n - 1)) else {
         return Ok(());
     };
-    let Some(rec) = h
-        .store()
-        .load_task(task_id)
-        .await
-        .map_err(|e| e.to_string())?
-    else {
-        return Ok(());
-    };
-    let Some(link) = rec.agent.remote.get(n - 1).filter(|l| !l.ended) else {
-        return Ok(());
-    };
-    if rec.state().is_terminal() {
-        return Ok(());
-    }
     let news = match (&link.remote_task, remotes.registry.get(&link.agent)) {
         (None, _) => true,
         (Some(remote_id), Some(agent)) => {
@@ -87,7 +112,7 @@ async fn wakes(h: &Harness, task_id: &str, n: usize) -> Result<(), String> {
     };
     if news {
         h.engine()
-            .wake_task(task_id)
+            .wake_task(rec.id())
             .await
             .map_err(|e| e.to_string())?;
     }
@@ -97,7 +122,7 @@ async fn wakes(h: &Harness, task_id: &str, n: usize) -> Result<(), String> {
 /// The callback's route.
 pub fn routes() -> axum::Router<Arc<Harness>> {
     axum::Router::new().route(
-        &format!("{}/{{task}}/{{n}}", crate::remote::CALLBACK_PATH),
+        &format!("{}/{{reference}}", crate::remote::CALLBACK_PATH),
         axum::routing::post(handle).layer(axum::extract::DefaultBodyLimit::max(MAX_BODY)),
     )
 }

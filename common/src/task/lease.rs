@@ -29,9 +29,10 @@ impl Lease {
         }
     }
 
-    /// A timer, not a holder: the task waits on a remote agent it polls, and the sweep
-    /// hands it to a drive when it runs out (see `crate::remote`). Any drive may take it
-    /// before that (a message for the task, say).
+    /// A timer, not a holder: the task waits (on a remote agent it polls, or until a
+    /// delegation's deadline), and the sweep, which finds it by the index it keeps of
+    /// leases, hands it to a drive when it runs out (see `crate::remote`). Any drive may
+    /// take it before that (a message for the task, a wake-up).
     pub fn poll(after: Duration) -> Self {
         Lease {
             owner: POLL_OWNER.to_owned(),

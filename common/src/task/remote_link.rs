@@ -10,8 +10,19 @@ use crate::a2a::TaskState;
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Link {
-    /// Its number on the task, from 1: it names the link's message and callback.
+    /// Its number on the task, from 1.
     pub n: usize,
+    /// Random (128 bits from `rand`'s CSPRNG, as the tasks' nonces), made with the link: the id of the message
+    /// that asks for the work, so nothing the remote sees names the task. Empty on a link
+    /// made before there were such ids (its message id named the task).
+    pub id: String,
+    /// The opaque reference the link's callback URL ends in (see
+    /// `crate::remote::Remotes::callback`): the same on every send.
+    pub callback: String,
+    /// When the delegation ends unanswered (ms since the epoch): the remote task is then
+    /// cancelled and the model told. 0 on a link made before deadlines (it gets one when
+    /// it is next followed).
+    pub deadline_ms: i64,
     /// The registry id of the agent.
     pub agent: String,
     /// The tool call that made it.
@@ -38,6 +49,15 @@ pub struct Link {
 impl Link {
     /// The id of the message that asks for the work: the same on every send.
     pub fn message_id(&self, task_id: &str) -> String {
-        format!("{task_id}:remote:{}", self.n)
+        if self.id.is_empty() {
+            // What an older build sent: a send repeated after the upgrade must match it.
+            return format!("{task_id}:remote:{}", self.n);
+        }
+        self.id.clone()
+    }
+
+    /// A new link id: 128 random bits, as hex.
+    pub fn new_id() -> String {
+        format!("{:032x}", rand::random::<u128>())
     }
 }

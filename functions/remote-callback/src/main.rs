@@ -1,5 +1,5 @@
 //! Lambda function: the callback remote agents' webhooks call
-//! (POST /remote/callback/{task}/{n}).
+//! (POST /remote/callback/{reference}).
 
 use common::server::Endpoint;
 

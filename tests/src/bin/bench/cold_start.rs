@@ -94,7 +94,7 @@ fn event(name: &str) -> Value {
         ),
         "remote-callback" => (
             "POST",
-            format!("/remote/callback/{missing}/1"),
+            format!("/remote/callback/{missing}"),
             Some(json!({})),
         ),
         "resume" | "notifier" => return json!({"Records": []}),
