@@ -1146,7 +1146,10 @@ async fn an_hourly_quota_holds_under_concurrent_takes_and_apart_from_the_audits(
 
 /// An agent id recorded stays, once however often it is recorded.
 async fn agent_ids_once_recorded_stay_recorded(store: Arc<dyn Store>) {
-    let (old, new) = (format!("old-{}", uuid_like()), format!("new-{}", uuid_like()));
+    let (old, new) = (
+        format!("old-{}", uuid_like()),
+        format!("new-{}", uuid_like()),
+    );
     for id in [&old, &old, &new] {
         store.record_agent_id(id).await.expect("record");
     }

@@ -8,8 +8,8 @@
 use async_trait::async_trait;
 
 use super::{
-    Admit, AuditRecord, Due, InboundMessage, LoggedEvent, PushConfigRecord, Quota, Store, StoreError,
-    TaskPage, TaskQuery, TaskRecord,
+    Admit, AuditRecord, Due, InboundMessage, LoggedEvent, PushConfigRecord, Quota, Store,
+    StoreError, TaskPage, TaskQuery, TaskRecord,
 };
 use crate::a2a::StreamResponse;
 

@@ -199,7 +199,10 @@ mod tests {
         ];
         for (id, why) in syntax {
             assert!(!valid_id(id), "{why} accepted");
-            assert_eq!(check_id(id, &Reserved::default(), []), Err(IdRefusal::Syntax));
+            assert_eq!(
+                check_id(id, &Reserved::default(), []),
+                Err(IdRefusal::Syntax)
+            );
             assert!(parse_id(id).is_err(), "{why}");
         }
         for id in ["bob", "é", "Zoë Ng", "用户-1", &"a".repeat(MAX_ID_LEN)] {
@@ -222,7 +225,10 @@ mod tests {
                 "{lookalike}"
             );
         }
-        assert_eq!(check_id("rnallory", &reserved, ["mallory"]), Err(IdRefusal::Lookalike));
+        assert_eq!(
+            check_id("rnallory", &reserved, ["mallory"]),
+            Err(IdRefusal::Lookalike)
+        );
         // A member is not their own lookalike; unrelated ids pass.
         assert_eq!(check_id("mallory", &reserved, ["mallory", "bob"]), Ok(()));
         assert_eq!(check_id("alice", &reserved, ["bob"]), Ok(()));

@@ -21,8 +21,13 @@ impl DynamoStore {
         let at = record.at_millis();
         let quota = AUDIT_ROWS_PER_PARTICIPANT_HOUR;
         if record.counted()
-            && !(self.count_quota(Quota::AuditRows, &record.participant, record.quota_hour(), quota))
-                .await?
+            && !(self.count_quota(
+                Quota::AuditRows,
+                &record.participant,
+                record.quota_hour(),
+                quota,
+            ))
+            .await?
         {
             return Ok(false);
         }

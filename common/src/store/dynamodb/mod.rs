@@ -68,8 +68,8 @@ use tokio::sync::broadcast;
 
 use super::layout::Want;
 use super::{
-    Admit, AuditRecord, Due, InboundMessage, LoggedEvent, PushConfigRecord, Quota, Store, StoreError,
-    TaskPage, TaskQuery, TaskRecord, DEFAULT_RETENTION,
+    Admit, AuditRecord, Due, InboundMessage, LoggedEvent, PushConfigRecord, Quota, Store,
+    StoreError, TaskPage, TaskQuery, TaskRecord, DEFAULT_RETENTION,
 };
 use crate::a2a::StreamResponse;
 

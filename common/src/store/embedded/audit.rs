@@ -108,9 +108,7 @@ fn take(
             "INSERT INTO quotas (quota, participant, hour, used) VALUES (?1, ?2, ?3, 1)
              ON CONFLICT DO UPDATE SET used = used + 1 WHERE used < ?4",
         )
-        .and_then(|mut stmt| {
-            stmt.execute(params![quota.name(), participant, hour, limit as i64])
-        })
+        .and_then(|mut stmt| stmt.execute(params![quota.name(), participant, hour, limit as i64]))
         .map_err(backend)?;
     conn.prepare_cached("DELETE FROM quotas WHERE hour < ?1")
         .and_then(|mut stmt| stmt.execute(params![hour - 1]))

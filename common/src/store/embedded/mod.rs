@@ -43,8 +43,8 @@ use tokio::sync::broadcast;
 use super::layout::Want;
 use super::view_cache::ViewCache;
 use super::{
-    Admit, AuditRecord, Due, InboundMessage, LoggedEvent, PushConfigRecord, Quota, Store, StoreError,
-    TaskPage, TaskQuery, TaskRecord,
+    Admit, AuditRecord, Due, InboundMessage, LoggedEvent, PushConfigRecord, Quota, Store,
+    StoreError, TaskPage, TaskQuery, TaskRecord,
 };
 use crate::a2a::StreamResponse;
 use connection::{backend, open};
