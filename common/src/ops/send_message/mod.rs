@@ -339,7 +339,14 @@ async fn intake(
                     message_id: &message.message_id,
                     ..IdEntry::new(&tenant, "")
                 };
-                h.check_roster(op, entry, &e.field, &[], ext).await?;
+                // With the sender, who joins it as its reporter unless listed.
+                let mut roster = ext.clone();
+                roster.add(Participant::new(
+                    &sender,
+                    ParticipantKind::Human,
+                    Role::Reporter,
+                ));
+                h.check_roster(op, entry, &e.field, &[], &roster).await?;
             }
             let new = NewTask {
                 push: push.is_some(),
