@@ -104,6 +104,10 @@ pub fn config_from_env() -> Result<Config, Error> {
         remote_agents: var(settings::AGENTS).map(|path| crate::config::Source::File(path.into())),
         personal_channels: var(settings::PERSONAL_CHANNELS)
             .map(|path| crate::config::Source::File(path.into())),
+        tasks_for_others_per_hour: parse(
+            settings::TASKS_FOR_OTHERS_PER_HOUR,
+            defaults.tasks_for_others_per_hour,
+        )?,
         agent_id: checked_id(settings::AGENT_ID)?.unwrap_or(defaults.agent_id),
         lease_ttl: Duration::from_secs(parse(
             settings::LEASE_SECONDS,

@@ -828,6 +828,8 @@ contract!(
     only_cut_off_or_unanswered_tasks_are_found_for_the_sweep,
     refusals_are_kept_in_the_audit_trail_of_the_task_id_named,
     a_participants_audit_rows_are_capped_per_hour,
+    an_hourly_quota_holds_under_concurrent_takes_and_apart_from_the_audits,
+    agent_ids_once_recorded_stay_recorded,
     a_task_reads_back_whole_however_long_its_parts,
     a_view_reads_only_what_it_asks_for,
     long_events_read_back_whole_across_pages,
@@ -1105,6 +1107,55 @@ async fn a_participants_audit_rows_are_capped_per_hour(store: Arc<dyn Store>) {
         .expect("audit"));
     let trail = store.audit_trail(&task_id).await.expect("trail");
     assert_eq!(trail.len() as u64, QUOTA + 3);
+}
+
+/// A quota counts each participant's uses per hour up to its limit, also when many take at
+/// once (the /task throttle's 100 attempts); another quota, participant or hour is apart.
+async fn an_hourly_quota_holds_under_concurrent_takes_and_apart_from_the_audits(
+    store: Arc<dyn Store>,
+) {
+    use common::store::Quota;
+    let mallory = format!("mallory-{}", uuid_like());
+    let hour = common::store::hour_of(common::a2a::Timestamp::now().millis());
+    let takes = (0..100).map(|_| {
+        let store = store.clone();
+        let mallory = mallory.clone();
+        tokio::spawn(async move {
+            store
+                .take_quota(Quota::TasksForOthers, &mallory, hour, 10)
+                .await
+                .expect("take")
+        })
+    });
+    let mut counted = 0;
+    for take in takes.collect::<Vec<_>>() {
+        counted += u32::from(take.await.expect("joined"));
+    }
+    assert_eq!(counted, 10);
+    for (quota, who, hour) in [
+        (Quota::AuditRows, mallory.as_str(), hour),
+        (Quota::TasksForOthers, "alice", hour),
+        (Quota::TasksForOthers, mallory.as_str(), hour + 1),
+    ] {
+        assert!(
+            store.take_quota(quota, who, hour, 10).await.expect("take"),
+            "{quota:?} {who} {hour}"
+        );
+    }
+}
+
+/// An agent id recorded stays, once however often it is recorded.
+async fn agent_ids_once_recorded_stay_recorded(store: Arc<dyn Store>) {
+    let (old, new) = (
+        format!("old-{}", uuid_like()),
+        format!("new-{}", uuid_like()),
+    );
+    for id in [&old, &old, &new] {
+        store.record_agent_id(id).await.expect("record");
+    }
+    let ids = store.agent_ids().await.expect("ids");
+    assert_eq!(ids.iter().filter(|i| **i == old).count(), 1, "{ids:?}");
+    assert!(ids.contains(&new), "{ids:?}");
 }
 
 async fn list_filters_by_context_state_and_time(store: Arc<dyn Store>) {

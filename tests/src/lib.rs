@@ -359,6 +359,13 @@ impl Server {
         self.spawn().await;
     }
 
+    /// SIGKILLs the server and starts it again on the same state with `extra` arguments
+    /// added (a flag beats the variable of the same setting).
+    pub async fn restart_with(&mut self, extra: &[&str]) {
+        self.args.extend(extra.iter().map(|a| a.to_string()));
+        self.restart().await;
+    }
+
     /// The server process's id, while it runs.
     pub fn pid(&self) -> Option<u32> {
         self.child.as_ref().map(Child::id)

@@ -267,9 +267,7 @@ impl Verifier {
             .and_then(Value::as_str)
             .filter(|id| crate::ext::participant::valid_id(id))
             .map(str::to_owned)
-            .ok_or(AuthError::Invalid(
-                "the token's identity claim is not a participant id",
-            ))
+            .ok_or(AuthError::Invalid(NOT_AN_ID))
     }
 
     fn for_us(&self, claims: &Map<String, Value>) -> bool {
@@ -281,6 +279,10 @@ impl Verifier {
         }
     }
 }
+
+/// Why a verified token whose identity claim is not a participant id
+/// (`ext::participant::ID_RULE`) is refused.
+pub const NOT_AN_ID: &str = "the token's identity claim is not a participant id";
 
 /// The token of a `Bearer` authorization.
 fn bearer(authorization: Option<&[u8]>) -> Result<&str, AuthError> {

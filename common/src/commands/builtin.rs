@@ -4,6 +4,7 @@ use async_trait::async_trait;
 
 use super::{Command, CommandError, CommandRegistry, CommandSpec, Invocation, Reply};
 use crate::channels::subtask::{self, CreateError, ParticipantTask};
+use crate::ext::participant;
 use crate::ext::permissions::Action;
 use crate::ext::task::{Role, TaskExtension};
 
@@ -131,6 +132,14 @@ fn role(call: &mut Invocation<'_>, arguments: &str) -> Result<String, CommandErr
     let (Some(who), Some(role), None) = (words.next(), words.next(), words.next()) else {
         return Ok("usage: /role <participant> <role>".into());
     };
+    // The harness and its agents keep their roles; an id that is no id is named as such.
+    let members = task.members();
+    participant::check_id(who, call.reserved, members.iter().map(String::as_str)).map_err(
+        |refusal| CommandError::BadId {
+            id: who.to_owned(),
+            refusal,
+        },
+    )?;
     let role: Role = match role.parse() {
         Ok(r) => r,
         Err(e) => return Ok(e),
@@ -151,13 +160,25 @@ async fn task(call: &mut Invocation<'_>, arguments: &str) -> Result<Reply, Comma
     else {
         return Ok(Reply::text("usage: /task <participant> <goal>"));
     };
+    call.permit(Action::CreateSubTask)?;
+    // Against the members of the task it is sent on, whose reporter or admin the sender
+    // is (permitted above); without one, against the sender, its only other member.
+    let members = match call.task.as_deref() {
+        Some(parent) => parent.members(),
+        None => vec![call.sender.to_owned()],
+    };
+    participant::check_id(who, call.reserved, members.iter().map(String::as_str)).map_err(
+        |refusal| CommandError::BadId {
+            id: who.to_owned(),
+            refusal,
+        },
+    )?;
     let request = ParticipantTask {
         participant_id: who.to_owned(),
         name: TaskExtension::from_text(goal).name,
         goal: goal.to_owned(),
         acceptance_criteria: Vec::new(),
     };
-    call.permit(Action::CreateSubTask)?;
     let created = match call.task.as_deref_mut() {
         Some(parent) => {
             if parent.ext().unwrap_or_default().participant(who).is_none() {
@@ -179,6 +200,9 @@ async fn task(call: &mut Invocation<'_>, arguments: &str) -> Result<Reply, Comma
             id
         }
         None => {
+            if who != call.sender {
+                take_task_for_others(call).await?;
+            }
             let task = subtask::standalone(call.tenant, call.context_id, &request, call.sender);
             let id = task.task.id.clone();
             call.store
@@ -192,4 +216,30 @@ async fn task(call: &mut Invocation<'_>, arguments: &str) -> Result<Reply, Comma
         text: format!("task {created} created for {who}"),
         task_ref: Some(created),
     })
+}
+
+/// Counts a task the sender assigns to someone else without a task against their hourly
+/// limit (`HARNESS_TASKS_FOR_OTHERS_PER_HOUR`): each such task is posted to its assignee's
+/// personal channel, so anyone could otherwise flood anyone's.
+async fn take_task_for_others(call: &Invocation<'_>) -> Result<(), CommandError> {
+    let limit = call.tasks_for_others_per_hour;
+    let hour = crate::store::hour_of(crate::task::lease::now_ms());
+    let quota = crate::store::Quota::TasksForOthers;
+    if call
+        .store
+        .take_quota(quota, call.sender, hour, limit)
+        .await?
+    {
+        Ok(())
+    } else {
+        Err(CommandError::Limited(tasks_for_others_rule(limit)))
+    }
+}
+
+/// Why a task for someone else is refused past the limit.
+pub fn tasks_for_others_rule(limit: u64) -> String {
+    format!(
+        "{} (at most {limit} an hour); try again next hour",
+        crate::ext::permissions::TASKS_FOR_OTHERS_RULE
+    )
 }

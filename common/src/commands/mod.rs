@@ -39,12 +39,15 @@ impl CommandSpec {
 }
 
 /// What a command may use: the store, the engine (its agent and pushed media), the
-/// registry it was found in, who sent it, and the task it was sent on (None without a
-/// task id). Changes it makes to `task` are committed with its reply.
+/// registry it was found in, the ids no participant may be or look like, how many tasks
+/// a sender may assign to others an hour, who sent it, and the task it was sent on (None
+/// without a task id). Changes it makes to `task` are committed with its reply.
 pub struct Invocation<'a> {
     pub store: &'a dyn crate::store::Store,
     pub engine: &'a crate::engine::Engine,
     pub commands: &'a CommandRegistry,
+    pub reserved: &'a crate::ext::participant::Reserved,
+    pub tasks_for_others_per_hour: u64,
     pub sender: &'a str,
     pub tenant: &'a str,
     pub context_id: &'a str,
@@ -82,13 +85,21 @@ impl Invocation<'_> {
     }
 }
 
-/// Why a command did not run: the sender may not do what it does (answered as invalid
-/// params naming the rule, nothing stored), or the harness failed (the store). Any other
-/// answer the sender should read is a reply.
+/// Why a command did not run: the sender may not do what it does, names an id that
+/// cannot stand for a participant, or is past a limit (each answered as invalid params
+/// naming the rule, audited, nothing created), or the harness failed (the store). Any
+/// other answer the sender should read is a reply.
 #[derive(Debug, thiserror::Error)]
 pub enum CommandError {
     #[error(transparent)]
     Forbidden(#[from] Forbidden),
+    #[error("{refusal}")]
+    BadId {
+        id: String,
+        refusal: crate::ext::participant::IdRefusal,
+    },
+    #[error("{0}")]
+    Limited(String),
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
 }

@@ -40,6 +40,9 @@ impl std::str::FromStr for RestContentType {
 /// Also how long a blocking SendMessage waits by default.
 pub const MAX_STREAM: Duration = Duration::from_secs(10 * 60);
 
+/// Tasks a participant may assign to someone else an hour unless configured otherwise.
+pub const DEFAULT_TASKS_FOR_OTHERS_PER_HOUR: u64 = 20;
+
 /// The harness's own participant id unless configured otherwise.
 pub const DEFAULT_AGENT_ID: &str = "tiny-harness";
 
@@ -85,6 +88,9 @@ pub struct Config {
     pub remote_agents: Option<Source>,
     /// The participants' personal channels ([`crate::channels::personal`]).
     pub personal_channels: Option<Source>,
+    /// Tasks a participant may assign to someone else in a clock hour with `/task` and
+    /// no task (each is posted to the assignee's channels); past it, refused.
+    pub tasks_for_others_per_hour: u64,
     /// Timeout of one webhook request.
     pub push_timeout: Duration,
     /// How a request's participant is known: self-asserted (`none`) or from a verified
@@ -131,6 +137,7 @@ impl Default for Config {
             push_allow_private_urls: false,
             webhook_allow: Vec::new(),
             personal_channels: None,
+            tasks_for_others_per_hour: DEFAULT_TASKS_FOR_OTHERS_PER_HOUR,
             remote_agents: None,
             mcp_servers: None,
             push_timeout: Duration::from_secs(10),

@@ -295,6 +295,12 @@ pub const PERSONAL_CHANNELS: Setting = both(
     "none",
     "a TOML file of participants' own webhooks",
 );
+pub const TASKS_FOR_OTHERS_PER_HOUR: Setting = both(
+    "HARNESS_TASKS_FOR_OTHERS_PER_HOUR",
+    Some("tasks-for-others-per-hour"),
+    "`20`",
+    "tasks a participant may assign to someone else an hour with `/task` and no task",
+);
 pub const PERSONAL_CHANNELS_SECRET: Setting = Setting {
     env: "HARNESS_PERSONAL_CHANNELS_SECRET",
     flag: None,
@@ -452,6 +458,7 @@ pub const SETTINGS: &[Setting] = &[
     AGENTS,
     AGENTS_SECRET,
     PERSONAL_CHANNELS,
+    TASKS_FOR_OTHERS_PER_HOUR,
     PERSONAL_CHANNELS_SECRET,
     PUSH_NOTIFICATIONS,
     PUSH_KEY,

@@ -35,6 +35,9 @@ pub struct Harness {
     pub(super) verifier: Option<Arc<Verifier>>,
     /// The SubscribeToTask streams open in this process, so a task's are bounded.
     pub(super) subscribers: crate::engine::follow::Subscribers,
+    /// The ids nobody from outside may be or look like, read at the first request that
+    /// needs them ([`Harness::reserved`]).
+    pub(super) reserved: tokio::sync::OnceCell<crate::ext::participant::Reserved>,
 }
 
 impl Harness {
@@ -174,6 +177,7 @@ impl Harness {
             remotes,
             verifier,
             subscribers: Default::default(),
+            reserved: Default::default(),
         }))
     }
 

@@ -4,6 +4,8 @@
 use super::Harness;
 use crate::a2a::{A2aError, Operation, Timestamp};
 use crate::auth::AuthError;
+use crate::ext::participant::{self, IdRefusal, Reserved};
+use crate::ext::task::{Participant, ParticipantKind, TaskExtension};
 use crate::store::{AuditRecord, TaskRecord};
 
 impl Harness {
@@ -13,10 +15,23 @@ impl Harness {
         &self,
         authorization: Option<&[u8]>,
     ) -> Result<Option<String>, AuthError> {
-        match &self.verifier {
-            None => Ok(None),
-            Some(v) => v.participant(authorization).await.map(Some),
+        let Some(v) = &self.verifier else {
+            return Ok(None);
+        };
+        let verified = v.participant(authorization).await;
+        if verified == Err(AuthError::Invalid(crate::auth::NOT_AN_ID)) {
+            // A token that verified but names no participant id: the id itself is not
+            // kept (it is no id), the refusal is.
+            let record = AuditRecord {
+                at: Some(Timestamp::now()),
+                operation: "authenticate".into(),
+                accepted: false,
+                detail: format!("{}: {}", crate::auth::NOT_AN_ID, participant::ID_RULE),
+                ..Default::default()
+            };
+            self.audit(&record).await;
         }
+        verified.map(Some)
     }
 
     /// Who a request comes from: the participant its token authenticated (`jwt`), else
@@ -31,11 +46,11 @@ impl Harness {
     ) -> Result<Caller, A2aError> {
         let header = header.filter(|h| !h.is_empty());
         // Before the comparison with a verified id, whose refusal repeats the header.
-        if header.is_some_and(|named| !crate::ext::participant::valid_id(named)) {
-            return Err(A2aError::invalid_field(
-                "X-Participant-Id",
-                crate::ext::participant::ID_RULE,
-            ));
+        if let Some(named) = header.filter(|named| !participant::valid_id(named)) {
+            let refused = self
+                .refuse_id(op, IdEntry::new("", named), &IdRefusal::Syntax)
+                .await;
+            return Err(A2aError::invalid_field("X-Participant-Id", refused));
         }
         let (participant, verified) = match (verified, header) {
             (Some(id), Some(named)) if named != id => {
@@ -63,37 +78,139 @@ impl Harness {
         })
     }
 
-    /// `id`, unless it is reserved for the harness (its own agent id): no client request
-    /// acts as the harness. A refusal is audited.
+    /// `id`, unless it is not a participant id, or is or looks like a reserved id (see
+    /// [`Harness::reserved`]): no client request acts as the harness or its agents. A
+    /// refusal is audited.
     pub async fn speaking_as(
         &self,
         op: Operation,
         tenant: &str,
         id: String,
     ) -> Result<String, A2aError> {
-        if id != self.config.agent_id {
-            return Ok(id);
+        let reserved = self.reserved().await?;
+        match participant::check_id(&id, reserved, []) {
+            Ok(()) => Ok(id),
+            Err(refusal) => Err(A2aError::invalid_params(
+                self.refuse_id(op, IdEntry::new(tenant, &id), &refusal)
+                    .await,
+            )),
         }
+    }
+
+    /// The ids nobody from outside may be or look like: the harness's agent id, every
+    /// agent id it used before (recorded in the store at the first request that needs
+    /// them, so the current one is reserved after the next `--agent-id` change), and every
+    /// registry agent's id.
+    pub async fn reserved(&self) -> Result<&Reserved, A2aError> {
+        self.reserved
+            .get_or_try_init(|| async {
+                self.store.record_agent_id(&self.config.agent_id).await?;
+                let mut ids = self.store.agent_ids().await?;
+                ids.push(self.config.agent_id.clone());
+                if let Some(remotes) = &self.remotes {
+                    ids.extend(remotes.registry.agents().map(|a| a.id.clone()));
+                }
+                Ok::<_, crate::store::StoreError>(Reserved::new(ids))
+            })
+            .await
+            .map_err(A2aError::from)
+    }
+
+    /// Whether the participants an envelope leaves on a task (`after`, changed from
+    /// `before`) may stand: each id it adds is a participant id, not a reserved one
+    /// (unless listed as an agent: the harness and registry agents may be), and does not
+    /// look like a reserved id or any other participant's. Only the task's creator or an
+    /// admin gets this far (`TaskEnvelope`), so comparing with the members tells a
+    /// stranger nothing. A refusal names `field` and is audited.
+    pub(crate) async fn check_roster(
+        &self,
+        op: Operation,
+        entry: IdEntry<'_>,
+        field: &str,
+        before: &[Participant],
+        after: &TaskExtension,
+    ) -> Result<(), A2aError> {
+        let reserved = self.reserved().await?;
+        let ids = || after.participants.iter().map(|p| p.id.as_str());
+        for p in (after.participants.iter()).filter(|p| before.iter().all(|b| b.id != p.id)) {
+            let refusal = match participant::check_id(&p.id, reserved, ids()) {
+                Err(IdRefusal::Reserved(_)) if p.kind == ParticipantKind::Agent => continue,
+                Ok(()) => continue,
+                Err(refusal) => refusal,
+            };
+            let refused = self
+                .refuse_id(op, IdEntry { id: &p.id, ..entry }, &refusal)
+                .await;
+            return Err(A2aError::invalid_field(field, refused));
+        }
+        Ok(())
+    }
+
+    /// Audits the refusal of an id where it entered and says why, for the caller's
+    /// error. An id that is not one is shown escaped and cut, and is audited under no
+    /// participant (it cannot key the audit's quota).
+    pub(crate) async fn refuse_id(
+        &self,
+        op: impl OperationName,
+        entry: IdEntry<'_>,
+        refusal: &IdRefusal,
+    ) -> String {
+        let shown = participant::shown(entry.id);
         let record = AuditRecord {
             at: Some(Timestamp::now()),
-            tenant: tenant.into(),
+            tenant: entry.tenant.into(),
             operation: op.name().into(),
-            task_id: String::new(),
-            message_id: String::new(),
-            participant: id.clone(),
+            task_id: entry.task_id.into(),
+            message_id: entry.message_id.into(),
+            participant: match refusal {
+                IdRefusal::Syntax => String::new(),
+                _ => entry.id.into(),
+            },
             accepted: false,
-            detail: RESERVED.into(),
+            detail: format!("participant id {shown} refused: {refusal}"),
         };
-        tracing::info!(participant = %id, op = op.name(), "reserved participant id refused");
+        tracing::info!(participant = %shown, op = op.name(), %refusal, "participant id refused");
         self.audit(&record).await;
-        Err(A2aError::invalid_params(format!(
-            "participant id {id} is {RESERVED}"
-        )))
+        format!("participant id {shown} refused: {refusal}")
     }
 }
 
-/// Why a request naming the harness's own id is refused.
-const RESERVED: &str = "reserved for the harness itself";
+/// Where an id entered, for its refusal's audit row.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct IdEntry<'a> {
+    pub tenant: &'a str,
+    pub task_id: &'a str,
+    pub message_id: &'a str,
+    pub id: &'a str,
+}
+
+impl<'a> IdEntry<'a> {
+    pub fn new(tenant: &'a str, id: &'a str) -> Self {
+        IdEntry {
+            tenant,
+            id,
+            ..Default::default()
+        }
+    }
+}
+
+/// What an audit row names as the operation: an A2A operation's name, or another
+/// entry's (a command, the inbox).
+pub(crate) trait OperationName {
+    fn name(&self) -> &str;
+}
+
+impl OperationName for Operation {
+    fn name(&self) -> &str {
+        Operation::name(*self)
+    }
+}
+
+impl OperationName for &str {
+    fn name(&self) -> &str {
+        self
+    }
+}
 
 /// The participant a request comes from, as the bindings resolved it, whether a token
 /// proved it, and when the invocation serving it must end (Lambda), if it must.

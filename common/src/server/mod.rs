@@ -345,11 +345,21 @@ async fn caller(
     op: Operation,
     verified: Option<String>,
 ) -> Result<crate::ops::Caller, A2aError> {
-    let header = parts
-        .headers
+    // UTF-8, not only visible ASCII: an id outside ASCII is checked like any other, not
+    // taken for no header (which would make the request the default participant's).
+    let header = match (parts.headers)
         .get(crate::ext::participant::PARTICIPANT_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .map(str::trim);
+        .map(|v| std::str::from_utf8(v.as_bytes()))
+    {
+        None => None,
+        Some(Ok(named)) => Some(named.trim()),
+        Some(Err(_)) => {
+            return Err(A2aError::invalid_field(
+                "X-Participant-Id",
+                crate::ext::participant::ID_RULE,
+            ))
+        }
+    };
     let mut caller = h.caller(op, header, verified).await?;
     let lambda = parts.extensions.get::<lambda_http::Context>();
     caller.deadline = lambda.and_then(|c| crate::task::lease::instant_at_epoch_ms(c.deadline));

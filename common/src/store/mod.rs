@@ -265,6 +265,32 @@ pub const DEFAULT_RETENTION: std::time::Duration = std::time::Duration::from_sec
 /// stored. Accepted decisions (commands) are always stored.
 pub const AUDIT_ROWS_PER_PARTICIPANT_HOUR: u64 = 100;
 
+/// An hourly count a store keeps per participant, shared by every process on the store
+/// and surviving restarts: each use is a conditional update that fails past the limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Quota {
+    /// Refusals kept in the audit trail ([`AUDIT_ROWS_PER_PARTICIPANT_HOUR`]).
+    AuditRows,
+    /// Tasks a participant assigned to someone else with `/task` and no task
+    /// (`HARNESS_TASKS_FOR_OTHERS_PER_HOUR`), each posted to its assignee's channels.
+    TasksForOthers,
+}
+
+impl Quota {
+    /// The quota's name in a store's keys (the audit's is the empty one it always had).
+    pub fn name(self) -> &'static str {
+        match self {
+            Quota::AuditRows => "",
+            Quota::TasksForOthers => "tasks-for-others",
+        }
+    }
+}
+
+/// The clock hour `ms` (milliseconds since the epoch) falls in: what [`Quota`]s count in.
+pub fn hour_of(ms: i64) -> i64 {
+    ms.div_euclid(3_600_000)
+}
+
 /// One refused intake (or other decision worth keeping), for audit. An accepted message
 /// is its own record: the stored message names its sender and when it arrived.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -292,7 +318,7 @@ impl AuditRecord {
 
     /// The clock hour the record counts against its participant's quota in.
     pub fn quota_hour(&self) -> i64 {
-        self.at_millis().div_euclid(3_600_000)
+        hour_of(self.at_millis())
     }
 
     /// Whether the record counts against its participant's quota: refusals do.
@@ -444,6 +470,24 @@ pub trait Store: Send + Sync + 'static {
     /// Stores `record` for the retention period, unless it is a refusal and its participant
     /// already has [`AUDIT_ROWS_PER_PARTICIPANT_HOUR`] in its hour; whether it was stored.
     async fn audit(&self, record: &AuditRecord) -> Result<bool, StoreError>;
+
+    /// Counts one use of `quota` by `participant` in clock hour `hour` ([`hour_of`]),
+    /// unless they already used `limit` in it; whether it was counted.
+    async fn take_quota(
+        &self,
+        quota: Quota,
+        participant: &str,
+        hour: i64,
+        limit: u64,
+    ) -> Result<bool, StoreError>;
+
+    /// Records `id` as an agent id the harness has used: a write conditional on its
+    /// absence, so recording it again changes nothing. An id once recorded stays reserved
+    /// after the harness takes another (`--agent-id`).
+    async fn record_agent_id(&self, id: &str) -> Result<(), StoreError>;
+
+    /// Every agent id recorded with [`Store::record_agent_id`].
+    async fn agent_ids(&self) -> Result<Vec<String>, StoreError>;
 
     /// The audit records kept under a task id (the id as the request named it, whether or
     /// not such a task exists), oldest first.

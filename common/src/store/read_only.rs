@@ -8,8 +8,8 @@
 use async_trait::async_trait;
 
 use super::{
-    Admit, AuditRecord, Due, InboundMessage, LoggedEvent, PushConfigRecord, Store, StoreError,
-    TaskPage, TaskQuery, TaskRecord,
+    Admit, AuditRecord, Due, InboundMessage, LoggedEvent, PushConfigRecord, Quota, Store,
+    StoreError, TaskPage, TaskQuery, TaskRecord,
 };
 use crate::a2a::StreamResponse;
 
@@ -109,6 +109,26 @@ impl<S: Store> Store for ReadOnly<S> {
     /// A refusal is audited wherever it is made.
     async fn audit(&self, record: &AuditRecord) -> Result<bool, StoreError> {
         self.0.audit(record).await
+    }
+
+    /// A quota is counted wherever it is used.
+    async fn take_quota(
+        &self,
+        quota: Quota,
+        participant: &str,
+        hour: i64,
+        limit: u64,
+    ) -> Result<bool, StoreError> {
+        self.0.take_quota(quota, participant, hour, limit).await
+    }
+
+    /// Not recorded here: every function that writes records its id at its first request.
+    async fn record_agent_id(&self, _: &str) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    async fn agent_ids(&self) -> Result<Vec<String>, StoreError> {
+        self.0.agent_ids().await
     }
 
     async fn audit_trail(&self, _: &str) -> Result<Vec<AuditRecord>, StoreError> {

@@ -44,12 +44,30 @@ pub fn asserted(message: &Message) -> Option<&str> {
 }
 
 /// What [`valid_id`] asks, as a refusal says it.
-pub const ID_RULE: &str = "a participant id is 1 to 256 characters with no control characters";
+pub const ID_RULE: &str = "a participant id is 1 to 256 characters in Unicode NFC, with no \
+     control, format (zero-width, byte order mark) or bidirectional characters";
 
-/// A participant id from outside is at most 256 characters with no control characters
-/// (so it can key an index and sit in a log line).
+/// What [`check_id`] refuses beyond the syntax: an id that looks like (has the confusable
+/// skeleton of) a reserved id or another member's, as a refusal says it.
+pub const LOOKALIKE_RULE: &str = "a participant id may not look like a reserved id (the \
+     harness's, one it used before, a registry agent's) or another participant's";
+
+/// A participant id from outside is 1 to 256 characters, in NFC (refused otherwise, never
+/// rewritten: two spellings of one name would be two participants), with no control
+/// (Cc), format (Cf: zero-width and bidirectional controls, the byte order mark) or line
+/// and paragraph separator characters, so it can key an index, sit in a log line and be
+/// shown as it is.
 pub fn valid_id(id: &str) -> bool {
-    !id.is_empty() && id.chars().count() <= MAX_ID_LEN && !id.chars().any(char::is_control)
+    use unicode_general_category::{get_general_category, GeneralCategory as G};
+    !id.is_empty()
+        && id.chars().count() <= MAX_ID_LEN
+        && !id.chars().any(|c| {
+            matches!(
+                get_general_category(c),
+                G::Control | G::Format | G::LineSeparator | G::ParagraphSeparator
+            )
+        })
+        && unicode_normalization::is_nfc(id)
 }
 
 /// A participant id from configuration, or why it cannot be one.
@@ -57,10 +75,91 @@ pub fn parse_id(id: &str) -> Result<String, String> {
     if valid_id(id) {
         Ok(id.to_owned())
     } else {
-        Err(format!(
-            "{id:?} is not a participant id (1 to {MAX_ID_LEN} characters, no control characters)"
-        ))
+        Err(format!("{} is not a participant id: {ID_RULE}", shown(id)))
     }
+}
+
+/// `id` as a log line or an error may show it: escaped, and cut to 64 characters.
+pub fn shown(id: &str) -> String {
+    let mut s: String = id.chars().take(64).flat_map(char::escape_debug).collect();
+    if id.chars().count() > 64 {
+        s.push('…');
+    }
+    format!("\"{s}\"")
+}
+
+/// The confusable skeleton of `id` (Unicode TS #39): two ids with one skeleton look alike.
+pub fn skeleton(id: &str) -> String {
+    unicode_security::skeleton(id).collect()
+}
+
+/// Why [`check_id`] refused an id.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum IdRefusal {
+    /// Not [`valid_id`].
+    #[error("{ID_RULE}")]
+    Syntax,
+    /// One of the reserved ids itself.
+    #[error("participant id {0} is reserved for the harness and its agents")]
+    Reserved(String),
+    /// Looks like a reserved id or another member's without being it.
+    #[error("{LOOKALIKE_RULE}")]
+    Lookalike,
+}
+
+/// The ids nobody from outside may be or look like: the harness's own agent id, every
+/// agent id it used before, every registry agent's id. Kept with their skeletons.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Reserved {
+    ids: Vec<(String, String)>,
+}
+
+impl Reserved {
+    pub fn new<I: IntoIterator<Item = String>>(ids: I) -> Self {
+        let mut all: Vec<String> = ids.into_iter().collect();
+        all.sort();
+        all.dedup();
+        Reserved {
+            ids: all.into_iter().map(|id| (skeleton(&id), id)).collect(),
+        }
+    }
+
+    /// Whether `id` is one of the reserved ids itself.
+    pub fn contains(&self, id: &str) -> bool {
+        self.ids.iter().any(|(_, r)| r == id)
+    }
+
+    /// Whether `id` is reserved or looks like a reserved id.
+    fn claims(&self, id: &str, skeleton: &str) -> Option<IdRefusal> {
+        let (_, r) = self.ids.iter().find(|(s, _)| s == skeleton)?;
+        Some(if r == id {
+            IdRefusal::Reserved(r.clone())
+        } else {
+            IdRefusal::Lookalike
+        })
+    }
+}
+
+/// Whether `id` may stand for a person: [`valid_id`], not reserved, and not looking like a
+/// reserved id or any of `members` other than itself. `members` are the participants
+/// of the task it is checked against, so callers pass them only where the caller may
+/// see the task (a refusal must not tell a stranger who is on it).
+pub fn check_id<'a>(
+    id: &str,
+    reserved: &Reserved,
+    members: impl IntoIterator<Item = &'a str>,
+) -> Result<(), IdRefusal> {
+    if !valid_id(id) {
+        return Err(IdRefusal::Syntax);
+    }
+    let sk = skeleton(id);
+    if let Some(refusal) = reserved.claims(id, &sk) {
+        return Err(refusal);
+    }
+    if members.into_iter().any(|m| m != id && skeleton(m) == sk) {
+        return Err(IdRefusal::Lookalike);
+    }
+    Ok(())
 }
 
 /// Records `sender` as the message's asserted participant, so the stored message says who
@@ -79,5 +178,66 @@ mod tests {
     #[test]
     fn an_id_from_outside_has_no_control_characters_and_is_not_empty() {
         assert!(valid_id("u-1") && !valid_id("a\nb") && !valid_id(""));
+    }
+
+    /// The bad ids of issue 47, each with the part of the rule it breaks.
+    #[test]
+    fn ids_with_control_format_or_bidi_characters_or_not_in_nfc_are_refused() {
+        let long = "a".repeat(5_000);
+        let syntax = [
+            ("tiny-harness\u{200b}", "zero-width space (Cf)"),
+            ("bob\u{202e}evil", "right-to-left override (Cf, bidi)"),
+            ("\u{feff}bob", "byte order mark (Cf)"),
+            ("bob\u{2066}", "isolate (Cf, bidi)"),
+            ("bob\u{200f}", "right-to-left mark (Cf, bidi)"),
+            ("bob\u{1b}[31m", "ESC (Cc)"),
+            ("bob\u{7f}", "DEL (Cc)"),
+            ("bob\u{2028}", "line separator (Zl)"),
+            ("e\u{301}", "not NFC (e + combining acute)"),
+            (long.as_str(), "5,000 characters"),
+            ("", "empty"),
+        ];
+        for (id, why) in syntax {
+            assert!(!valid_id(id), "{why} accepted");
+            assert_eq!(
+                check_id(id, &Reserved::default(), []),
+                Err(IdRefusal::Syntax)
+            );
+            assert!(parse_id(id).is_err(), "{why}");
+        }
+        for id in ["bob", "é", "Zoë Ng", "用户-1", &"a".repeat(MAX_ID_LEN)] {
+            assert!(valid_id(id), "{id} refused");
+        }
+    }
+
+    #[test]
+    fn an_id_that_looks_like_a_reserved_id_or_another_members_is_refused() {
+        let reserved = Reserved::new(["tiny-harness".to_owned(), "research-bot".to_owned()]);
+        assert_eq!(
+            check_id("tiny-harness", &reserved, []),
+            Err(IdRefusal::Reserved("tiny-harness".into()))
+        );
+        // Cyrillic і (U+0456), Greek ο, and rn for m.
+        for lookalike in ["t\u{456}ny-harness", "research-b\u{3bf}t"] {
+            assert_eq!(
+                check_id(lookalike, &reserved, []),
+                Err(IdRefusal::Lookalike),
+                "{lookalike}"
+            );
+        }
+        assert_eq!(
+            check_id("rnallory", &reserved, ["mallory"]),
+            Err(IdRefusal::Lookalike)
+        );
+        // A member is not their own lookalike; unrelated ids pass.
+        assert_eq!(check_id("mallory", &reserved, ["mallory", "bob"]), Ok(()));
+        assert_eq!(check_id("alice", &reserved, ["bob"]), Ok(()));
+        assert!(reserved.contains("research-bot") && !reserved.contains("bob"));
+    }
+
+    #[test]
+    fn an_id_is_shown_escaped_and_cut() {
+        assert_eq!(shown("bob\u{202e}x"), "\"bob\\u{202e}x\"");
+        assert!(shown(&"a".repeat(5_000)).chars().count() < 70);
     }
 }

@@ -12,6 +12,7 @@
 //! | edit its name, description and acceptance criteria (a task envelope) | its reporter, or an admin |
 //! | choose its model (`/model <name>`) | its reporter, or an admin |
 //! | create a sub-task for a participant (`/task` on the task) | its reporter, or an admin |
+//! | create a task of its own for someone (`/task <who> <goal>` without a task) | any participant, who becomes its reporter; for someone else at most `HARNESS_TASKS_FOR_OTHERS_PER_HOUR` (20) an hour per sender, counted in the store; never for a reserved id (the harness's, one it used, a registry agent's), nor an id that looks like one or like the sender's |
 //! | manage its webhooks (push configs; `taskPushNotificationConfig` on a send) | its reporter, or an admin |
 //! | see a webhook's token and credentials (Get, List; others who manage webhooks see it without them) | the participant who created it |
 //! | replace a webhook (a create with its id) | the participant who created it |
@@ -102,6 +103,11 @@ pub fn require(ext: &TaskExtension, who: &str, action: Action) -> Result<(), For
         Err(Forbidden(action))
     }
 }
+
+/// Why a `/task` without a task for someone else is refused past the sender's hourly
+/// limit (the limit is a setting: the refusal adds it).
+pub const TASKS_FOR_OTHERS_RULE: &str =
+    "a participant may create only so many tasks for someone else without a task";
 
 /// Whether `who` may answer a help request addressed to `asked`.
 pub fn may_answer(ext: &TaskExtension, who: &str, asked: &str) -> bool {

@@ -23,12 +23,20 @@ pub(super) async fn run_command(
         store: h.store.as_ref(),
         engine: &h.engine,
         commands: &h.commands,
+        reserved: h.reserved().await?,
+        tasks_for_others_per_hour: h.config.tasks_for_others_per_hour,
         sender,
         tenant,
         context_id: &message.context_id,
         task,
     };
-    let reply = command.run(&mut call, arguments).await?;
+    let reply = match command.run(&mut call, arguments).await {
+        Ok(reply) => reply,
+        Err(e) => {
+            audit_refused(h, tenant, message, sender, &e).await;
+            return Err(e.into());
+        }
+    };
     let metadata = commands::reply_metadata(name, &reply);
     let answer = Message {
         message_id: new_id(),
@@ -67,6 +75,41 @@ pub(super) async fn command_without_task(
     let answer = run_command(h, tenant, sender, None, &message, invoked).await?;
     audit_command(h, tenant, &message, sender, &invoked.0).await;
     Ok(Stored::Direct(Box::new(answer.message)))
+}
+
+/// A command refused for an id it names or past a limit is audited.
+async fn audit_refused(
+    h: &Harness,
+    tenant: &str,
+    message: &Message,
+    sender: &str,
+    e: &commands::CommandError,
+) {
+    let entry = IdEntry {
+        task_id: &message.task_id,
+        message_id: &message.message_id,
+        ..IdEntry::new(tenant, "")
+    };
+    match e {
+        commands::CommandError::BadId { id, refusal } => {
+            h.refuse_id("command", IdEntry { id, ..entry }, refusal)
+                .await;
+        }
+        commands::CommandError::Limited(rule) => {
+            let record = AuditRecord {
+                at: Some(Timestamp::now()),
+                tenant: tenant.into(),
+                operation: "command".into(),
+                task_id: message.task_id.clone(),
+                message_id: message.message_id.clone(),
+                participant: sender.into(),
+                accepted: false,
+                detail: rule.clone(),
+            };
+            h.audit(&record).await;
+        }
+        _ => {}
+    }
 }
 
 /// Every command is audited: who ran which, on what.

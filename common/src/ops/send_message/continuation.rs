@@ -179,9 +179,21 @@ async fn message_on(
 ) -> Result<Option<Stored>, IntakeError> {
     let mut next = current.clone();
     if let Some(envelope) = from.envelope {
-        envelope
-            .applied_to(ext, from.id, &h.config.agent_id)?
-            .store(&mut next.task);
+        let changed = match envelope.applied_to(ext, from.id, &h.config.agent_id) {
+            Ok(changed) => changed,
+            Err(e) => {
+                refuse(h, tenant, message, from.id, &e.to_string()).await;
+                return Err(e.into());
+            }
+        };
+        let entry = IdEntry {
+            task_id: &current.task.id,
+            message_id: &message.message_id,
+            ..IdEntry::new(tenant, "")
+        };
+        let op = crate::a2a::Operation::SendMessage;
+        (h.check_roster(op, entry, &envelope.field, &ext.participants, &changed)).await?;
+        changed.store(&mut next.task);
     }
     let runs = h.engine.runs(current);
     let pending = next.agent.pending_help.clone();

@@ -25,6 +25,7 @@ use command::{audit_command, command_without_task, run_command};
 use continuation::continue_task;
 use start::start_task;
 
+use super::identity::IdEntry;
 use super::{push_config, Caller, Harness};
 use crate::a2a::Operation;
 use crate::a2a::{
@@ -41,7 +42,7 @@ use crate::engine::transition::{
 };
 use crate::engine::{RunError, Staged, Start};
 use crate::ext::channel::{self as channel_part, ChannelMessage};
-use crate::ext::participant::{self, NOT_A_PARTICIPANT, NO_PARTICIPANT};
+use crate::ext::participant::{self, IdRefusal, NOT_A_PARTICIPANT, NO_PARTICIPANT};
 use crate::ext::permissions::{self, Action};
 use crate::ext::task::{
     envelope_of, Participant, ParticipantKind, Role, TaskEnvelope, TaskExtension,
@@ -218,7 +219,13 @@ async fn sender_of(
     };
     // Before the comparison with a verified id, whose refusal repeats the sender.
     if !participant::valid_id(&sender) {
-        return Err(A2aError::invalid_field(FIELD, participant::ID_RULE));
+        let entry = IdEntry {
+            task_id: &message.task_id,
+            message_id: &message.message_id,
+            ..IdEntry::new(tenant, &sender)
+        };
+        let refused = h.refuse_id(op, entry, &IdRefusal::Syntax).await;
+        return Err(A2aError::invalid_field(FIELD, refused));
     }
     if let Some(id) = caller
         .participant
@@ -333,9 +340,30 @@ async fn intake(
         let outcome = if let (Some(command), true) = (&command, message.task_id.is_empty()) {
             command_without_task(h, &tenant, message.clone(), &sender, command).await
         } else if message.task_id.is_empty() {
-            let ext = (envelope.as_ref())
+            let ext = match (envelope.as_ref())
                 .map(|e| e.starting(&h.config.agent_id))
-                .transpose()?;
+                .transpose()
+            {
+                Ok(ext) => ext,
+                Err(e) => {
+                    refuse(h, &tenant, &message, &sender, &e.to_string()).await;
+                    return Err(e);
+                }
+            };
+            if let (Some(ext), Some(e)) = (&ext, &envelope) {
+                let entry = IdEntry {
+                    message_id: &message.message_id,
+                    ..IdEntry::new(&tenant, "")
+                };
+                // With the sender, who joins it as its reporter unless listed.
+                let mut roster = ext.clone();
+                roster.add(Participant::new(
+                    &sender,
+                    ParticipantKind::Human,
+                    Role::Reporter,
+                ));
+                h.check_roster(op, entry, &e.field, &[], &roster).await?;
+            }
             let new = NewTask {
                 push: push.is_some(),
                 sender: &sender,
@@ -484,6 +512,15 @@ impl From<commands::CommandError> for IntakeError {
     fn from(e: commands::CommandError) -> Self {
         match e {
             commands::CommandError::Forbidden(f) => IntakeError::A2a(f.into()),
+            commands::CommandError::BadId { id, refusal } => {
+                IntakeError::A2a(A2aError::invalid_params(format!(
+                    "participant id {} refused: {refusal}",
+                    participant::shown(&id)
+                )))
+            }
+            commands::CommandError::Limited(rule) => {
+                IntakeError::A2a(A2aError::invalid_params(rule))
+            }
             commands::CommandError::Store(e) => IntakeError::Store(e),
         }
     }

@@ -1,42 +1,35 @@
-//! The audit trail (`AUDIT#<task id>`), expiring through the TTL, and the hourly count of
-//! refusals per participant (`QUOTA#…`) that bounds what a refused caller can write.
+//! The audit trail (`AUDIT#<task id>`), expiring through the TTL; the hourly counts per
+//! participant (`QUOTA#…`), one of which (the refusals') bounds what a refused caller can
+//! write; the agent ids the harness has used (`AGENT_IDS`).
 
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+
+/// The partition of the agent ids the harness has used.
+const AGENT_IDS: &str = "AGENT_IDS";
 
 use super::errors::{corrupt, unavailable};
 use super::items::{get_s, n, s, to_json, Item};
 use super::schema::TTL_ATTRIBUTE;
 use super::DynamoStore;
 use crate::a2a::Timestamp;
-use crate::store::{AuditRecord, StoreError, AUDIT_ROWS_PER_PARTICIPANT_HOUR};
+use crate::store::{AuditRecord, Quota, StoreError, AUDIT_ROWS_PER_PARTICIPANT_HOUR};
 
 impl DynamoStore {
     /// [`Store::audit`](crate::store::Store::audit).
     pub(super) async fn append_audit(&self, record: &AuditRecord) -> Result<bool, StoreError> {
         let at = record.at_millis();
-        if record.counted() {
-            let hour = record.quota_hour();
-            let counted = self
-                .client
-                .update_item()
-                .table_name(&self.table)
-                .key("pk", s(format!("QUOTA#{}", record.participant)))
-                .key("sk", s(hour.to_string()))
-                .update_expression("ADD rows_used :one SET #ttl = :expires")
-                .condition_expression("attribute_not_exists(rows_used) OR rows_used < :quota")
-                .expression_attribute_names("#ttl", TTL_ATTRIBUTE)
-                .expression_attribute_values(":one", n(1))
-                .expression_attribute_values(":quota", n(AUDIT_ROWS_PER_PARTICIPANT_HOUR))
-                .expression_attribute_values(":expires", n((hour + 2) * 3600))
-                .send()
-                .await;
-            match counted {
-                Ok(_) => {}
-                Err(e) => match e.as_service_error() {
-                    Some(UpdateItemError::ConditionalCheckFailedException(_)) => return Ok(false),
-                    _ => return Err(unavailable(e)),
-                },
-            }
+        let quota = AUDIT_ROWS_PER_PARTICIPANT_HOUR;
+        if record.counted()
+            && !(self.count_quota(
+                Quota::AuditRows,
+                &record.participant,
+                record.quota_hour(),
+                quota,
+            ))
+            .await?
+        {
+            return Ok(false);
         }
         self.client
             .put_item()
@@ -59,6 +52,89 @@ impl DynamoStore {
             .await
             .map_err(unavailable)?;
         Ok(true)
+    }
+
+    /// [`Store::take_quota`](crate::store::Store::take_quota): `QUOTA#<participant>`,
+    /// `<hour>` for the audit's (the key it always had), `<quota>#<hour>` for another;
+    /// an update of its own, expiring an hour after its hour.
+    pub(super) async fn count_quota(
+        &self,
+        quota: Quota,
+        participant: &str,
+        hour: i64,
+        limit: u64,
+    ) -> Result<bool, StoreError> {
+        let sk = match quota.name() {
+            "" => hour.to_string(),
+            name => format!("{name}#{hour}"),
+        };
+        let counted = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(format!("QUOTA#{participant}")))
+            .key("sk", s(sk))
+            .update_expression("ADD rows_used :one SET #ttl = :expires")
+            .condition_expression("attribute_not_exists(rows_used) OR rows_used < :quota")
+            .expression_attribute_names("#ttl", TTL_ATTRIBUTE)
+            .expression_attribute_values(":one", n(1))
+            .expression_attribute_values(":quota", n(limit))
+            .expression_attribute_values(":expires", n((hour + 2) * 3600))
+            .send()
+            .await;
+        match counted {
+            Ok(_) => Ok(true),
+            Err(e) => match e.as_service_error() {
+                Some(UpdateItemError::ConditionalCheckFailedException(_)) => Ok(false),
+                _ => Err(unavailable(e)),
+            },
+        }
+    }
+
+    /// [`Store::record_agent_id`](crate::store::Store::record_agent_id): `AGENT_IDS`,
+    /// `<id>`, put only if absent.
+    pub(super) async fn put_agent_id(&self, id: &str) -> Result<(), StoreError> {
+        let put = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .item("pk", s(AGENT_IDS))
+            .item("sk", s(id))
+            .condition_expression("attribute_not_exists(pk)")
+            .send()
+            .await;
+        match put {
+            Ok(_) => Ok(()),
+            Err(e) => match e.as_service_error() {
+                Some(PutItemError::ConditionalCheckFailedException(_)) => Ok(()),
+                _ => Err(unavailable(e)),
+            },
+        }
+    }
+
+    /// [`Store::agent_ids`](crate::store::Store::agent_ids).
+    pub(super) async fn read_agent_ids(&self) -> Result<Vec<String>, StoreError> {
+        let mut ids = Vec::new();
+        let mut start: Option<Item> = None;
+        loop {
+            let out = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("pk = :pk")
+                .expression_attribute_values(":pk", s(AGENT_IDS))
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(unavailable)?;
+            for item in out.items() {
+                ids.push(get_s(item, "sk")?.to_owned());
+            }
+            start = out.last_evaluated_key().cloned();
+            if start.is_none() {
+                return Ok(ids);
+            }
+        }
     }
 
     /// [`Store::audit_trail`](crate::store::Store::audit_trail).

@@ -25,7 +25,9 @@
 //! - audit: `AUDIT#<task id>`, `<ms>#<uuid>`, expiring through the `expires_at` TTL; a
 //!   refusal's row is written only after its participant's hourly count
 //!   `QUOTA#<participant>`, `<hour>` took it (an update of its own, so writers do not
-//!   conflict on it in transactions; it expires an hour after its hour).
+//!   conflict on it in transactions; it expires an hour after its hour); another hourly
+//!   count ([`Quota`](super::Quota)) is `QUOTA#<participant>`, `<quota>#<hour>`;
+//! - agent ids the harness has used: `AGENT_IDS`, `<id>`.
 //!
 //! A payload (part or event) longer than [`CHUNK_BYTES`] continues in items right after
 //! its own (`<sk>~<n, 3 digits>`), written in the same transaction: no item is over 64 KB,
@@ -66,8 +68,8 @@ use tokio::sync::broadcast;
 
 use super::layout::Want;
 use super::{
-    Admit, AuditRecord, Due, InboundMessage, LoggedEvent, PushConfigRecord, Store, StoreError,
-    TaskPage, TaskQuery, TaskRecord, DEFAULT_RETENTION,
+    Admit, AuditRecord, Due, InboundMessage, LoggedEvent, PushConfigRecord, Quota, Store,
+    StoreError, TaskPage, TaskQuery, TaskRecord, DEFAULT_RETENTION,
 };
 use crate::a2a::StreamResponse;
 
@@ -232,6 +234,24 @@ impl Store for DynamoStore {
         limit: usize,
     ) -> Result<Due, StoreError> {
         self.due(leases_before, woken_before, limit).await
+    }
+
+    async fn take_quota(
+        &self,
+        quota: Quota,
+        participant: &str,
+        hour: i64,
+        limit: u64,
+    ) -> Result<bool, StoreError> {
+        self.count_quota(quota, participant, hour, limit).await
+    }
+
+    async fn record_agent_id(&self, id: &str) -> Result<(), StoreError> {
+        self.put_agent_id(id).await
+    }
+
+    async fn agent_ids(&self) -> Result<Vec<String>, StoreError> {
+        self.read_agent_ids().await
     }
 
     async fn audit_trail(&self, task_id: &str) -> Result<Vec<AuditRecord>, StoreError> {

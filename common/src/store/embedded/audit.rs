@@ -1,12 +1,13 @@
-//! The audit trail in `audit`, pruned past the retention period as it is written, and
-//! the hourly count of refusals per participant (`audit_quota`) that bounds it.
+//! The audit trail in `audit`, pruned past the retention period as it is written; the
+//! hourly counts per participant (`quotas`), one of which (the refusals') bounds it; the
+//! agent ids the harness has used (`agent_ids`).
 
-use rusqlite::params;
+use rusqlite::{params, Connection};
 
 use super::connection::{backend, corrupt};
 use super::rows::{now_ms, to_json};
 use super::EmbeddedStore;
-use crate::store::{AuditRecord, StoreError, AUDIT_ROWS_PER_PARTICIPANT_HOUR};
+use crate::store::{AuditRecord, Quota, StoreError, AUDIT_ROWS_PER_PARTICIPANT_HOUR};
 
 impl EmbeddedStore {
     /// [`Store::audit`](crate::store::Store::audit).
@@ -15,23 +16,9 @@ impl EmbeddedStore {
         let at = r.at_millis();
         let expired_before = now_ms() - self.retention.as_millis() as i64;
         self.write(move |conn| {
-            if r.counted() {
-                let counted = conn
-                    .prepare_cached(
-                        "INSERT INTO audit_quota (participant, hour, rows_used) VALUES (?1, ?2, 1)
-                         ON CONFLICT DO UPDATE SET rows_used = rows_used + 1 WHERE rows_used < ?3",
-                    )
-                    .and_then(|mut stmt| {
-                        stmt.execute(params![
-                            r.participant,
-                            r.quota_hour(),
-                            AUDIT_ROWS_PER_PARTICIPANT_HOUR as i64
-                        ])
-                    })
-                    .map_err(backend)?;
-                if counted == 0 {
-                    return Ok(false);
-                }
+            let quota = (Quota::AuditRows, r.participant.as_str(), r.quota_hour());
+            if r.counted() && !take(conn, quota, AUDIT_ROWS_PER_PARTICIPANT_HOUR)? {
+                return Ok(false);
             }
             let json = to_json(&r)?;
             conn.prepare_cached("INSERT INTO audit (at_ms, record, task_id) VALUES (?1, ?2, ?3)")
@@ -45,10 +32,46 @@ impl EmbeddedStore {
             )
             .and_then(|mut stmt| stmt.execute(params![expired_before]))
             .map_err(backend)?;
-            conn.prepare_cached("DELETE FROM audit_quota WHERE hour < ?1")
-                .and_then(|mut stmt| stmt.execute(params![r.quota_hour() - 1]))
-                .map_err(backend)?;
             Ok(true)
+        })
+        .await
+    }
+
+    /// [`Store::take_quota`](crate::store::Store::take_quota).
+    pub(super) async fn count_quota(
+        &self,
+        quota: Quota,
+        participant: &str,
+        hour: i64,
+        limit: u64,
+    ) -> Result<bool, StoreError> {
+        let participant = participant.to_owned();
+        self.write(move |conn| take(conn, (quota, &participant, hour), limit))
+            .await
+    }
+
+    /// [`Store::record_agent_id`](crate::store::Store::record_agent_id).
+    pub(super) async fn put_agent_id(&self, id: &str) -> Result<(), StoreError> {
+        let id = id.to_owned();
+        self.write(move |conn| {
+            conn.prepare_cached("INSERT INTO agent_ids (id) VALUES (?1) ON CONFLICT DO NOTHING")
+                .and_then(|mut stmt| stmt.execute(params![id]))
+                .map(|_| ())
+                .map_err(backend)
+        })
+        .await
+    }
+
+    /// [`Store::agent_ids`](crate::store::Store::agent_ids).
+    pub(super) async fn read_agent_ids(&self) -> Result<Vec<String>, StoreError> {
+        self.read(|conn| {
+            let mut stmt = conn
+                .prepare_cached("SELECT id FROM agent_ids ORDER BY id")
+                .map_err(backend)?;
+            let rows = stmt
+                .query_map([], |r| r.get::<_, String>(0))
+                .map_err(backend)?;
+            rows.map(|r| r.map_err(backend)).collect()
         })
         .await
     }
@@ -71,4 +94,24 @@ impl EmbeddedStore {
         })
         .await
     }
+}
+
+/// One use of `quota` by a participant in an hour, unless `limit` are used; whether it
+/// was counted. Past hours' counts go as a count is taken.
+fn take(
+    conn: &Connection,
+    (quota, participant, hour): (Quota, &str, i64),
+    limit: u64,
+) -> Result<bool, StoreError> {
+    let counted = conn
+        .prepare_cached(
+            "INSERT INTO quotas (quota, participant, hour, used) VALUES (?1, ?2, ?3, 1)
+             ON CONFLICT DO UPDATE SET used = used + 1 WHERE used < ?4",
+        )
+        .and_then(|mut stmt| stmt.execute(params![quota.name(), participant, hour, limit as i64]))
+        .map_err(backend)?;
+    conn.prepare_cached("DELETE FROM quotas WHERE hour < ?1")
+        .and_then(|mut stmt| stmt.execute(params![hour - 1]))
+        .map_err(backend)?;
+    Ok(counted > 0)
 }

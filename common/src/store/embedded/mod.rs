@@ -43,8 +43,8 @@ use tokio::sync::broadcast;
 use super::layout::Want;
 use super::view_cache::ViewCache;
 use super::{
-    Admit, AuditRecord, Due, InboundMessage, LoggedEvent, PushConfigRecord, Store, StoreError,
-    TaskPage, TaskQuery, TaskRecord,
+    Admit, AuditRecord, Due, InboundMessage, LoggedEvent, PushConfigRecord, Quota, Store,
+    StoreError, TaskPage, TaskQuery, TaskRecord,
 };
 use crate::a2a::StreamResponse;
 use connection::{backend, open};
@@ -306,6 +306,24 @@ impl Store for EmbeddedStore {
         limit: usize,
     ) -> Result<Due, StoreError> {
         self.due(leases_before, woken_before, limit).await
+    }
+
+    async fn take_quota(
+        &self,
+        quota: Quota,
+        participant: &str,
+        hour: i64,
+        limit: u64,
+    ) -> Result<bool, StoreError> {
+        self.count_quota(quota, participant, hour, limit).await
+    }
+
+    async fn record_agent_id(&self, id: &str) -> Result<(), StoreError> {
+        self.put_agent_id(id).await
+    }
+
+    async fn agent_ids(&self) -> Result<Vec<String>, StoreError> {
+        self.read_agent_ids().await
     }
 
     async fn audit_trail(&self, task_id: &str) -> Result<Vec<AuditRecord>, StoreError> {

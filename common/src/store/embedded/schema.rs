@@ -61,11 +61,17 @@ CREATE TABLE IF NOT EXISTS audit (
     record TEXT NOT NULL,
     task_id TEXT NOT NULL DEFAULT ''
 );
-CREATE TABLE IF NOT EXISTS audit_quota (
+-- Before `quotas`, refusals were counted here: only the current hour's count is lost.
+DROP TABLE IF EXISTS audit_quota;
+CREATE TABLE IF NOT EXISTS quotas (
+    quota TEXT NOT NULL,
     participant TEXT NOT NULL,
     hour INTEGER NOT NULL,
-    rows_used INTEGER NOT NULL,
-    PRIMARY KEY (participant, hour)
+    used INTEGER NOT NULL,
+    PRIMARY KEY (quota, participant, hour)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS agent_ids (
+    id TEXT PRIMARY KEY
 ) WITHOUT ROWID;
 ";
 
