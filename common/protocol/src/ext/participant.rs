@@ -88,9 +88,13 @@ pub fn shown(id: &str) -> String {
     format!("\"{s}\"")
 }
 
-/// The confusable skeleton of `id` (Unicode TS #39): two ids with one skeleton look alike.
+/// The confusable skeleton of `id` (Unicode TS #39) after compatibility folding and
+/// lower-casing: two ids with one skeleton look alike (`Bob`, `ｂｏｂ` and `bοb` with a
+/// Greek ο are all `bob`'s).
 pub fn skeleton(id: &str) -> String {
-    unicode_security::skeleton(id).collect()
+    use unicode_normalization::UnicodeNormalization;
+    let folded: String = id.nfkc().flat_map(char::to_lowercase).collect();
+    unicode_security::skeleton(&folded).collect()
 }
 
 /// Why [`check_id`] refused an id.
@@ -219,6 +223,14 @@ mod tests {
         );
         // Cyrillic і (U+0456), Greek ο, and rn for m.
         for lookalike in ["t\u{456}ny-harness", "research-b\u{3bf}t"] {
+            assert_eq!(
+                check_id(lookalike, &reserved, []),
+                Err(IdRefusal::Lookalike),
+                "{lookalike}"
+            );
+        }
+        // Case and compatibility forms (fullwidth) fold too.
+        for lookalike in ["Tiny-Harness", "\u{ff54}iny-harness"] {
             assert_eq!(
                 check_id(lookalike, &reserved, []),
                 Err(IdRefusal::Lookalike),
