@@ -448,7 +448,7 @@ EVERY_FUNCTION = [
     ('get-push-config', 'GET', '/tasks/{task}/pushNotificationConfigs/every-function', None),
     ('delete-push-config', 'DELETE', '/tasks/{task}/pushNotificationConfigs/every-function', None),
     ('get-extended-agent-card', 'GET', '/extendedAgentCard', None),
-    ('remote-callback', 'POST', '/remote/callback/{task}', {'statusUpdate': {}}),
+    ('remote-callback', 'POST', '/remote/callback/made-up-reference', {'statusUpdate': {}}),
 ]
 
 
