@@ -455,7 +455,9 @@ fn bound_schema_text(schema: &mut Value) {
             for (keyword, value) in map.iter_mut() {
                 let keyword = keyword.as_str();
                 match value {
-                    Value::String(text) if matches!(keyword, "description" | "title" | "$comment") => {
+                    Value::String(text)
+                        if matches!(keyword, "description" | "title" | "$comment") =>
+                    {
                         *text = cut_bytes(text, MAX_SCHEMA_TEXT_BYTES)
                     }
                     Value::Object(named) if SCHEMA_MAPS.contains(&keyword) => {
@@ -695,26 +697,42 @@ timeout_seconds = 5
         let wide = |i: usize| {
             let text = "w".repeat(MAX_SCHEMA_TEXT_BYTES);
             let props: serde_json::Map<String, Value> = (0..30)
-                .map(|p| (format!("p{p}"), serde_json::json!({"type": "string", "description": text})))
+                .map(|p| {
+                    (
+                        format!("p{p}"),
+                        serde_json::json!({"type": "string", "description": text}),
+                    )
+                })
                 .collect();
             let schema = serde_json::json!({"type": "object", "properties": props});
             tool(&format!("wide{i}"), &"d".repeat(2_000), schema)
         };
         let mut listed: Vec<rmcp::model::Tool> = (0..MAX_TOOLS - 1).map(wide).collect();
-        listed.push(tool("small", "Small.", serde_json::json!({"type": "object"})));
+        listed.push(tool(
+            "small",
+            "Small.",
+            serde_json::json!({"type": "object"}),
+        ));
         let (offers, left_out) = select(&docs_server(), listed);
         let spent: usize = (offers.iter())
-            .map(|o| {
-                o.remote_name.len() + o.description.len() + o.parameters.to_string().len()
-            })
+            .map(|o| o.remote_name.len() + o.description.len() + o.parameters.to_string().len())
             .sum();
         assert!(spent <= MAX_SERVER_TOOL_BYTES, "{spent}");
-        assert!(offers.len() > 1 && offers.len() < MAX_TOOLS - 1, "{}", offers.len());
+        assert!(
+            offers.len() > 1 && offers.len() < MAX_TOOLS - 1,
+            "{}",
+            offers.len()
+        );
         assert_eq!(offers.last().unwrap().remote_name, "small");
         assert_eq!(offers.len() + left_out.len(), MAX_TOOLS);
-        assert!(left_out.iter().all(|u| u.reason.contains("65536 bytes of text")));
+        assert!(left_out
+            .iter()
+            .all(|u| u.reason.contains("65536 bytes of text")));
         let note = unavailable_note(&left_out);
-        assert!(note.contains(&format!("- docs__wide{}: ", MAX_TOOLS - 2)), "{note}");
+        assert!(
+            note.contains(&format!("- docs__wide{}: ", MAX_TOOLS - 2)),
+            "{note}"
+        );
         let (offers, left_out) = select(&docs_server(), vec![wide(0)]);
         assert_eq!((offers.len(), left_out.len()), (1, 0));
         assert!(offers[0].description.ends_with("[cut: 976 more bytes]"));
