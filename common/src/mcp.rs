@@ -30,16 +30,16 @@
 //!
 //! Who may lead the model to a call: a tool the operator declares in `read_only_tools`
 //! runs on anyone's word; any other has side effects, made with the operator's
-//! credentials, and runs only when the task's latest word came from its reporter or an
-//! admin (`agent::tools::ToolRegistry::check_on`). A server's own `readOnlyHint` grants
+//! credentials, and runs only when the model acts on the words of the task's reporter or
+//! an admin (`agent::actor`, `agent::tools::ToolRegistry::check_on`). A server's own `readOnlyHint` grants
 //! nothing: the server is not trusted to say what its tools do.
 //!
 //! What a server says about its tools is bounded and framed: a tool's name is
 //! [`MAX_NAME_CHARS`] of `A-Z a-z 0-9 _ -`, its description is cut to
 //! [`MAX_DESCRIPTION_BYTES`] with a marker and shown inside an untrusted block from the
-//! server, every free text inside its input schema (`description`, `title`, `$comment`)
-//! is cut to [`MAX_SCHEMA_TEXT_BYTES`] with a marker, the schema is then at most
-//! [`MAX_SCHEMA_BYTES`] serialized, a server offers at most [`MAX_TOOLS`], and all its
+//! server, its input schema is at most [`MAX_SCHEMA_BYTES`] serialized (as the server gave
+//! it) and every free text inside it (`description`, `title`, `$comment`) is cut to
+//! [`MAX_SCHEMA_TEXT_BYTES`] with a marker, a server offers at most [`MAX_TOOLS`], and all its
 //! tools' text (names, descriptions, schemas) is at most [`MAX_SERVER_TOOL_BYTES`]; a tool
 //! that breaks a bound is left out, and the model is told so.
 
@@ -362,8 +362,9 @@ struct Offer {
 }
 
 /// The tools of `listed` the server may offer, bounded, and those left out: at most
-/// [`MAX_TOOLS`], each named within the rule, its description and its schema's free text
-/// cut, its schema within [`MAX_SCHEMA_BYTES`], and all of them within
+/// [`MAX_TOOLS`], each named within the rule, its schema (as given) within
+/// [`MAX_SCHEMA_BYTES`], its description and its schema's free text cut, and all of them
+/// (as sent) within
 /// [`MAX_SERVER_TOOL_BYTES`] (a tool past it is left out; a smaller one after it may fit).
 fn select(server: &Server, listed: Vec<rmcp::model::Tool>) -> (Vec<Offer>, Vec<Unavailable>) {
     let mut offers = Vec::new();
@@ -394,15 +395,16 @@ fn select(server: &Server, listed: Vec<rmcp::model::Tool>) -> (Vec<Offer>, Vec<U
             );
             continue;
         }
-        let mut parameters = Value::Object((*t.input_schema).clone());
-        bound_schema_text(&mut parameters);
-        let schema = serde_json::to_string(&parameters).unwrap_or_default();
-        if schema.len() > MAX_SCHEMA_BYTES {
+        let given = serde_json::to_string(&*t.input_schema).unwrap_or_default();
+        if given.len() > MAX_SCHEMA_BYTES {
             let why =
                 format!("its input schema is larger than {MAX_SCHEMA_BYTES} bytes; it is left out");
             leave_out(Some(&t.name), why);
             continue;
         }
+        let mut parameters = Value::Object((*t.input_schema).clone());
+        bound_schema_text(&mut parameters);
+        let schema = serde_json::to_string(&parameters).unwrap_or_default();
         let description = cut_bytes(
             t.description.as_deref().unwrap_or_default(),
             MAX_DESCRIPTION_BYTES,

@@ -266,8 +266,9 @@ async fn create_task(
         .and_then(|r| Some((r.registry.get(&a.participant_id)?.clone(), r)));
     if let Some((agent, remotes)) = remote {
         // Delegating spends the operator's credentials and hands the task's words to
-        // another party: only for a task whose latest word came from its reporter or an
-        // admin, so a watcher's message (or a remote's answer it led to) cannot.
+        // another party: only when the model acts on the words of the reporter or an
+        // admin (`super::actor`), so a watcher's message, a remote's answer or a
+        // sub-task's outcome cannot.
         let actor = run.record().agent.actor.clone().unwrap_or_default();
         if !crate::ext::permissions::permits(&parent_ext, &actor, Action::CreateSubTask) {
             let refused = ToolError::new(

@@ -32,8 +32,8 @@ pub struct AgentState {
     pub replies: Vec<Reply>,
     /// Sub-tasks whose outcome has been put in the conversation.
     pub noted: Vec<String>,
-    /// The participant whose message the agent took in last: who a privileged tool call
-    /// acts for.
+    /// Whose words the model acts on now (`agent::actor`): who a privileged tool call acts
+    /// for.
     pub actor: Option<String>,
     /// Ids of admins' messages a role change was made on: each request makes one change.
     #[serde(skip_serializing_if = "Vec::is_empty")]
