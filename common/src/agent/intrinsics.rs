@@ -10,8 +10,9 @@
 //! - `set_participant_role`: admins only, and only as they asked: the actor (whose words
 //!   the model acts on, `super::actor`) must be an admin, and the call cites the id of
 //!   that admin's latest message, which must ask for exactly that change (see
-//!   [`requested`]); a request makes one change. Keywords elsewhere in the context (a tool result, another member's
-//!   message, a second clause of the same message) cannot lend it a change.
+//!   [`requested`]); a request makes one change. Keywords elsewhere in the context (a tool
+//!   result, another member's message, a second clause of the same message, an older
+//!   message) cannot lend it a change.
 //! - `request_help`: `help.decided` picks one of the first two.
 //! - With remote agents configured (`crate::remote`): `create_task_for_participant` for an
 //!   agent of the registry delegates to it (a remote task, linked to this one), and
