@@ -30,16 +30,18 @@
 //!
 //! Who may lead the model to a call: a tool the operator declares in `read_only_tools`
 //! runs on anyone's word; any other has side effects, made with the operator's
-//! credentials, and runs only when the task's latest word came from its reporter or an
-//! admin (`agent::tools::ToolRegistry::check_on`). A server's own `readOnlyHint` grants
+//! credentials, and runs only when the model acts on the words of the task's reporter or
+//! an admin (`agent::actor`, `agent::tools::ToolRegistry::check_on`). A server's own `readOnlyHint` grants
 //! nothing: the server is not trusted to say what its tools do.
 //!
 //! What a server says about its tools is bounded and framed: a tool's name is
 //! [`MAX_NAME_CHARS`] of `A-Z a-z 0-9 _ -`, its description is cut to
 //! [`MAX_DESCRIPTION_BYTES`] with a marker and shown inside an untrusted block from the
-//! server, its input schema is at most [`MAX_SCHEMA_BYTES`] serialized, and a server
-//! offers at most [`MAX_TOOLS`]; a tool that breaks a bound is left out, and the model is
-//! told so.
+//! server, its input schema is at most [`MAX_SCHEMA_BYTES`] serialized (as the server gave
+//! it) and every free text inside it (`description`, `title`, `$comment`) is cut to
+//! [`MAX_SCHEMA_TEXT_BYTES`] with a marker, a server offers at most [`MAX_TOOLS`], and all its
+//! tools' text (names, descriptions, schemas) is at most [`MAX_SERVER_TOOL_BYTES`]; a tool
+//! that breaks a bound is left out, and the model is told so.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -68,6 +70,13 @@ pub const MAX_DESCRIPTION_BYTES: usize = 1024;
 /// Largest input schema a tool may have, serialized as JSON; a larger one leaves the tool
 /// out.
 pub const MAX_SCHEMA_BYTES: usize = 8 * 1024;
+/// Longest free text (`description`, `title`, `$comment`) inside a tool's input schema, in
+/// bytes of UTF-8; the rest is cut (at a character boundary) with a marker.
+pub const MAX_SCHEMA_TEXT_BYTES: usize = 200;
+/// Most bytes of tool text one server may put before the model on every call: its tools'
+/// names, descriptions and input schemas (serialized, bounded) together. A tool past it is
+/// left out, and the model is told so.
+pub const MAX_SERVER_TOOL_BYTES: usize = 64 * 1024;
 /// Longest tool name a server may give (`A-Z a-z 0-9 _ -`); another leaves the tool out.
 pub const MAX_NAME_CHARS: usize = 64;
 /// Most tools offered from one server; the rest are left out.
@@ -325,7 +334,40 @@ async fn list(
         .list_all_tools()
         .await
         .map_err(|e| format!("it did not list its tools ({})", short(&e.to_string())))?;
-    let mut tools = Vec::new();
+    let (offers, left_out) = select(server, listed);
+    let tools = (offers.into_iter())
+        .map(|o| McpTool {
+            name: format!("{}__{}", server.name, o.remote_name),
+            description: o.description,
+            parameters: o.parameters,
+            remote_name: o.remote_name,
+            server: server.name.clone(),
+            session: session.clone(),
+            timeout: server.timeout,
+            idempotent: o.idempotent,
+            read_only: o.read_only,
+        })
+        .collect();
+    Ok((tools, left_out))
+}
+
+/// A server's tool as it will be offered: bounded, with what the configuration says of it.
+#[derive(Debug)]
+struct Offer {
+    remote_name: String,
+    description: String,
+    parameters: Value,
+    idempotent: bool,
+    read_only: bool,
+}
+
+/// The tools of `listed` the server may offer, bounded, and those left out: at most
+/// [`MAX_TOOLS`], each named within the rule, its schema (as given) within
+/// [`MAX_SCHEMA_BYTES`], its description and its schema's free text cut, and all of them
+/// (as sent) within
+/// [`MAX_SERVER_TOOL_BYTES`] (a tool past it is left out; a smaller one after it may fit).
+fn select(server: &Server, listed: Vec<rmcp::model::Tool>) -> (Vec<Offer>, Vec<Unavailable>) {
+    let mut offers = Vec::new();
     let mut left_out = Vec::new();
     let mut leave_out = |tool: Option<&str>, reason: String| {
         left_out.push(Unavailable {
@@ -334,6 +376,7 @@ async fn list(
             reason,
         })
     };
+    let mut spent = 0;
     let allowed = (listed.into_iter())
         .filter(|t| (server.allow.as_ref()).is_none_or(|allow| allow.iter().any(|a| a == &t.name)));
     for (i, t) in allowed.enumerate() {
@@ -352,13 +395,29 @@ async fn list(
             );
             continue;
         }
-        let schema = serde_json::to_string(&*t.input_schema).unwrap_or_default();
-        if schema.len() > MAX_SCHEMA_BYTES {
+        let given = serde_json::to_string(&*t.input_schema).unwrap_or_default();
+        if given.len() > MAX_SCHEMA_BYTES {
             let why =
                 format!("its input schema is larger than {MAX_SCHEMA_BYTES} bytes; it is left out");
             leave_out(Some(&t.name), why);
             continue;
         }
+        let mut parameters = Value::Object((*t.input_schema).clone());
+        bound_schema_text(&mut parameters);
+        let schema = serde_json::to_string(&parameters).unwrap_or_default();
+        let description = cut_bytes(
+            t.description.as_deref().unwrap_or_default(),
+            MAX_DESCRIPTION_BYTES,
+        );
+        let cost = t.name.len() + description.len() + schema.len();
+        if spent + cost > MAX_SERVER_TOOL_BYTES {
+            let why = format!(
+                "the server's tools take more than {MAX_SERVER_TOOL_BYTES} bytes of text; it is left out"
+            );
+            leave_out(Some(&t.name), why);
+            continue;
+        }
+        spent += cost;
         let hinted = (t.annotations.as_ref())
             .is_some_and(|a| a.read_only_hint == Some(true) || a.idempotent_hint == Some(true));
         let read_only = server.read_only.iter().any(|n| n == &t.name);
@@ -367,19 +426,53 @@ async fn list(
                 Some(list) => list.iter().any(|n| n == &t.name),
                 None => hinted,
             };
-        tools.push(McpTool {
-            name: format!("{}__{}", server.name, t.name),
-            description: bounded(t.description.as_deref().unwrap_or_default()),
-            parameters: Value::Object((*t.input_schema).clone()),
+        offers.push(Offer {
             remote_name: t.name.to_string(),
-            server: server.name.clone(),
-            session: session.clone(),
-            timeout: server.timeout,
+            description,
+            parameters,
             idempotent,
             read_only,
         });
     }
-    Ok((tools, left_out))
+    (offers, left_out)
+}
+
+/// Keywords whose value maps names (of properties, definitions) to schemas.
+const SCHEMA_MAPS: &[&str] = &[
+    "properties",
+    "patternProperties",
+    "$defs",
+    "definitions",
+    "dependentSchemas",
+    "dependencies",
+];
+/// Keywords whose value is data, not schema: left as it is (validation reads it).
+const SCHEMA_DATA: &[&str] = &["enum", "const", "default", "examples"];
+
+/// Cuts the free text of a schema (`description`, `title`, `$comment`, at any depth) to
+/// [`MAX_SCHEMA_TEXT_BYTES`] with a marker; what validation reads is left as it is.
+fn bound_schema_text(schema: &mut Value) {
+    match schema {
+        Value::Object(map) => {
+            for (keyword, value) in map.iter_mut() {
+                let keyword = keyword.as_str();
+                match value {
+                    Value::String(text)
+                        if matches!(keyword, "description" | "title" | "$comment") =>
+                    {
+                        *text = cut_bytes(text, MAX_SCHEMA_TEXT_BYTES)
+                    }
+                    Value::Object(named) if SCHEMA_MAPS.contains(&keyword) => {
+                        named.values_mut().for_each(bound_schema_text)
+                    }
+                    _ if SCHEMA_DATA.contains(&keyword) => {}
+                    other => bound_schema_text(other),
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(bound_schema_text),
+        _ => {}
+    }
 }
 
 /// Whether a server's tool name can be offered: [`MAX_NAME_CHARS`] of `A-Z a-z 0-9 _ -`.
@@ -390,13 +483,13 @@ fn valid_name(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
-/// A description of at most [`MAX_DESCRIPTION_BYTES`], cut at a character boundary, with a
-/// marker where it was cut.
-fn bounded(text: &str) -> String {
-    if text.len() <= MAX_DESCRIPTION_BYTES {
+/// `text` in at most `max` bytes, cut at a character boundary, with a marker where it was
+/// cut.
+fn cut_bytes(text: &str, max: usize) -> String {
+    if text.len() <= max {
         return text.to_owned();
     }
-    let mut end = MAX_DESCRIPTION_BYTES;
+    let mut end = max;
     while !text.is_char_boundary(end) {
         end -= 1;
     }
@@ -528,7 +621,7 @@ timeout_seconds = 5
     #[test]
     fn a_long_description_is_cut_at_a_character_boundary_with_a_marker() {
         let long = format!("<IMPORTANT>{}</IMPORTANT>", "é".repeat(1_000_000));
-        let cut = bounded(&long);
+        let cut = cut_bytes(&long, MAX_DESCRIPTION_BYTES);
         let (kept, marker) = cut.rsplit_once('\n').unwrap();
         assert!(kept.len() <= MAX_DESCRIPTION_BYTES && kept.len() > MAX_DESCRIPTION_BYTES - 4);
         assert!(kept.starts_with("<IMPORTANT>"));
@@ -536,7 +629,10 @@ timeout_seconds = 5
             marker,
             format!("[cut: {} more bytes]", long.len() - kept.len())
         );
-        assert_eq!(bounded("Looks a word up."), "Looks a word up.");
+        assert_eq!(
+            cut_bytes("Looks a word up.", MAX_DESCRIPTION_BYTES),
+            "Looks a word up."
+        );
         assert!(valid_name("lookup") && valid_name("read-File_2"));
         for bad in ["", "a b", "a.b", "tіny", &"x".repeat(MAX_NAME_CHARS + 1)] {
             assert!(!valid_name(bad), "{bad}");
@@ -547,6 +643,101 @@ timeout_seconds = 5
             reason: "too wide".into(),
         }]);
         assert!(note.ends_with("\n- docs__wide: too wide"), "{note}");
+    }
+
+    fn tool(name: &str, description: &str, schema: Value) -> rmcp::model::Tool {
+        let Value::Object(schema) = schema else {
+            panic!("an object")
+        };
+        rmcp::model::Tool::new(name.to_owned(), description.to_owned(), Arc::new(schema))
+    }
+
+    fn docs_server() -> Server {
+        let text = "[mcp.docs]\nurl = \"https://x/\"\n";
+        parse(text, |_| None).unwrap().remove(0)
+    }
+
+    /// Issue 47, F5: the free text inside an input schema (descriptions and titles at any
+    /// depth) is cut to its bound with a marker; what validation reads (a property named
+    /// `description`, enum values, defaults) is left as it is.
+    #[test]
+    fn the_free_text_of_an_input_schema_is_cut_and_its_data_kept() {
+        let long = format!("<IMPORTANT>{}", "é".repeat(5_000));
+        let mut schema = serde_json::json!({
+            "type": "object",
+            "title": long,
+            "description": long,
+            "properties": {
+                "description": {"type": "string", "description": long},
+                "enum": {"type": "string", "enum": [long], "default": long},
+                "nested": {"type": "array", "items": {"anyOf": [{"title": long}]}}
+            },
+            "$defs": {"x": {"$comment": long}},
+        });
+        bound_schema_text(&mut schema);
+        let cut = |v: &Value| {
+            let text = v.as_str().unwrap();
+            let (kept, marker) = text.rsplit_once('\n').unwrap();
+            assert!(kept.len() <= MAX_SCHEMA_TEXT_BYTES, "{}", kept.len());
+            assert!(kept.starts_with("<IMPORTANT>") && marker.starts_with("[cut: "));
+        };
+        cut(&schema["title"]);
+        cut(&schema["description"]);
+        cut(&schema["properties"]["description"]["description"]);
+        cut(&schema["properties"]["nested"]["items"]["anyOf"][0]["title"]);
+        cut(&schema["$defs"]["x"]["$comment"]);
+        assert_eq!(schema["properties"]["description"]["type"], "string");
+        assert_eq!(schema["properties"]["enum"]["enum"][0], long.as_str());
+        assert_eq!(schema["properties"]["enum"]["default"], long.as_str());
+    }
+
+    /// Issue 47, F5: a server's tools together put at most [`MAX_SERVER_TOOL_BYTES`] of
+    /// text before the model; the tools past it are left out, each named in the note, and
+    /// a small one after them still fits.
+    #[test]
+    fn a_servers_tools_are_held_to_a_budget_of_text() {
+        let wide = |i: usize| {
+            let text = "w".repeat(MAX_SCHEMA_TEXT_BYTES);
+            let props: serde_json::Map<String, Value> = (0..30)
+                .map(|p| {
+                    (
+                        format!("p{p}"),
+                        serde_json::json!({"type": "string", "description": text}),
+                    )
+                })
+                .collect();
+            let schema = serde_json::json!({"type": "object", "properties": props});
+            tool(&format!("wide{i}"), &"d".repeat(2_000), schema)
+        };
+        let mut listed: Vec<rmcp::model::Tool> = (0..MAX_TOOLS - 1).map(wide).collect();
+        listed.push(tool(
+            "small",
+            "Small.",
+            serde_json::json!({"type": "object"}),
+        ));
+        let (offers, left_out) = select(&docs_server(), listed);
+        let spent: usize = (offers.iter())
+            .map(|o| o.remote_name.len() + o.description.len() + o.parameters.to_string().len())
+            .sum();
+        assert!(spent <= MAX_SERVER_TOOL_BYTES, "{spent}");
+        assert!(
+            offers.len() > 1 && offers.len() < MAX_TOOLS - 1,
+            "{}",
+            offers.len()
+        );
+        assert_eq!(offers.last().unwrap().remote_name, "small");
+        assert_eq!(offers.len() + left_out.len(), MAX_TOOLS);
+        assert!(left_out
+            .iter()
+            .all(|u| u.reason.contains("65536 bytes of text")));
+        let note = unavailable_note(&left_out);
+        assert!(
+            note.contains(&format!("- docs__wide{}: ", MAX_TOOLS - 2)),
+            "{note}"
+        );
+        let (offers, left_out) = select(&docs_server(), vec![wide(0)]);
+        assert_eq!((offers.len(), left_out.len()), (1, 0));
+        assert!(offers[0].description.ends_with("[cut: 976 more bytes]"));
     }
 
     #[test]

@@ -191,6 +191,7 @@ async fn send(
                 l.ended = true;
             }
             rec.agent.conversation.push(note.clone());
+            super::actor::heard(&mut rec.agent, &link.agent);
             Vec::new()
         })
         .await?;
@@ -348,6 +349,7 @@ pub async fn take(remotes: Option<&Remotes>, run: &mut TaskRun) -> Result<Waitin
                     l.noted = Some((state, status_id.clone()));
                 }
                 rec.agent.conversation.push(note.clone());
+                super::actor::heard(&mut rec.agent, &link.agent);
                 Vec::new()
             })
             .await?;
@@ -371,6 +373,7 @@ pub async fn take(remotes: Option<&Remotes>, run: &mut TaskRun) -> Result<Waitin
                         l.questions += 1;
                     }
                     rec.agent.conversation.push(note.clone());
+                    super::actor::heard(&mut rec.agent, &link.agent);
                     Vec::new()
                 })
                 .await?;
@@ -463,6 +466,7 @@ async fn fail(run: &mut TaskRun, link: &Link, why: &str) -> Result<(), RunError>
             l.ended = true;
         }
         rec.agent.conversation.push(note.clone());
+        super::actor::heard(&mut rec.agent, &link.agent);
         Vec::new()
     })
     .await

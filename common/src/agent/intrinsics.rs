@@ -7,11 +7,12 @@
 //!   the run then ends and nothing runs until the reply.
 //! - `create_task_for_participant`: a sub-task `<parent>.<n>` assigned to the participant,
 //!   linked both ways; the parent does not call the model again until it has ended.
-//! - `set_participant_role`: admins only, and only as they asked: the actor (the sender
-//!   of the message the agent took in last) must be an admin, and the call cites the id of
-//!   an admin's message that asks for exactly that change (see [`requested`]); a request
-//!   makes one change. Keywords elsewhere in the context (a tool result, another member's
-//!   message, a second clause of the same message) cannot lend it a change.
+//! - `set_participant_role`: admins only, and only as they asked: the actor (whose words
+//!   the model acts on, `super::actor`) must be an admin, and the call cites the id of
+//!   that admin's latest message, which must ask for exactly that change (see
+//!   [`requested`]); a request makes one change. Keywords elsewhere in the context (a tool
+//!   result, another member's message, a second clause of the same message, an older
+//!   message) cannot lend it a change.
 //! - `request_help`: `help.decided` picks one of the first two.
 //! - With remote agents configured (`crate::remote`): `create_task_for_participant` for an
 //!   agent of the registry delegates to it (a remote task, linked to this one), and
@@ -266,8 +267,9 @@ async fn create_task(
         .and_then(|r| Some((r.registry.get(&a.participant_id)?.clone(), r)));
     if let Some((agent, remotes)) = remote {
         // Delegating spends the operator's credentials and hands the task's words to
-        // another party: only for a task whose latest word came from its reporter or an
-        // admin, so a watcher's message (or a remote's answer it led to) cannot.
+        // another party: only when the model acts on the words of the reporter or an
+        // admin (`super::actor`), so a watcher's message, a remote's answer or a
+        // sub-task's outcome cannot.
         let actor = run.record().agent.actor.clone().unwrap_or_default();
         if !crate::ext::permissions::permits(&parent_ext, &actor, Action::CreateSubTask) {
             let refused = ToolError::new(
@@ -330,14 +332,14 @@ struct RoleArgs {
 
 async fn set_role(run: &mut TaskRun, call: &ToolCall, a: RoleArgs) -> Result<(), RunError> {
     let ext = ext_of(run.record());
-    let actor = run.record().agent.actor.clone();
-    let checked = if !ext.has_role(actor.as_deref(), Role::Admin) {
+    let actor = run.record().agent.actor.clone().unwrap_or_default();
+    let checked = if !ext.has_role(Some(&actor), Role::Admin) {
         Err(ToolError::new(
             NOT_A_MEMBER,
             "only an admin may change roles",
         ))
     } else {
-        requested(run.record(), &ext, &a).and_then(|()| {
+        requested(run.record(), &ext, &actor, &a).and_then(|()| {
             (ext.participant(&a.participant_id))
                 .map(|_| ())
                 .ok_or_else(no_such_participant)
@@ -361,7 +363,9 @@ async fn set_role(run: &mut TaskRun, call: &ToolCall, a: RoleArgs) -> Result<(),
         ext.store(&mut rec.task);
         rec.agent.conversation.push(result.clone());
         // One request, one change.
-        rec.agent.role_requests.push(a.request_message_id.clone());
+        rec.agent
+            .role_requests
+            .push(request_key(&actor, &a.request_message_id));
         Vec::new()
     })
     .await
@@ -398,14 +402,26 @@ fn role_word(word: &str) -> Option<Role> {
     ROLES.into_iter().find(|r| r.as_str() == word)
 }
 
+/// How a used request is recorded: its sender and its id (ids are per sender).
+fn request_key(sender: &str, id: &str) -> String {
+    serde_json::json!([sender, id]).to_string()
+}
+
 /// Whether the cited message is an admin's request for exactly this change, not yet
-/// used: a participant's own message (not the harness's, not an agent's) in this task's
-/// history, from someone who is an admin now; the only member it names (by exact id, the
-/// harness aside) is the target and the only role it names is the target role; it is
+/// used: it is the latest word of the admin the run acts for (`actor`: the last
+/// participant message in the task's history from them, matched on sender and id, so an
+/// older request, one they took back since, and someone else's message under the same
+/// id lend nothing), a person's (not an agent's); the only member it names (by exact id,
+/// the harness aside) is the target and the only role it names is the target role; it is
 /// neither a question nor a negation ("is bob an admin?", "don't make bob an admin" ask
 /// for nothing). A message naming two members or two roles ("make bob an admin; mallory
 /// stays a watcher") is ambiguous and asks for nothing.
-fn requested(rec: &TaskRecord, ext: &TaskExtension, a: &RoleArgs) -> Result<(), ToolError> {
+fn requested(
+    rec: &TaskRecord,
+    ext: &TaskExtension,
+    actor: &str,
+    a: &RoleArgs,
+) -> Result<(), ToolError> {
     let id = a.request_message_id.as_str();
     let refused = |why: String| {
         ToolError::new(
@@ -413,25 +429,19 @@ fn requested(rec: &TaskRecord, ext: &TaskExtension, a: &RoleArgs) -> Result<(), 
             format!("a role change needs an admin's message that asks for exactly it, cited by its id (request_message_id): {why}; ask the admin to confirm"),
         )
     };
-    if rec.agent.role_requests.iter().any(|used| used == id) {
+    let key = request_key(actor, id);
+    // A plain id: recorded by a build that kept ids alone.
+    if (rec.agent.role_requests.iter()).any(|used| *used == key || used == id) {
         return Err(ToolError::new(
             "role.request_used",
             format!("message {id:?} was already used for a role change (one request, one change); ask the admin"),
         ));
     }
-    let cited = rec
-        .task
-        .history
-        .iter()
-        .find(|m| m.message_id == id && m.role == MessageRole::User);
-    let from_admin = |m: &&Message| {
-        let sender = crate::ext::participant::asserted(m);
-        (sender.and_then(|s| ext.participant(s)))
-            .is_some_and(|p| p.role == Role::Admin && p.kind != ParticipantKind::Agent)
-    };
-    let Some(m) = cited.filter(from_admin) else {
+    let person = (ext.participant(actor)).is_some_and(|p| p.kind != ParticipantKind::Agent);
+    let latest = super::actor::latest_word(rec, actor).filter(|_| person);
+    let Some(m) = latest.filter(|m| m.message_id == id) else {
         return Err(refused(format!(
-            "message {id:?} is no admin's message on this task"
+            "message {id:?} is not the latest message of the admin the agent acts for (an older or another member's message asks for nothing)"
         )));
     };
     let text = crate::ext::channel::message_text(m);

@@ -56,7 +56,6 @@ fn pending_calls(state: &AgentState) -> Vec<ToolCall> {
         .collect()
 }
 
-/// A model and the id its requests carry.
 /// A model, the id its requests carry, and the most tokens a request to it may hold
 /// (None: no budget).
 #[derive(Clone)]
@@ -493,11 +492,12 @@ impl LlmAgent {
             return Ok(());
         }
         let upto = run.record().task.history.len();
+        let ext = run.record().ext().unwrap_or_default();
         run.update_agent(|a| {
-            for input in inputs.iter().filter(|i| i.index >= a.inputs_upto) {
-                a.conversation.push(input.said.clone());
-                a.actor = Some(input.sender.clone());
-            }
+            let batch = inputs.iter().filter(|i| i.index >= a.inputs_upto);
+            a.conversation.extend(batch.clone().map(|i| i.said.clone()));
+            let actor = super::actor::of_batch(&ext, batch.map(|i| i.sender.as_str()));
+            a.actor = actor.or(a.actor.take());
             a.inputs_upto = a.inputs_upto.max(upto);
             a.replies
                 .retain(|r| !inputs.iter().any(|i| i.id == r.message_id));
@@ -527,15 +527,17 @@ impl LlmAgent {
                 _ => notes.push((
                     sub.task_id.clone(),
                     sub_task_note(&run.record().agent.nonce, child.as_ref(), &sub.task_id),
+                    super::actor::of_sub_task(child.as_ref()),
                 )),
             }
         }
         if !notes.is_empty() {
             run.update_agent(|a| {
-                for (id, note) in &notes {
+                for (id, note, from) in &notes {
                     if !a.noted.contains(id) {
                         a.noted.push(id.clone());
                         a.conversation.push(note.clone());
+                        super::actor::heard(a, from);
                     }
                 }
             })

@@ -1,6 +1,7 @@
 //! The agents: the LLM agent (context, system prompt, tools, delegation, help decisions)
 //! and the conformance agent, each an implementation of the engine's [`Agent`] port.
 
+pub mod actor;
 pub mod compaction;
 pub mod conformance;
 pub mod context;

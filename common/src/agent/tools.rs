@@ -230,10 +230,11 @@ impl ToolRegistry {
     }
 
     /// [`check`](Self::check) on a task: a tool with side effects runs only when the
-    /// task's latest word (`AgentState::actor`) came from its reporter or an admin
-    /// (`Action::CallToolWithSideEffects`); otherwise the model gets an error result and
-    /// the tool never hears of the call. A watcher's message, or what a tool or a remote
-    /// agent said after it, cannot lead to one.
+    /// model acts on the words of the task's reporter or an admin (`AgentState::actor`,
+    /// see `agent::actor`; `Action::CallToolWithSideEffects`); otherwise the model gets an
+    /// error result and the tool never hears of the call. A watcher's message (even with
+    /// an admin's after it in one batch), or a remote agent's answer or a sub-task's
+    /// outcome after the admin's word, cannot lead to one.
     pub fn check_on(&self, call: &ToolCall, rec: &TaskRecord) -> Result<Checked<'_>, ToolOutcome> {
         let checked = self.check(call)?;
         if let Checked::Tool(tool) = &checked {

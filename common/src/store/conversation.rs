@@ -32,10 +32,11 @@ pub struct AgentState {
     pub replies: Vec<Reply>,
     /// Sub-tasks whose outcome has been put in the conversation.
     pub noted: Vec<String>,
-    /// The participant whose message the agent took in last: who a privileged tool call
-    /// acts for.
+    /// Whose words the model acts on now (`agent::actor`): who a privileged tool call acts
+    /// for.
     pub actor: Option<String>,
-    /// Ids of admins' messages a role change was made on: each request makes one change.
+    /// Admins' messages a role change was made on, each as the JSON pair `[sender, id]`
+    /// (a plain id from builds before): each request makes one change.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub role_requests: Vec<String>,
     /// The delimiter nonce of the task's untrusted blocks (see `context::untrusted`).

@@ -18,8 +18,8 @@
 //! | replace a webhook (a create with its id) | the participant who created it |
 //! | delete a webhook | the participant who created it, or an admin |
 //! | change its participants and roles (envelope `participants`, `/role`) | an admin |
-//! | have the agent change a role (`set_participant_role`) | an admin whose message was the agent's latest input, and only as an admin's message the call cites by id asks: it names exactly that change (one member, one role; not a question or a negation), and makes one change |
-//! | have the agent call a tool with side effects (an MCP tool its server's configuration does not declare read-only) | its reporter or an admin, whose message was the agent's latest input; a read-only one, anyone's |
+//! | have the agent change a role (`set_participant_role`) | an admin the agent acts for (see the next row), and only as her latest message on the task, cited by id, asks: it names exactly that change (one member, one role; not a question or a negation), and makes one change; an older message, or one she took back since, asks for nothing |
+//! | have the agent call a tool with side effects (an MCP tool its server's configuration does not declare read-only) or delegate to a remote agent | its reporter or an admin, when the agent acts on their words (the actor): of the messages it took in together last, the weakest voice (any sender without this privilege makes the actor that sender); after a remote agent's answer or a sub-task's outcome enters the conversation, that agent or the sub-task's assignee, so a fresh word from the reporter or an admin is needed after it; what the operator's own MCP tools return does not change the actor. A read-only tool, anyone's |
 //!
 //! Anyone else is refused: a stranger with the not-found of a missing task (they learn
 //! nothing), a participant with invalid params naming the rule (they can see the task
@@ -38,8 +38,8 @@ pub enum Action {
     CreateSubTask,
     ManageWebhooks,
     ChangeParticipants,
-    /// Have the agent call a tool with side effects (`Tool::side_effects`): the actor is
-    /// whoever spoke last.
+    /// Have the agent call a tool with side effects (`Tool::side_effects`) or delegate to
+    /// a remote agent: the actor is whose words the model acts on now (`agent::actor`).
     CallToolWithSideEffects,
 }
 
