@@ -108,6 +108,14 @@ pub fn config_from_env() -> Result<Config, Error> {
             settings::TASKS_FOR_OTHERS_PER_HOUR,
             defaults.tasks_for_others_per_hour,
         )?,
+        posts_per_sender_per_hour: parse(
+            settings::POSTS_PER_SENDER_PER_HOUR,
+            defaults.posts_per_sender_per_hour,
+        )?,
+        posts_per_recipient_per_hour: parse(
+            settings::POSTS_PER_RECIPIENT_PER_HOUR,
+            defaults.posts_per_recipient_per_hour,
+        )?,
         agent_id: checked_id(settings::AGENT_ID)?.unwrap_or(defaults.agent_id),
         lease_ttl: Duration::from_secs(parse(
             settings::LEASE_SECONDS,

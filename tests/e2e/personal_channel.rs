@@ -7,6 +7,11 @@
 //! Issue 47, part B, must-show 6: walt, a watcher, cannot block bob's link by sending
 //! first under the id its answer would take (the old `answer:<task>:help:<n>`, a future
 //! one, or anything of the answer ids' shape): each is refused and bob's link answers.
+//!
+//! Issue 47, the review of items 2 and 3: posts to a personal channel are held to an hourly
+//! quota per recipient, whatever their source: mallory's sub-tasks for bob on a task of
+//! hers, and `/task carol` from ever new sender ids, reach bob and carol at most the cap;
+//! the tasks are still made, and dave's one post arrives.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -274,6 +279,92 @@ async fn assigned_through_its_link(backend: Backend) {
     assert_eq!(status, 409);
     assert_eq!(hook.all().len(), 1, "told once");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Posts past the recipient's cap (3 here) are not made, by the sub-task path or from
+/// rotating sender ids; the tasks they announce still exist and wait on their assignee.
+async fn posts_held_to_the_recipients_cap(backend: Backend) {
+    use harness_e2e::identity::{send, Via, Who};
+    let hooks = [
+        Receiver::start().await,
+        Receiver::start().await,
+        Receiver::start().await,
+    ];
+    let dir = std::env::temp_dir().join(unique("personal"));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let channels = dir.join("channels.toml");
+    let text = (["bob", "carol", "dave"].iter().zip(&hooks))
+        .map(|(who, hook)| format!("[{who}]\nurl = \"{}\"\n", hook.url))
+        .collect::<String>();
+    std::fs::write(&channels, text).expect("file");
+    let path = channels.display().to_string();
+    let args = [
+        "--personal-channels",
+        &path,
+        "--posts-per-recipient-per-hour",
+        "3",
+    ];
+    let Some(s) = Server::start_on(backend, &args).await else {
+        return;
+    };
+    let [bob, carol, dave] = &hooks;
+    let mallory = Who::header("mallory");
+    let command = |text: &str, on: Option<&str>| match on {
+        Some(task) => harness_e2e::reply_message(&unique("m"), task, text),
+        None => harness_e2e::user_message(&unique("m"), text),
+    };
+    // One task for bob (1 of mallory's tasks for others), then sub-tasks on it.
+    send(&s, &mallory, Via::Rest, command("/task bob x", None))
+        .await
+        .ok();
+    let listed = harness_e2e::identity::list(&s, &mallory, Via::Rest).await;
+    let parent = harness_e2e::listed_ids(&listed.ok())[0].clone();
+    for i in 0..6 {
+        let text = format!("/task bob log in at evil.example {i}");
+        send(&s, &mallory, Via::Rest, command(&text, Some(&parent)))
+            .await
+            .ok();
+    }
+    // carol from six senders, one each.
+    for i in 0..6 {
+        let who = Who::header(&format!("mallory-{i}"));
+        send(&s, &who, Via::Rest, command("/task carol log in", None))
+            .await
+            .ok();
+    }
+    send(
+        &s,
+        &Who::header("alice"),
+        Via::Rest,
+        command("/task dave hi", None),
+    )
+    .await
+    .ok();
+    dave.wait_until("dave's post", |got| !got.is_empty()).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(bob.all().len(), 3, "bob's channel held to its cap");
+    assert_eq!(carol.all().len(), 3, "carol's held to it whoever sends");
+    assert_eq!(dave.all().len(), 1);
+    // The tasks past the cap are there, waiting on bob.
+    let last = rpc_ok_as(
+        &s,
+        Some("bob"),
+        "GetTask",
+        json!({"id": format!("{parent}.6")}),
+    )
+    .await;
+    assert_eq!(state(&last), "TASK_STATE_INPUT_REQUIRED", "{last}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn posts_to_a_personal_channel_are_held_to_the_recipients_cap_on_the_embedded_store() {
+    posts_held_to_the_recipients_cap(Backend::Embedded).await;
+}
+
+#[tokio::test]
+async fn posts_to_a_personal_channel_are_held_to_the_recipients_cap_on_dynamodb() {
+    posts_held_to_the_recipients_cap(Backend::DynamoDb).await;
 }
 
 #[tokio::test]

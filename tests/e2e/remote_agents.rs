@@ -12,6 +12,10 @@
 //! never finishes is given up at the registry's (shortened) deadline, found by the sweep:
 //! A's model is told, B's task cancelled; a parent that fails while its remote task is
 //! open cancels that task.
+//!
+//! Issue 47's review: forged callbacks are not audited (a stranger's burst of them leaves
+//! the audit's hourly rows to the refusals that name someone); a remote task that ended
+//! just before its deadline gives its result, not a cancel.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -678,4 +682,110 @@ async fn a_remote_that_never_answers_is_given_up_at_its_deadline_on_the_embedded
 #[tokio::test]
 async fn a_remote_that_never_answers_is_given_up_at_its_deadline_on_dynamodb() {
     a_remote_that_never_answers_is_given_up_at_its_deadline(Backend::DynamoDb).await;
+}
+
+/// A stranger's burst of callbacks with forged tokens writes nothing: a refusal of an id
+/// after it still gets its audit row (before, the burst used up the 100 refusal rows an
+/// hour kept under no participant).
+async fn forged_callbacks_leave_the_audit_rows_to_others(backend: Backend) {
+    let agents = registry(&[("b", "http://127.0.0.1:9/card".to_owned())]);
+    let path = agents.display().to_string();
+    let Some(a) = Server::start_on(backend, &["--agents", &path]).await else {
+        return;
+    };
+    let forged = (0..150).map(|i| {
+        let a = &a;
+        async move {
+            let resp = (a
+                .http
+                .post(a.endpoint(&format!("/remote/callback/r1.forged{i}"))))
+            .header("X-A2A-Notification-Token", format!("{i}.forged"))
+            .json(&json!({}))
+            .send()
+            .await
+            .expect("POST the callback");
+            resp.status().as_u16()
+        }
+    });
+    let statuses = futures::future::join_all(forged).await;
+    assert!(statuses.iter().all(|s| *s == 401), "{statuses:?}");
+    use harness_e2e::identity::{send, Via, Who};
+    let m = harness_e2e::user_message(&unique("m"), "hi");
+    send(&a, &Who::header("bob\u{200b}"), Via::Rest, m)
+        .await
+        .invalid_params();
+    let trail = a.store().audit_trail("").await.expect("the audit trail");
+    assert!(
+        trail
+            .iter()
+            .any(|r| !r.accepted && r.operation != "RemoteCallback"),
+        "the id's refusal is kept: {trail:?}"
+    );
+    assert!(
+        !trail.iter().any(|r| r.operation == "RemoteCallback"),
+        "{trail:?}"
+    );
+    let _ = std::fs::remove_file(&agents);
+}
+
+#[tokio::test]
+async fn forged_callbacks_leave_the_audit_rows_to_others_on_the_embedded_store() {
+    forged_callbacks_leave_the_audit_rows_to_others(Backend::Embedded).await;
+}
+
+#[tokio::test]
+async fn forged_callbacks_leave_the_audit_rows_to_others_on_dynamodb() {
+    forged_callbacks_leave_the_audit_rows_to_others(Backend::DynamoDb).await;
+}
+
+/// B (polled: no push) completes 3.5 s in, after A's poll at 2 s and before its 5 s
+/// deadline; A next reads it at the deadline. Its answer reaches A's model: the deadline
+/// does not throw it away (before, A cancelled B's ended task and told the model it never
+/// answered).
+async fn a_result_just_before_the_deadline_is_taken(backend: Backend) {
+    let b_script = Script::new(json!([{"text": "Measured: 3 by 4.", "delay_ms": 3500}]));
+    let b_args = [
+        "--agent",
+        "llm",
+        "--model",
+        &b_script.model(),
+        "--push-notifications",
+        "false",
+    ];
+    let Some(b) = Server::start_on(backend, &b_args).await else {
+        return;
+    };
+    let a_script = Script::new(json!([
+        {"tool_calls": [{"name": "create_task_for_participant", "arguments": {
+            "participant_id": "b", "name": "Measure", "goal": "Measure the shed"}}]},
+        {"text": "Done with B's measure."}
+    ]));
+    let agents = registry_with(&[("b", card_url(&b))], "deadline = 5");
+    let Some(a) = harness_a_with(backend, &a_script, &agents, &["--lease-seconds", "2"]).await
+    else {
+        return;
+    };
+    let task = send_as(&a, Some("alice"), start_message("Get the shed measured")).await;
+    let id = task_id(&task);
+    until(&a, "alice", &id, "TASK_STATE_COMPLETED").await;
+    let told = a_script.requests_for_turn(1)[0]["messages"].to_string();
+    assert!(
+        in_block(&told, "source=\\\"agent:b\\\"", "Measured: 3 by 4."),
+        "{told}"
+    );
+    assert!(
+        !told.contains("did not answer within its deadline"),
+        "{told}"
+    );
+    let _ = std::fs::remove_file(&agents);
+}
+
+#[tokio::test]
+async fn a_result_just_before_the_deadline_is_taken_on_the_embedded_store() {
+    a_result_just_before_the_deadline_is_taken(Backend::Embedded).await;
+}
+
+#[tokio::test]
+async fn a_result_just_before_the_deadline_is_taken_on_dynamodb() {
+    a_result_just_before_the_deadline_is_taken(Backend::DynamoDb).await;
 }

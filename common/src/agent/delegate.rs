@@ -293,7 +293,10 @@ pub async fn take(remotes: Option<&Remotes>, run: &mut TaskRun) -> Result<Waitin
             })
             .await?;
         }
-        if crate::task::lease::now_ms() >= link.deadline_ms {
+        // Past its deadline, a link is given up unless its remote task has ended when read:
+        // the result is read first, so one that came just before is not thrown away.
+        let past = crate::task::lease::now_ms() >= link.deadline_ms;
+        if past && link.remote_task.is_none() {
             expire(remotes, run, &link, &agent).await?;
             continue;
         }
@@ -337,6 +340,10 @@ pub async fn take(remotes: Option<&Remotes>, run: &mut TaskRun) -> Result<Waitin
                     .collect()
             })
             .unwrap_or_default();
+        if past && !state.is_terminal() {
+            expire(remotes, run, &link, &agent).await?;
+            continue;
+        }
         let nonce = run.record().agent.nonce.clone();
         if state.is_terminal() {
             let said = outcome(&task);

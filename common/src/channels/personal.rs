@@ -17,6 +17,13 @@
 //! own that only the harness can make ([`AnswerLinks::message_id`]: `answer:` and a keyed
 //! hash of what the token names), so no one can take it first; intake refuses any other
 //! sender's message under an id with that prefix.
+//!
+//! Posts are held to two hourly quotas, counted in the store ([`Store::take_quota`]) so
+//! they hold across processes: per sender (the participant on whose word a post is made,
+//! [`Addressed::from`]: a `/task`'s sender, the task's reporter for what the agent asks)
+//! and per recipient (whoever asks, so a sender that changes the id it claims in `none`
+//! mode still cannot flood one person). A post over either is not made: it is logged and
+//! counted (`personal_posts_held`), and the request stays in the task and the inbox.
 
 use crate::config::Source;
 use std::collections::HashMap;
@@ -32,6 +39,7 @@ use serde::Deserialize;
 use crate::engine::medium::{Addressed, Asks, Medium};
 use crate::push::Notifier;
 use crate::sealing::PushKey;
+use crate::store::{Quota, Store};
 
 /// How long an answer link stays good.
 pub const LINK_LIFETIME: Duration = Duration::from_secs(7 * 24 * 3600);
@@ -64,6 +72,43 @@ pub struct PersonalChannels {
     urls: HashMap<String, Url>,
     links: AnswerLinks,
     notifier: Arc<Notifier>,
+    limits: PostLimits,
+}
+
+/// The hourly quotas of posts to personal channels, and the store that counts them.
+pub struct PostLimits {
+    pub store: Arc<dyn Store>,
+    /// Posts made on one participant's word an hour.
+    pub per_sender: u64,
+    /// Posts to one participant an hour.
+    pub per_recipient: u64,
+}
+
+impl PostLimits {
+    /// Counts a post of `request` against its sender's quota, then its recipient's;
+    /// whether it may be made. Past either, or when the store cannot count, it may not
+    /// (fails closed: the request is in the task either way).
+    async fn take(&self, request: &Addressed) -> bool {
+        let hour = crate::store::hour_of(crate::task::lease::now_ms());
+        let quotas = [
+            (Quota::PostsBySender, &request.from, self.per_sender),
+            (Quota::PostsToRecipient, &request.to, self.per_recipient),
+        ];
+        for (quota, participant, limit) in quotas {
+            match self.store.take_quota(quota, participant, hour, limit).await {
+                Ok(true) => {}
+                Ok(false) => {
+                    tracing::warn!(task_id = %request.task_id, participant = %request.to, sender = %request.from, quota = quota.name(), limit, "personal channel post held: over its hourly quota");
+                    return false;
+                }
+                Err(why) => {
+                    tracing::warn!(task_id = %request.task_id, participant = %request.to, %why, "personal channel post held: its quota could not be counted");
+                    return false;
+                }
+            }
+        }
+        true
+    }
 }
 
 /// Signs and checks answer links.
@@ -95,9 +140,10 @@ impl PersonalChannels {
         key: &PushKey,
         public_url: &str,
         notifier: Arc<Notifier>,
+        limits: PostLimits,
     ) -> Result<Self, String> {
         let text = source.read("personal channels")?;
-        Self::parse(&text, key, public_url, notifier)
+        Self::parse(&text, key, public_url, notifier, limits)
             .map_err(|e| format!("personal channels {source:?}: {e}"))
     }
 
@@ -106,6 +152,7 @@ impl PersonalChannels {
         key: &PushKey,
         public_url: &str,
         notifier: Arc<Notifier>,
+        limits: PostLimits,
     ) -> Result<Self, String> {
         if public_url.is_empty() {
             return Err(
@@ -119,6 +166,7 @@ impl PersonalChannels {
             urls,
             links: AnswerLinks::new(key, public_url),
             notifier,
+            limits,
         })
     }
 
@@ -133,11 +181,16 @@ impl Medium for PersonalChannels {
         self.urls.contains_key(participant)
     }
 
-    /// Posts `request` to its addressee's webhook. A failure is logged (without the URL).
+    /// Posts `request` to its addressee's webhook, within the hourly quotas
+    /// ([`PostLimits`]). A failure is logged (without the URL).
     async fn send(&self, request: &Addressed) {
         let Some(url) = self.urls.get(&request.to) else {
             return;
         };
+        if !self.limits.take(request).await {
+            crate::metrics::record(crate::metrics::Event::PersonalPostHeld);
+            return;
+        }
         let now = crate::task::lease::now_ms() / 1000;
         let link = self.links.link(request, now);
         let asked = match request.asks {
@@ -281,6 +334,7 @@ mod tests {
             request_id: "t-1:help:2".into(),
             asks: Asks::Answer,
             text: "Which?".into(),
+            from: "alice".into(),
         }
     }
 

@@ -196,7 +196,10 @@ async fn task(call: &mut Invocation<'_>, arguments: &str) -> Result<Reply, Comma
                 Err(CreateError::Store(e)) => return Err(e.into()),
             }
             subtask::link(parent, &id, None);
-            call.engine.media().announce(&child).await;
+            call.engine
+                .media()
+                .announce_from(&child, Some(call.sender))
+                .await;
             id
         }
         None => {
@@ -208,7 +211,10 @@ async fn task(call: &mut Invocation<'_>, arguments: &str) -> Result<Reply, Comma
             call.store
                 .create_task(&task, &[crate::engine::transition::created(&task)], None)
                 .await?;
-            call.engine.media().announce(&task).await;
+            call.engine
+                .media()
+                .announce_from(&task, Some(call.sender))
+                .await;
             id
         }
     };

@@ -43,6 +43,13 @@ pub const MAX_STREAM: Duration = Duration::from_secs(10 * 60);
 /// Tasks a participant may assign to someone else an hour unless configured otherwise.
 pub const DEFAULT_TASKS_FOR_OTHERS_PER_HOUR: u64 = 20;
 
+/// Posts to personal channels a participant's word may make an hour unless configured
+/// otherwise ([`crate::channels::personal`]).
+pub const DEFAULT_POSTS_PER_SENDER_PER_HOUR: u64 = 60;
+
+/// Posts a participant's personal channel takes an hour unless configured otherwise.
+pub const DEFAULT_POSTS_PER_RECIPIENT_PER_HOUR: u64 = 60;
+
 /// The harness's own participant id unless configured otherwise.
 pub const DEFAULT_AGENT_ID: &str = "tiny-harness";
 
@@ -91,6 +98,12 @@ pub struct Config {
     /// Tasks a participant may assign to someone else in a clock hour with `/task` and
     /// no task (each is posted to the assignee's channels); past it, refused.
     pub tasks_for_others_per_hour: u64,
+    /// Posts to personal channels made on one participant's word in a clock hour; past
+    /// it, not delivered (the request stays in the task and the inbox).
+    pub posts_per_sender_per_hour: u64,
+    /// Posts to one participant's personal channels in a clock hour, whoever asks; past
+    /// it, not delivered.
+    pub posts_per_recipient_per_hour: u64,
     /// Timeout of one webhook request.
     pub push_timeout: Duration,
     /// How a request's participant is known: self-asserted (`none`) or from a verified
@@ -138,6 +151,8 @@ impl Default for Config {
             webhook_allow: Vec::new(),
             personal_channels: None,
             tasks_for_others_per_hour: DEFAULT_TASKS_FOR_OTHERS_PER_HOUR,
+            posts_per_sender_per_hour: DEFAULT_POSTS_PER_SENDER_PER_HOUR,
+            posts_per_recipient_per_hour: DEFAULT_POSTS_PER_RECIPIENT_PER_HOUR,
             remote_agents: None,
             mcp_servers: None,
             push_timeout: Duration::from_secs(10),

@@ -301,6 +301,18 @@ pub const TASKS_FOR_OTHERS_PER_HOUR: Setting = both(
     "`20`",
     "tasks a participant may assign to someone else an hour with `/task` and no task",
 );
+pub const POSTS_PER_SENDER_PER_HOUR: Setting = both(
+    "HARNESS_POSTS_PER_SENDER_PER_HOUR",
+    Some("posts-per-sender-per-hour"),
+    "`60`",
+    "posts to personal channels one participant's word may make an hour",
+);
+pub const POSTS_PER_RECIPIENT_PER_HOUR: Setting = both(
+    "HARNESS_POSTS_PER_RECIPIENT_PER_HOUR",
+    Some("posts-per-recipient-per-hour"),
+    "`60`",
+    "posts one participant's personal channel takes an hour, whoever asks",
+);
 pub const PERSONAL_CHANNELS_SECRET: Setting = Setting {
     env: "HARNESS_PERSONAL_CHANNELS_SECRET",
     flag: None,
@@ -459,6 +471,8 @@ pub const SETTINGS: &[Setting] = &[
     AGENTS_SECRET,
     PERSONAL_CHANNELS,
     TASKS_FOR_OTHERS_PER_HOUR,
+    POSTS_PER_SENDER_PER_HOUR,
+    POSTS_PER_RECIPIENT_PER_HOUR,
     PERSONAL_CHANNELS_SECRET,
     PUSH_NOTIFICATIONS,
     PUSH_KEY,

@@ -41,6 +41,10 @@ pub struct Addressed {
     pub asks: Asks,
     /// The question, with its options, or the task's goal.
     pub text: String,
+    /// The participant on whose word it is sent, whose hourly quota of posts it counts
+    /// against: a `/task`'s sender; for a request the agent makes (a help request, a task
+    /// it creates for a participant), the task's reporter (else its first participant).
+    pub from: String,
 }
 
 impl Addressed {
@@ -51,6 +55,11 @@ impl Addressed {
         }
         let to = rec.waiting_on()?;
         let ext = rec.ext().unwrap_or_default();
+        let from = (ext.participants.iter())
+            .find(|p| p.role == crate::ext::task::Role::Reporter)
+            .or(ext.participants.first())
+            .map(|p| p.id.clone())
+            .unwrap_or_default();
         let (request_id, asks, text) = match &rec.agent.pending_help {
             Some(help) if help.participant_id == to => {
                 (help.message_id.clone(), Asks::Answer, help.display())
@@ -70,6 +79,7 @@ impl Addressed {
             request_id,
             asks,
             text,
+            from,
         })
     }
 }
@@ -96,12 +106,21 @@ impl Media {
     /// After a commit: sends the request `rec` now waits on, if any, by each medium that
     /// reaches its addressee, each within [`SEND_WITHIN`].
     pub async fn announce(&self, rec: &TaskRecord) {
+        self.announce_from(rec, None).await
+    }
+
+    /// [`Media::announce`], on the word of `sender` if given (a command's sender) rather
+    /// than the task's reporter.
+    pub async fn announce_from(&self, rec: &TaskRecord, sender: Option<&str>) {
         if self.0.is_empty() {
             return;
         }
-        let Some(request) = Addressed::of(rec) else {
+        let Some(mut request) = Addressed::of(rec) else {
             return;
         };
+        if let Some(sender) = sender {
+            request.from = sender.to_owned();
+        }
         let sends = (self.0.iter())
             .filter(|m| m.reaches(&request.to))
             .map(|m| tokio::time::timeout(SEND_WITHIN, m.send(&request)));

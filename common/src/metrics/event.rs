@@ -25,9 +25,13 @@ pub enum Event {
     StoreConflict,
     /// `store_retries`
     StoreRetry,
+    /// `personal_posts_held`
+    PersonalPostHeld,
+    /// `remote_callbacks_forged`
+    RemoteCallbackForged,
 }
 
-pub(super) const EVENTS: usize = 11;
+pub(super) const EVENTS: usize = 13;
 
 impl Event {
     /// Every event, in the order they are exported.
@@ -43,6 +47,8 @@ impl Event {
         Event::HelpAnswered,
         Event::StoreConflict,
         Event::StoreRetry,
+        Event::PersonalPostHeld,
+        Event::RemoteCallbackForged,
     ];
 
     pub(super) const fn index(self) -> usize {
@@ -63,6 +69,8 @@ impl Event {
             Event::HelpAnswered => "help_requests_answered",
             Event::StoreConflict => "store_conflicts",
             Event::StoreRetry => "store_retries",
+            Event::PersonalPostHeld => "personal_posts_held",
+            Event::RemoteCallbackForged => "remote_callbacks_forged",
         }
     }
 
@@ -79,6 +87,12 @@ impl Event {
             Event::HelpAnswered => "Help requests a participant answered.",
             Event::StoreConflict => "Optimistic-concurrency conflicts in the task store.",
             Event::StoreRetry => "Task store commits retried after a conflict, with a backoff.",
+            Event::PersonalPostHeld => {
+                "Posts to personal channels held back by their hourly quotas."
+            }
+            Event::RemoteCallbackForged => {
+                "Remote callbacks refused for a token that does not verify."
+            }
         }
     }
 }

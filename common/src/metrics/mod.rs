@@ -22,6 +22,8 @@
 //! | `help_requests_answered` | counter | | help requests a participant answered |
 //! | `store_conflicts` | counter | | optimistic-concurrency conflicts in the task store |
 //! | `store_retries` | counter | | commits retried after a conflict, with a backoff (`engine::backoff`) |
+//! | `personal_posts_held` | counter | | posts to personal channels not made: over a sender's or recipient's hourly quota (`channels::personal`) |
+//! | `remote_callbacks_forged` | counter | | remote callbacks whose token does not verify: logged (at most once a minute) and counted, not audited (`server::remote_callback`) |
 //! | `requests` | counter | `operation` | A2A requests, by operation (Prometheus only) |
 //! | `time_to_first_event_ms` | histogram | | milliseconds from a request to its first event |
 //!

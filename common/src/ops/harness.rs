@@ -149,6 +149,11 @@ impl Harness {
                     key,
                     &config.public_url,
                     notifier.clone(),
+                    crate::channels::personal::PostLimits {
+                        store: store.clone(),
+                        per_sender: config.posts_per_sender_per_hour,
+                        per_recipient: config.posts_per_recipient_per_hour,
+                    },
                 )?))
             }
             (Some(_), _, _) => {

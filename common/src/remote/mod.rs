@@ -151,16 +151,26 @@ impl Remotes {
     /// Whether `token` is the token of the callback `reference` names and has not run out
     /// (the signature checked in constant time).
     pub fn verify(&self, reference: &str, token: &str) -> bool {
+        self.check_token(reference, token) == TokenCheck::Good
+    }
+
+    /// What `token` is for the callback `reference` names: good, signed by this harness
+    /// for it but run out, or not its token at all.
+    pub fn check_token(&self, reference: &str, token: &str) -> TokenCheck {
         let Some((expires, tag)) = token.split_once('.') else {
-            return false;
+            return TokenCheck::Forged;
         };
         let Ok(expires_ms) = expires.parse::<i64>() else {
-            return false;
+            return TokenCheck::Forged;
         };
         let signed_ok = URL_SAFE_NO_PAD.decode(tag).is_ok_and(|tag| {
             hmac::verify(&self.key, signed(reference, expires_ms).as_bytes(), &tag).is_ok()
         });
-        signed_ok && crate::task::lease::now_ms() < expires_ms
+        match (signed_ok, crate::task::lease::now_ms() < expires_ms) {
+            (false, _) => TokenCheck::Forged,
+            (true, true) => TokenCheck::Good,
+            (true, false) => TokenCheck::Expired,
+        }
     }
 
     /// The system prompt's lines on the agents the model may delegate to.
@@ -177,6 +187,16 @@ impl Remotes {
 }
 
 /// What a callback token signs: the reference and when the token runs out.
+/// What [`Remotes::check_token`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenCheck {
+    Good,
+    /// This harness signed it for the reference, and its deadline passed.
+    Expired,
+    /// Not signed by this harness for the reference (or not a token).
+    Forged,
+}
+
 fn signed(reference: &str, expires_ms: i64) -> String {
     format!("{reference}\n{expires_ms}")
 }
@@ -228,6 +248,9 @@ mod tests {
         // And one that ran out is refused.
         let (_, spent) = r.callback(&reference, crate::task::lease::now_ms() - 1);
         assert!(!r.verify(&reference, &spent));
+        assert_eq!(r.check_token(&reference, &spent), TokenCheck::Expired);
+        assert_eq!(r.check_token(&other, &spent), TokenCheck::Forged);
+        assert_eq!(r.check_token(&reference, &token), TokenCheck::Good);
     }
 
     /// The format, pinned: what `tests/lambda_watch` makes in Python (AES-256-GCM and

@@ -3,7 +3,10 @@
 //! and link only to this harness) with the link's token in `X-A2A-Notification-Token`.
 //! The token is checked before anything is read, and so is that the delegation is still
 //! open: a token that ran out (the delegation's deadline), a link that ended, or a parent
-//! that ended is refused like a wrong token, and each refusal leaves an audit row. The
+//! that ended is refused like a wrong token, and each such refusal leaves an audit row
+//! under its task. A token this harness did not sign names no one and no task: it is
+//! refused without a write (a stranger's flood must not use up the audit's hourly rows),
+//! counted (`remote_callbacks_forged`) and logged at most once a minute. The
 //! body is not trusted (nor read): the remote task is read through the client, and only an
 //! ended task or a new question wakes the parent. Every answer is the same small JSON, so
 //! a caller without the token learns nothing about the task.
@@ -16,6 +19,7 @@ use axum::response::{IntoResponse, Response};
 
 use crate::a2a::TaskState;
 use crate::ops::Harness;
+use crate::remote::TokenCheck;
 use crate::store::{AuditRecord, TaskRecord};
 
 /// The header a push notification carries its config's token in.
@@ -40,12 +44,12 @@ pub async fn handle(
     let token = (headers.get(TOKEN_HEADER))
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default();
-    let named = remotes
-        .verify(&reference, token)
+    let check = remotes.check_token(&reference, token);
+    let named = (check != TokenCheck::Forged)
         .then(|| remotes.open_reference(&reference))
         .flatten();
     let Some((task_id, n)) = named else {
-        return refused(&h, "", "", "a wrong or spent token").await;
+        return forged();
     };
     let rec = match h.store().load_task(&task_id).await {
         Ok(rec) => rec,
@@ -54,6 +58,9 @@ pub async fn handle(
     // The token ran out at the link's deadline; the link may have ended before.
     let link = rec.as_ref().and_then(|r| r.agent.remote.get(n - 1));
     let agent = link.map(|l| l.agent.clone()).unwrap_or_default();
+    if check == TokenCheck::Expired {
+        return refused(&h, &task_id, &agent, "the token ran out").await;
+    }
     let Some(rec) = rec
         .as_ref()
         .filter(|r| !r.state().is_terminal() && link.is_some_and(|l| !l.ended))
@@ -71,8 +78,27 @@ fn not_taken(task_id: &str, n: usize, e: &str) -> Response {
     answer(StatusCode::SERVICE_UNAVAILABLE, "try again")
 }
 
-/// The refusal of a callback, audited under the task it names (if the token was good) and
-/// the agent it was delegated to.
+/// The refusal of a callback whose token this harness did not sign: counted, and logged
+/// at most once a minute (with how many since), never written to the store.
+fn forged() -> Response {
+    use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+    static LAST_LOGGED_MINUTE: AtomicI64 = AtomicI64::new(i64::MIN);
+    static SINCE: AtomicU64 = AtomicU64::new(0);
+    crate::metrics::record(crate::metrics::Event::RemoteCallbackForged);
+    let since = SINCE.fetch_add(1, Ordering::Relaxed) + 1;
+    let minute = crate::task::lease::now_ms().div_euclid(60_000);
+    if LAST_LOGGED_MINUTE.swap(minute, Ordering::Relaxed) != minute {
+        SINCE.store(0, Ordering::Relaxed);
+        tracing::warn!(
+            refused = since,
+            "remote callbacks refused: a token this harness did not sign"
+        );
+    }
+    answer(StatusCode::UNAUTHORIZED, "unauthorized")
+}
+
+/// The refusal of a callback with a token this harness signed, audited under the task it
+/// names and the agent it was delegated to.
 async fn refused(h: &Harness, task_id: &str, agent: &str, why: &str) -> Response {
     h.audit(&AuditRecord {
         operation: OPERATION.into(),

@@ -274,6 +274,12 @@ pub enum Quota {
     /// Tasks a participant assigned to someone else with `/task` and no task
     /// (`HARNESS_TASKS_FOR_OTHERS_PER_HOUR`), each posted to its assignee's channels.
     TasksForOthers,
+    /// Posts to personal channels made on a participant's word
+    /// (`HARNESS_POSTS_PER_SENDER_PER_HOUR`).
+    PostsBySender,
+    /// Posts to a participant's personal channels, whoever's word they are made on
+    /// (`HARNESS_POSTS_PER_RECIPIENT_PER_HOUR`).
+    PostsToRecipient,
 }
 
 impl Quota {
@@ -282,6 +288,8 @@ impl Quota {
         match self {
             Quota::AuditRows => "",
             Quota::TasksForOthers => "tasks-for-others",
+            Quota::PostsBySender => "posts-by-sender",
+            Quota::PostsToRecipient => "posts-to-recipient",
         }
     }
 }

@@ -95,6 +95,10 @@ struct Args {
     rate_limit_per_minute: u32,
     #[arg(long = settings::TASKS_FOR_OTHERS_PER_HOUR.long(), env = settings::TASKS_FOR_OTHERS_PER_HOUR.env, default_value_t = common::config::DEFAULT_TASKS_FOR_OTHERS_PER_HOUR)]
     tasks_for_others_per_hour: u64,
+    #[arg(long = settings::POSTS_PER_SENDER_PER_HOUR.long(), env = settings::POSTS_PER_SENDER_PER_HOUR.env, default_value_t = common::config::DEFAULT_POSTS_PER_SENDER_PER_HOUR)]
+    posts_per_sender_per_hour: u64,
+    #[arg(long = settings::POSTS_PER_RECIPIENT_PER_HOUR.long(), env = settings::POSTS_PER_RECIPIENT_PER_HOUR.env, default_value_t = common::config::DEFAULT_POSTS_PER_RECIPIENT_PER_HOUR)]
+    posts_per_recipient_per_hour: u64,
     /// Response Content-Type of the HTTP+JSON binding: json or a2a+json.
     #[arg(long = settings::REST_CONTENT_TYPE.long(), env = settings::REST_CONTENT_TYPE.env, default_value = "json")]
     rest_content_type: RestContentType,
@@ -248,6 +252,8 @@ async fn run() -> Result<(), common::lambda::Error> {
         max_body_bytes: args.max_body_bytes,
         rate_limit_per_minute: args.rate_limit_per_minute,
         tasks_for_others_per_hour: args.tasks_for_others_per_hour,
+        posts_per_sender_per_hour: args.posts_per_sender_per_hour,
+        posts_per_recipient_per_hour: args.posts_per_recipient_per_hour,
         metrics_endpoint: args.metrics.unwrap_or(args.auth == AuthMode::None),
         push_notifications: args.push_notifications,
         push_key: match (args.push_key.clone(), &args.table) {
