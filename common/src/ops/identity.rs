@@ -78,6 +78,14 @@ impl Harness {
         })
     }
 
+    /// The refusal of an `X-Participant-Id` header that is not UTF-8 (`raw`, shown with
+    /// U+FFFD for what is not), audited like any other id that is none.
+    pub async fn unreadable_participant_header(&self, op: Operation, raw: &[u8]) -> A2aError {
+        let shown = String::from_utf8_lossy(raw);
+        let refused = (self.refuse_id(op, IdEntry::new("", &shown), &IdRefusal::Syntax)).await;
+        A2aError::invalid_field("X-Participant-Id", refused)
+    }
+
     /// `id`, unless it is not a participant id, or is or looks like a reserved id (see
     /// [`Harness::reserved`]): no client request acts as the harness or its agents. A
     /// refusal is audited.
