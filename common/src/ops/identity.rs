@@ -124,12 +124,14 @@ impl Harness {
             .map_err(A2aError::from)
     }
 
-    /// Whether the participants an envelope leaves on a task (`after`, changed from
-    /// `before`) may stand: each id it adds is a participant id, not a reserved one
-    /// (unless listed as an agent: the harness and registry agents may be), and does not
-    /// look like a reserved id or any other participant's. Only the task's creator or an
-    /// admin gets this far (`TaskEnvelope`), so comparing with the members tells a
-    /// stranger nothing. A refusal names `field` and is audited.
+    /// Whether the participants an envelope from `sender` leaves on a task (`after`,
+    /// changed from `before`) may stand: the sender is not made an agent participant
+    /// (which would let them speak as the agent), and each id it adds is a participant
+    /// id, not a reserved one (unless listed as an agent: the harness and registry agents
+    /// may be), and does not look like a reserved id or any other participant's. Only
+    /// the task's creator or an admin gets this far (`TaskEnvelope`), so comparing with
+    /// the members tells a stranger nothing. `entry` names the sender; a refusal names
+    /// `field` and is audited.
     pub(crate) async fn check_roster(
         &self,
         op: Operation,
@@ -138,6 +140,13 @@ impl Harness {
         before: &[Participant],
         after: &TaskExtension,
     ) -> Result<(), A2aError> {
+        let was_agent = before
+            .iter()
+            .any(|b| b.id == entry.id && b.kind == ParticipantKind::Agent);
+        if after.is_agent(entry.id) && !was_agent {
+            let refused = (self.refuse_id(op, entry, &IdRefusal::OwnAgent)).await;
+            return Err(A2aError::invalid_field(field, refused));
+        }
         let reserved = self.reserved().await?;
         let ids = || after.participants.iter().map(|p| p.id.as_str());
         for p in (after.participants.iter()).filter(|p| before.iter().all(|b| b.id != p.id)) {

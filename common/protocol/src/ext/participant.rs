@@ -151,7 +151,14 @@ pub enum IdRefusal {
     /// Looks like a reserved id or another member's without being it.
     #[error("{LOOKALIKE_RULE}")]
     Lookalike,
+    /// An envelope's sender listing themselves as an agent participant.
+    #[error("{OWN_AGENT_RULE}")]
+    OwnAgent,
 }
+
+/// Why an envelope may not make its own sender an agent participant, as a refusal says it.
+pub const OWN_AGENT_RULE: &str = "a task envelope may not make its own sender an agent \
+     participant: agents join when the harness delegates to them or someone else adds them";
 
 /// The ids nobody from outside may be or look like: the harness's own agent id, every
 /// agent id it used before, every registry agent's id. Kept with their skeletons.
