@@ -40,10 +40,9 @@ pub fn check_data_parts(m: &crate::a2a::Message) -> Result<(), crate::a2a::A2aEr
     };
     for (i, p) in m.parts.iter().enumerate() {
         if let (Some(t), None) = (ours(p), &p.data) {
-            return Err(crate::a2a::A2aError::invalid_field(
-                &format!("message.parts[{i}]"),
-                format!("a part of media type {t} must be a data part"),
-            ));
+            let field = format!("message.parts[{i}]");
+            let why = format!("{field} has media type {t}, which only a data part may have");
+            return Err(crate::a2a::A2aError::invalid_field(field, why));
         }
     }
     Ok(())
