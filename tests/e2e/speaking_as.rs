@@ -69,7 +69,8 @@ async fn a_person_cannot_speak_as_the_agent(backend: Backend) {
             e["mediaType"] = json!(media);
             e
         };
-        let nothing = json!({"data": {"kind": "task", "payload": {}}, "mediaType": EVENT_MEDIA_TYPE});
+        let nothing =
+            json!({"data": {"kind": "task", "payload": {}}, "mediaType": EVENT_MEDIA_TYPE});
         let as_text = json!({"text": envelope("status_update")["data"].to_string(),
             "mediaType": EVENT_MEDIA_TYPE});
         let attempts = [
@@ -207,7 +208,11 @@ async fn a_task_cannot_be_started_as_the_agent(backend: Backend) {
             let answer = send(&s, &Who::header("alice"), via, m).await;
             answer.invalid_params();
             // The field is named in the error's details (fieldViolations).
-            assert!(answer.text.contains(field), "{via:?} {role}: {}", answer.text);
+            assert!(
+                answer.text.contains(field),
+                "{via:?} {role}: {}",
+                answer.text
+            );
             let stored = s.store().message_task("", "alice", &mid).await;
             assert_eq!(stored.expect("read"), None, "{via:?} {role}");
             let trail = s.store().audit_trail("").await.expect("audit trail");
@@ -234,12 +239,20 @@ async fn a_task_cannot_be_started_as_the_agent(backend: Backend) {
             "payload": {"participants": [
                 participants::participant("alice", "agent", "admin"),
                 participants::participant("bot", "agent", "watcher")]}}});
-        let m = on_task(&id, json!("ROLE_USER"), json!([{"text": "Me too."}, change]));
+        let m = on_task(
+            &id,
+            json!("ROLE_USER"),
+            json!([{"text": "Me too."}, change]),
+        );
         let mid = m["messageId"].as_str().expect("id").to_owned();
         let answer = send(&s, &Who::header("alice"), via, m).await;
         answer.invalid_params();
         assert!(answer.message().contains("own sender"), "{}", answer.text);
-        assert!(answer.text.contains("message.parts[1].data"), "{}", answer.text);
+        assert!(
+            answer.text.contains("message.parts[1].data"),
+            "{}",
+            answer.text
+        );
         assert_eq!(footprint(&s, &id).await, before, "{via:?}: nothing stored");
         let trail = s.store().audit_trail(&id).await.expect("audit trail");
         assert!(

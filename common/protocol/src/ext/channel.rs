@@ -7,7 +7,9 @@ use std::sync::OnceLock;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{compile, is_media_type, problems, CHANNEL_MEDIA_TYPE, CHANNEL_SCHEMA, EVENT_MEDIA_TYPE};
+use super::{
+    compile, is_media_type, problems, CHANNEL_MEDIA_TYPE, CHANNEL_SCHEMA, EVENT_MEDIA_TYPE,
+};
 use crate::a2a::{A2aError, Message, Part};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

@@ -112,7 +112,10 @@ mod tests {
         ] {
             assert!(is_media_type(media, EVENT_MEDIA_TYPE), "{media}");
         }
-        assert!(!is_media_type("application/vnd.tiny-harness.event+jsonx", EVENT_MEDIA_TYPE));
+        assert!(!is_media_type(
+            "application/vnd.tiny-harness.event+jsonx",
+            EVENT_MEDIA_TYPE
+        ));
         assert!(!is_media_type(EVENT_MEDIA_TYPE, CHANNEL_MEDIA_TYPE));
         let with = |part: Part| Message {
             parts: vec![Part::text("x"), part],
@@ -130,7 +133,10 @@ mod tests {
         };
         for part in [
             typed(Part::text("{}"), EVENT_MEDIA_TYPE),
-            typed(Part::text("{}"), "application/vnd.tiny-harness.CHANNEL+json; v=1"),
+            typed(
+                Part::text("{}"),
+                "application/vnd.tiny-harness.CHANNEL+json; v=1",
+            ),
             typed(raw, EVENT_MEDIA_TYPE),
         ] {
             let refused = check_data_parts(&with(part));

@@ -259,12 +259,27 @@ mod tests {
             ("tiny-harness\u{2800}", "Braille blank"),
             ("tiny-harness\u{e000}", "private use (Co)"),
             ("tiny-harness\u{50000}", "unassigned (Cn)"),
-            ("tiny-harness\u{fe0f}", "variation selector (Default_Ignorable)"),
-            ("tiny-harness\u{e0100}", "variation selector supplement (Default_Ignorable)"),
-            ("tiny-harness\u{3164}", "Hangul filler (Default_Ignorable, Lo)"),
+            (
+                "tiny-harness\u{fe0f}",
+                "variation selector (Default_Ignorable)",
+            ),
+            (
+                "tiny-harness\u{e0100}",
+                "variation selector supplement (Default_Ignorable)",
+            ),
+            (
+                "tiny-harness\u{3164}",
+                "Hangul filler (Default_Ignorable, Lo)",
+            ),
             ("tiny-harness\u{ad}", "soft hyphen (Default_Ignorable)"),
-            ("tiny-harness\u{34f}", "combining grapheme joiner (Default_Ignorable)"),
-            ("tiny-harness\u{180b}", "Mongolian variation selector (Default_Ignorable)"),
+            (
+                "tiny-harness\u{34f}",
+                "combining grapheme joiner (Default_Ignorable)",
+            ),
+            (
+                "tiny-harness\u{180b}",
+                "Mongolian variation selector (Default_Ignorable)",
+            ),
             ("tiny-harness\t", "tab (Cc, trailing)"),
             (long.as_str(), "5,000 characters"),
             ("", "empty"),

@@ -5,7 +5,7 @@
 //! | action | who may |
 //! |---|---|
 //! | see the task (GetTask, ListTasks, SubscribeToTask), send a message on it | any participant |
-//! | speak as the agent on it (`role: ROLE_AGENT`; a `status_update` or `artifact_update` event envelope; a `help_request` channel part) | an agent participant of it (for a task a message starts: one its envelope makes an agent) |
+//! | speak as the agent on it (`role: ROLE_AGENT`; a `status_update` or `artifact_update` event envelope; a `help_request` channel part) | an agent participant of it, which nobody makes themselves (a message that starts a task is never the agent's; media types match without case or parameters) |
 //! | send under an answer link's message id (`answer:…`) | no one: the harness, answering through the link |
 //! | answer a help request (the reply that resumes a waiting task) | the participant asked, or an admin |
 //! | cancel the task | its reporter, its assignee (declining the work), or an admin |
