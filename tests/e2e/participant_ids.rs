@@ -8,6 +8,8 @@
 //!   `--agent-id` and a registry agent's id. Each refusal is clear (-32602 naming the
 //!   rule; 401 for a token whose subject is no id), stores nothing and leaves an audit
 //!   row. (ESC and DEL cannot travel in an HTTP header at all: the header rows skip them.)
+//!   The review of that pass added a no-break space, an em dash look-alike and a
+//!   private-use character, and a header that is not UTF-8 (refused and audited).
 //! - `/task <who> <goal>` without a task assigns someone else at most
 //!   `--tasks-for-others-per-hour` tasks an hour per sender, across a restart; 100 quick
 //!   attempts get exactly that many through.
@@ -26,6 +28,9 @@ const REGISTRY_AGENT: &str = "research-bot";
 fn bad_ids() -> Vec<(String, &'static str)> {
     vec![
         ("t\u{456}ny-harness".into(), "Cyrillic і look-alike"),
+        ("tiny-harness\u{a0}".into(), "no-break space"),
+        ("tiny\u{2014}harness".into(), "em dash look-alike"),
+        ("tiny-harness\u{e000}".into(), "private use character"),
         ("tiny-harness\u{200b}".into(), "zero-width space"),
         ("bob\u{202e}evil".into(), "right-to-left override"),
         ("bob\u{1b}[31m".into(), "ESC"),
@@ -230,6 +235,52 @@ async fn a_token_subject_is_held_to_the_same_rules_embedded() {
 #[tokio::test]
 async fn a_token_subject_is_held_to_the_same_rules_dynamodb() {
     a_token_subject_is_held_to_the_same_rules(Backend::DynamoDb).await;
+}
+
+/// An `X-Participant-Id` header that is not UTF-8 is refused like any id that is none,
+/// over both bindings, and audited (it was refused without an audit row before).
+async fn a_header_that_is_not_utf8_is_refused_and_audited(backend: Backend) {
+    let Some(s) = Server::start_on(backend, &[]).await else {
+        return;
+    };
+    let mut headers = Who::Nobody.headers();
+    let raw = reqwest::header::HeaderValue::from_bytes(b"bob\xff\xfe").expect("obs-text");
+    headers.insert("x-participant-id", raw);
+    let params = send_params(user_message(&unique("latin1"), "hi"));
+    for via in [Via::JsonRpc, Via::Rest] {
+        let before = refusals(&s, "").await;
+        let resp = match via {
+            Via::JsonRpc => {
+                let body = json!({"jsonrpc": "2.0", "id": "r-1", "method": "SendMessage",
+                    "params": params});
+                s.rpc_raw(&headers, body.to_string()).await
+            }
+            Via::Rest => {
+                let body = params.to_string();
+                (s.rest_raw(reqwest::Method::POST, "/message:send", &headers, body)).await
+            }
+        };
+        let answer = Answer {
+            via,
+            status: resp.status().as_u16(),
+            headers: resp.headers().clone(),
+            text: resp.text().await.expect("an answer body"),
+        };
+        answer.invalid_params();
+        assert!(answer.message().contains("refused"), "{}", answer.text);
+        assert_eq!(refusals(&s, "").await, before + 1, "{via:?}: one audit row");
+    }
+    assert_eq!(listed(&s, "bob").await + listed(&s, ANONYMOUS).await, 0);
+}
+
+#[tokio::test]
+async fn a_header_that_is_not_utf8_is_refused_and_audited_embedded() {
+    a_header_that_is_not_utf8_is_refused_and_audited(Backend::Embedded).await;
+}
+
+#[tokio::test]
+async fn a_header_that_is_not_utf8_is_refused_and_audited_dynamodb() {
+    a_header_that_is_not_utf8_is_refused_and_audited(Backend::DynamoDb).await;
 }
 
 /// `/task <who> <goal>` without a task: someone else at most the limit an hour (100

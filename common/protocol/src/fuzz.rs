@@ -381,7 +381,7 @@ fn check_channel_message(m: &Message) {
     let first = m
         .parts
         .iter()
-        .position(|p| p.media_type == CHANNEL_MEDIA_TYPE);
+        .position(|p| crate::ext::is_media_type(&p.media_type, CHANNEL_MEDIA_TYPE));
     match (of_message(m), first) {
         (Ok(None), None) | (Ok(Some(_)), Some(_)) => {}
         (Err(A2aError::InvalidParams { field: Some(f), .. }), Some(i)) => {

@@ -78,6 +78,14 @@ impl Harness {
         })
     }
 
+    /// The refusal of an `X-Participant-Id` header that is not UTF-8 (`raw`, shown with
+    /// U+FFFD for what is not), audited like any other id that is none.
+    pub async fn unreadable_participant_header(&self, op: Operation, raw: &[u8]) -> A2aError {
+        let shown = String::from_utf8_lossy(raw);
+        let refused = (self.refuse_id(op, IdEntry::new("", &shown), &IdRefusal::Syntax)).await;
+        A2aError::invalid_field("X-Participant-Id", refused)
+    }
+
     /// `id`, unless it is not a participant id, or is or looks like a reserved id (see
     /// [`Harness::reserved`]): no client request acts as the harness or its agents. A
     /// refusal is audited.
@@ -116,12 +124,14 @@ impl Harness {
             .map_err(A2aError::from)
     }
 
-    /// Whether the participants an envelope leaves on a task (`after`, changed from
-    /// `before`) may stand: each id it adds is a participant id, not a reserved one
-    /// (unless listed as an agent: the harness and registry agents may be), and does not
-    /// look like a reserved id or any other participant's. Only the task's creator or an
-    /// admin gets this far (`TaskEnvelope`), so comparing with the members tells a
-    /// stranger nothing. A refusal names `field` and is audited.
+    /// Whether the participants an envelope from `sender` leaves on a task (`after`,
+    /// changed from `before`) may stand: the sender is not made an agent participant
+    /// (which would let them speak as the agent), and each id it adds is a participant
+    /// id, not a reserved one (unless listed as an agent: the harness and registry agents
+    /// may be), and does not look like a reserved id or any other participant's. Only
+    /// the task's creator or an admin gets this far (`TaskEnvelope`), so comparing with
+    /// the members tells a stranger nothing. `entry` names the sender; a refusal names
+    /// `field` and is audited.
     pub(crate) async fn check_roster(
         &self,
         op: Operation,
@@ -130,6 +140,13 @@ impl Harness {
         before: &[Participant],
         after: &TaskExtension,
     ) -> Result<(), A2aError> {
+        let was_agent = before
+            .iter()
+            .any(|b| b.id == entry.id && b.kind == ParticipantKind::Agent);
+        if after.is_agent(entry.id) && !was_agent {
+            let refused = (self.refuse_id(op, entry, &IdRefusal::OwnAgent)).await;
+            return Err(A2aError::invalid_field(field, refused));
+        }
         let reserved = self.reserved().await?;
         let ids = || after.participants.iter().map(|p| p.id.as_str());
         for p in (after.participants.iter()).filter(|p| before.iter().all(|b| b.id != p.id)) {

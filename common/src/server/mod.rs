@@ -346,19 +346,14 @@ async fn caller(
     verified: Option<String>,
 ) -> Result<crate::ops::Caller, A2aError> {
     // UTF-8, not only visible ASCII: an id outside ASCII is checked like any other, not
-    // taken for no header (which would make the request the default participant's).
-    let header = match (parts.headers)
-        .get(crate::ext::participant::PARTICIPANT_HEADER)
-        .map(|v| std::str::from_utf8(v.as_bytes()))
-    {
+    // taken for no header (which would make the request the default participant's). Only
+    // HTTP's own whitespace around it is dropped: any other is the id's, and refused.
+    let header = match (parts.headers).get(crate::ext::participant::PARTICIPANT_HEADER) {
         None => None,
-        Some(Ok(named)) => Some(named.trim()),
-        Some(Err(_)) => {
-            return Err(A2aError::invalid_field(
-                "X-Participant-Id",
-                crate::ext::participant::ID_RULE,
-            ))
-        }
+        Some(v) => match std::str::from_utf8(v.as_bytes()) {
+            Ok(named) => Some(named.trim_matches([' ', '\t'])),
+            Err(_) => return Err(h.unreadable_participant_header(op, v.as_bytes()).await),
+        },
     };
     let mut caller = h.caller(op, header, verified).await?;
     let lambda = parts.extensions.get::<lambda_http::Context>();

@@ -7,7 +7,9 @@ use std::sync::OnceLock;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{compile, problems, CHANNEL_MEDIA_TYPE, CHANNEL_SCHEMA, EVENT_MEDIA_TYPE};
+use super::{
+    compile, is_media_type, problems, CHANNEL_MEDIA_TYPE, CHANNEL_SCHEMA, EVENT_MEDIA_TYPE,
+};
 use crate::a2a::{A2aError, Message, Part};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -88,7 +90,7 @@ pub fn of_message(m: &Message) -> Result<Option<ChannelMessage>, A2aError> {
         .parts
         .iter()
         .enumerate()
-        .find(|(_, p)| p.media_type == CHANNEL_MEDIA_TYPE)
+        .find(|(_, p)| is_media_type(&p.media_type, CHANNEL_MEDIA_TYPE))
     else {
         return Ok(None);
     };
@@ -113,7 +115,7 @@ pub fn message_text(m: &Message) -> String {
     m.parts
         .iter()
         .filter_map(|p| {
-            if p.media_type == CHANNEL_MEDIA_TYPE {
+            if is_media_type(&p.media_type, CHANNEL_MEDIA_TYPE) {
                 let data = p.data.as_ref()?;
                 serde_json::from_value::<ChannelMessage>(data.clone())
                     .ok()
@@ -127,7 +129,9 @@ pub fn message_text(m: &Message) -> String {
 }
 
 fn other_data(p: &Part) -> Option<String> {
-    if p.media_type == CHANNEL_MEDIA_TYPE || p.media_type == EVENT_MEDIA_TYPE {
+    if is_media_type(&p.media_type, CHANNEL_MEDIA_TYPE)
+        || is_media_type(&p.media_type, EVENT_MEDIA_TYPE)
+    {
         return None;
     }
     p.data.as_ref().map(|d| d.to_string())

@@ -19,6 +19,35 @@ pub const TASK_MEDIA_TYPE: &str = "application/vnd.tiny-harness.task+json";
 pub const CHANNEL_MEDIA_TYPE: &str = "application/vnd.tiny-harness.channel+json";
 pub const EVENT_MEDIA_TYPE: &str = "application/vnd.tiny-harness.event+json";
 
+/// Whether a part's `media_type` is `ours` (one of the media types above): compared as
+/// media types are, without case and without parameters, so
+/// `Application/VND.tiny-harness.event+json; v=1` is the event media type. Every match
+/// on an extension media type goes through here.
+pub fn is_media_type(media_type: &str, ours: &str) -> bool {
+    let essence = media_type.split(';').next().unwrap_or_default();
+    essence.trim().eq_ignore_ascii_case(ours)
+}
+
+/// Refuses (-32602 naming the part) a part that carries the channel or event media type
+/// without being a data part: what those media types carry is JSON data, and a text,
+/// raw or url part under one would be read as content by one check and skipped by
+/// another.
+pub fn check_data_parts(m: &crate::a2a::Message) -> Result<(), crate::a2a::A2aError> {
+    let ours = |p: &crate::a2a::Part| {
+        [CHANNEL_MEDIA_TYPE, EVENT_MEDIA_TYPE]
+            .into_iter()
+            .find(|t| is_media_type(&p.media_type, t))
+    };
+    for (i, p) in m.parts.iter().enumerate() {
+        if let (Some(t), None) = (ours(p), &p.data) {
+            let field = format!("message.parts[{i}]");
+            let why = format!("{field} has media type {t}, which only a data part may have");
+            return Err(crate::a2a::A2aError::invalid_field(field, why));
+        }
+    }
+    Ok(())
+}
+
 /// Every extension this server supports, in card order.
 pub const SUPPORTED: &[&str] = &[TASK_EXTENSION, CHANNEL_EXTENSION, COMMANDS_EXTENSION];
 
@@ -70,6 +99,53 @@ mod tests {
             let v: serde_json::Value = serde_json::from_str(schema).expect("schema is JSON");
             assert_eq!(v["$id"], format!("{uri}/schema.json"));
         }
+    }
+
+    #[test]
+    fn extension_media_types_compare_without_case_or_parameters_and_are_data() {
+        use crate::a2a::{A2aError, Message, Part};
+        for media in [
+            EVENT_MEDIA_TYPE,
+            "Application/VND.Tiny-Harness.Event+JSON",
+            "application/vnd.tiny-harness.event+json;v=1",
+            " application/vnd.tiny-harness.event+json ; charset=utf-8",
+        ] {
+            assert!(is_media_type(media, EVENT_MEDIA_TYPE), "{media}");
+        }
+        assert!(!is_media_type(
+            "application/vnd.tiny-harness.event+jsonx",
+            EVENT_MEDIA_TYPE
+        ));
+        assert!(!is_media_type(EVENT_MEDIA_TYPE, CHANNEL_MEDIA_TYPE));
+        let with = |part: Part| Message {
+            parts: vec![Part::text("x"), part],
+            ..Default::default()
+        };
+        let typed = |mut p: Part, media: &str| {
+            p.media_type = media.into();
+            p
+        };
+        let data = typed(Part::data(serde_json::json!({})), EVENT_MEDIA_TYPE);
+        assert_eq!(check_data_parts(&with(data)), Ok(()));
+        let raw = Part {
+            raw: Some("eyJ9".into()),
+            ..Default::default()
+        };
+        for part in [
+            typed(Part::text("{}"), EVENT_MEDIA_TYPE),
+            typed(
+                Part::text("{}"),
+                "application/vnd.tiny-harness.CHANNEL+json; v=1",
+            ),
+            typed(raw, EVENT_MEDIA_TYPE),
+        ] {
+            let refused = check_data_parts(&with(part));
+            assert!(
+                matches!(&refused, Err(A2aError::InvalidParams { field: Some(f), .. }) if f == "message.parts[1]"),
+                "{refused:?}"
+            );
+        }
+        assert_eq!(check_data_parts(&with(Part::text("{}"))), Ok(()));
     }
 
     #[test]

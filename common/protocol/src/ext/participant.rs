@@ -45,7 +45,8 @@ pub fn asserted(message: &Message) -> Option<&str> {
 
 /// What [`valid_id`] asks, as a refusal says it.
 pub const ID_RULE: &str = "a participant id is 1 to 256 characters in Unicode NFC, with no \
-     control, format (zero-width, byte order mark) or bidirectional characters";
+     leading or trailing space, no space but U+0020, and no control, format (zero-width, \
+     byte order mark), bidirectional, private-use, unassigned or invisible characters";
 
 /// What [`check_id`] refuses beyond the syntax: an id that looks like (has the confusable
 /// skeleton of) a reserved id or another member's, as a refusal says it.
@@ -53,22 +54,43 @@ pub const LOOKALIKE_RULE: &str = "a participant id may not look like a reserved 
      harness's, one it used before, a registry agent's) or another participant's";
 
 /// A participant id from outside is 1 to 256 characters, in NFC (refused otherwise, never
-/// rewritten: two spellings of one name would be two participants), with no control
-/// (Cc), format (Cf: zero-width and bidirectional controls, the byte order mark) or line
-/// and paragraph separator characters, so it can key an index, sit in a log line and be
-/// shown as it is.
+/// rewritten: two spellings of one name would be two participants), with no leading or
+/// trailing whitespace (a page collapses it), no space separator but U+0020 (no-break,
+/// ideographic, hair spaces...), no control (Cc), format (Cf: zero-width and bidirectional
+/// controls, the byte order mark), line or paragraph separator, private-use (Co) or
+/// unassigned (Cn) character, no Default_Ignorable_Code_Point (variation selectors, Hangul
+/// fillers, the soft hyphen...), and none of [`BLANK`], so it can key an index, sit in a
+/// log line and be shown as it is, and what is shown is all there is.
 pub fn valid_id(id: &str) -> bool {
     use unicode_general_category::{get_general_category, GeneralCategory as G};
+    use unicode_security::{general_security_profile::IdentifierType, GeneralSecurityProfile};
+    let refused = |c: char| {
+        BLANK.contains(&c)
+            || c.identifier_type() == Some(IdentifierType::Default_Ignorable)
+            || match get_general_category(c) {
+                G::SpaceSeparator => c != ' ',
+                cat => matches!(
+                    cat,
+                    G::Control
+                        | G::Format
+                        | G::LineSeparator
+                        | G::ParagraphSeparator
+                        | G::PrivateUse
+                        | G::Unassigned
+                        | G::Surrogate
+                ),
+            }
+    };
     !id.is_empty()
         && id.chars().count() <= MAX_ID_LEN
-        && !id.chars().any(|c| {
-            matches!(
-                get_general_category(c),
-                G::Control | G::Format | G::LineSeparator | G::ParagraphSeparator
-            )
-        })
+        && id.trim() == id
+        && !id.chars().any(refused)
         && unicode_normalization::is_nfc(id)
 }
+
+/// Graphic characters that show as nothing and that no Unicode property above catches:
+/// the Braille blank, the musical null notehead, the Khitan filler.
+pub const BLANK: [char; 3] = ['\u{2800}', '\u{1d159}', '\u{16fe4}'];
 
 /// A participant id from configuration, or why it cannot be one.
 pub fn parse_id(id: &str) -> Result<String, String> {
@@ -88,13 +110,33 @@ pub fn shown(id: &str) -> String {
     format!("\"{s}\"")
 }
 
-/// The confusable skeleton of `id` (Unicode TS #39) after compatibility folding and
-/// lower-casing: two ids with one skeleton look alike (`Bob`, `ｂｏｂ` and `bοb` with a
-/// Greek ο are all `bob`'s).
+/// The confusable skeleton of `id` (Unicode TS #39) after folding: compatibility
+/// decomposition (NFKD) and lower-casing, then without whitespace or nonspacing and
+/// enclosing marks (Mn, Me), every dash (Pd) taken for `-`. Two ids with one skeleton
+/// look alike: `Bob`, `ｂｏｂ`, `bοb` with a Greek ο, `b ob` and `böb` are all `bob`'s,
+/// `tiny—harness` (em dash) is `tiny-harness`'s. The folding is conservative (`josé` and
+/// `jose` look alike) because a look-alike is refused only against a reserved id or
+/// another participant of the same task, never on its own.
 pub fn skeleton(id: &str) -> String {
     use unicode_normalization::UnicodeNormalization;
-    let folded: String = id.nfkc().flat_map(char::to_lowercase).collect();
-    unicode_security::skeleton(&folded).collect()
+    let folded: String = (id.nfkd().flat_map(char::to_lowercase))
+        .filter_map(fold)
+        .collect();
+    // Again after: a prototype may be a space (the Braille blank's) or carry a mark.
+    unicode_security::skeleton(&folded)
+        .filter_map(fold)
+        .collect()
+}
+
+/// One character of a decomposed, lower-cased id as [`skeleton`] folds it.
+fn fold(c: char) -> Option<char> {
+    use unicode_general_category::{get_general_category, GeneralCategory as G};
+    match get_general_category(c) {
+        _ if c.is_whitespace() => None,
+        G::NonspacingMark | G::EnclosingMark => None,
+        G::DashPunctuation => Some('-'),
+        _ => Some(c),
+    }
 }
 
 /// Why [`check_id`] refused an id.
@@ -109,7 +151,14 @@ pub enum IdRefusal {
     /// Looks like a reserved id or another member's without being it.
     #[error("{LOOKALIKE_RULE}")]
     Lookalike,
+    /// An envelope's sender listing themselves as an agent participant.
+    #[error("{OWN_AGENT_RULE}")]
+    OwnAgent,
 }
+
+/// Why an envelope may not make its own sender an agent participant, as a refusal says it.
+pub const OWN_AGENT_RULE: &str = "a task envelope may not make its own sender an agent \
+     participant: agents join when the harness delegates to them or someone else adds them";
 
 /// The ids nobody from outside may be or look like: the harness's own agent id, every
 /// agent id it used before, every registry agent's id. Kept with their skeletons.
@@ -198,6 +247,40 @@ mod tests {
             ("bob\u{7f}", "DEL (Cc)"),
             ("bob\u{2028}", "line separator (Zl)"),
             ("e\u{301}", "not NFC (e + combining acute)"),
+            // The review of issue 47's first pass: ids a page shows as `tiny-harness`.
+            ("tiny-harness ", "trailing space (a page collapses it)"),
+            (" tiny-harness", "leading space"),
+            ("tiny-harness\u{a0}", "no-break space (Zs)"),
+            ("tiny-harness\u{3000}", "ideographic space (Zs)"),
+            ("tiny-harness\u{200a}", "hair space (Zs)"),
+            ("tiny\u{2003}harness", "em space (Zs) inside"),
+            ("tiny-harness\u{16fe4}", "Khitan filler (blank)"),
+            ("tiny-harness\u{1d159}", "musical null notehead (blank)"),
+            ("tiny-harness\u{2800}", "Braille blank"),
+            ("tiny-harness\u{e000}", "private use (Co)"),
+            ("tiny-harness\u{50000}", "unassigned (Cn)"),
+            (
+                "tiny-harness\u{fe0f}",
+                "variation selector (Default_Ignorable)",
+            ),
+            (
+                "tiny-harness\u{e0100}",
+                "variation selector supplement (Default_Ignorable)",
+            ),
+            (
+                "tiny-harness\u{3164}",
+                "Hangul filler (Default_Ignorable, Lo)",
+            ),
+            ("tiny-harness\u{ad}", "soft hyphen (Default_Ignorable)"),
+            (
+                "tiny-harness\u{34f}",
+                "combining grapheme joiner (Default_Ignorable)",
+            ),
+            (
+                "tiny-harness\u{180b}",
+                "Mongolian variation selector (Default_Ignorable)",
+            ),
+            ("tiny-harness\t", "tab (Cc, trailing)"),
             (long.as_str(), "5,000 characters"),
             ("", "empty"),
         ];
@@ -209,7 +292,18 @@ mod tests {
             );
             assert!(parse_id(id).is_err(), "{why}");
         }
-        for id in ["bob", "é", "Zoë Ng", "用户-1", &"a".repeat(MAX_ID_LEN)] {
+        let fine = [
+            "bob",
+            "é",
+            "Zoë Ng",
+            "用户-1",
+            "bob@example.com",
+            "user:123",
+            "山田 太郎",
+            "josé",
+            &"a".repeat(MAX_ID_LEN),
+        ];
+        for id in fine {
             assert!(valid_id(id), "{id} refused");
         }
     }
@@ -237,6 +331,29 @@ mod tests {
                 "{lookalike}"
             );
         }
+        // Dashes, spaces and marks fold: an em dash, a fullwidth hyphen, a space after the
+        // dash, an accent.
+        for lookalike in [
+            "tiny\u{2014}harness",
+            "tiny\u{ff0d}harness",
+            "tiny\u{2010}harness",
+            "tiny- harness",
+            "tiny-harn\u{e9}ss",
+            "t\u{12d}ny-harness",
+        ] {
+            assert_eq!(
+                check_id(lookalike, &reserved, []),
+                Err(IdRefusal::Lookalike),
+                "{lookalike}"
+            );
+        }
+        // Conservative, so only against a reserved id or someone on the same task.
+        assert_eq!(
+            check_id("jos\u{e9}", &reserved, ["jose"]),
+            Err(IdRefusal::Lookalike)
+        );
+        assert_eq!(check_id("jos\u{e9}", &reserved, ["bob"]), Ok(()));
+        assert_eq!(skeleton("Zo\u{eb} Ng"), skeleton("zoeng"));
         assert_eq!(
             check_id("rnallory", &reserved, ["mallory"]),
             Err(IdRefusal::Lookalike)

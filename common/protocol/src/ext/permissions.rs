@@ -5,7 +5,7 @@
 //! | action | who may |
 //! |---|---|
 //! | see the task (GetTask, ListTasks, SubscribeToTask), send a message on it | any participant |
-//! | speak as the agent on it (`role: ROLE_AGENT`; a `status_update` or `artifact_update` event envelope; a `help_request` channel part) | an agent participant of it (for a task a message starts: one its envelope makes an agent) |
+//! | speak as the agent on it (`role: ROLE_AGENT`; a `status_update` or `artifact_update` event envelope; a `help_request` channel part) | an agent participant of it, which nobody makes themselves (a message that starts a task is never the agent's; media types match without case or parameters) |
 //! | send under an answer link's message id (`answer:…`) | no one: the harness, answering through the link |
 //! | answer a help request (the reply that resumes a waiting task) | the participant asked, or an admin |
 //! | cancel the task | its reporter, its assignee (declining the work), or an admin |
@@ -26,7 +26,7 @@
 //! anyway).
 
 use super::task::{Role, TaskExtension};
-use super::{CHANNEL_MEDIA_TYPE, EVENT_MEDIA_TYPE};
+use super::{is_media_type, CHANNEL_MEDIA_TYPE, EVENT_MEDIA_TYPE};
 use crate::a2a::{A2aError, Message, Role as MessageRole};
 
 /// What a participant may be refused on a task.
@@ -126,10 +126,11 @@ pub fn agent_side(m: &Message) -> Option<(String, &'static str)> {
     }
     m.parts.iter().enumerate().find_map(|(i, p)| {
         let kind = p.data.as_ref()?.get("kind")?.as_str()?;
-        let what = match (p.media_type.as_str(), kind) {
-            (EVENT_MEDIA_TYPE, "status_update") => "a status_update envelope",
-            (EVENT_MEDIA_TYPE, "artifact_update") => "an artifact_update envelope",
-            (CHANNEL_MEDIA_TYPE, "help_request") => "a help_request channel message",
+        let is = |ours| is_media_type(&p.media_type, ours);
+        let what = match kind {
+            "status_update" if is(EVENT_MEDIA_TYPE) => "a status_update envelope",
+            "artifact_update" if is(EVENT_MEDIA_TYPE) => "an artifact_update envelope",
+            "help_request" if is(CHANNEL_MEDIA_TYPE) => "a help_request channel message",
             _ => return None,
         };
         Some((format!("message.parts[{i}].data"), what))
@@ -226,6 +227,19 @@ mod tests {
             assert_eq!(
                 agent_side(&user(parts)),
                 Some(("message.parts[2].data".into(), what))
+            );
+        }
+        // Media types compare without case or parameters.
+        for media in [
+            "Application/VND.tiny-harness.Event+JSON",
+            "application/vnd.tiny-harness.event+json;v=1",
+            "application/vnd.tiny-harness.event+json ; charset=utf-8",
+        ] {
+            let parts = vec![part(media, json!({"kind": "status_update", "payload": {}}))];
+            assert_eq!(
+                agent_side(&user(parts)),
+                Some(("message.parts[0].data".into(), "a status_update envelope")),
+                "{media}"
             );
         }
         let channel = |kind| {

@@ -357,7 +357,7 @@ pub fn envelope_of(m: &crate::a2a::Message) -> Result<Option<TaskEnvelope>, crat
         .parts
         .iter()
         .enumerate()
-        .find(|(_, p)| p.media_type == super::EVENT_MEDIA_TYPE)
+        .find(|(_, p)| super::is_media_type(&p.media_type, super::EVENT_MEDIA_TYPE))
     else {
         return Ok(None);
     };

@@ -189,7 +189,7 @@ async fn message_on(
         let entry = IdEntry {
             task_id: &current.task.id,
             message_id: &message.message_id,
-            ..IdEntry::new(tenant, "")
+            ..IdEntry::new(tenant, from.id)
         };
         let op = crate::a2a::Operation::SendMessage;
         (h.check_roster(op, entry, &envelope.field, &ext.participants, &changed)).await?;

@@ -280,6 +280,10 @@ async fn intake(
     // webhook or logged holds a credential the client pasted.
     crate::redact::active().message(&mut message);
     let sender = sender_of(h, op, &req.tenant, &mut message, caller).await?;
+    if let Err(e) = crate::ext::check_data_parts(&message) {
+        refuse(h, &req.tenant, &message, &sender, &e.to_string()).await;
+        return Err(e);
+    }
     let channel = channel_of(&message, &sender)?;
     let envelope = envelope_of(&message)?;
     let command = h.commands.invoked(&message);
@@ -304,14 +308,11 @@ async fn intake(
         h.notifier()?.check(push)?;
     }
 
-    // On a task, once the sender is known to be on it (`continuation::admitted`).
+    // On a task, once the sender is known to be on it (`continuation::admitted`). A new
+    // task's sender is never its agent participant: an envelope may not make its own
+    // sender one (`Harness::check_roster`).
     if message.task_id.is_empty() {
-        let agent = || {
-            (envelope.as_ref())
-                .and_then(|e| e.starting(&h.config.agent_id).ok())
-                .is_some_and(|ext| ext.is_agent(&sender))
-        };
-        own_voice(h, &tenant, &message, &sender, caller, agent).await?;
+        own_voice(h, &tenant, &message, &sender, caller, || false).await?;
     }
 
     // A command may act before its write: a copy of one is caught first. Any other copy
@@ -353,7 +354,7 @@ async fn intake(
             if let (Some(ext), Some(e)) = (&ext, &envelope) {
                 let entry = IdEntry {
                     message_id: &message.message_id,
-                    ..IdEntry::new(&tenant, "")
+                    ..IdEntry::new(&tenant, &sender)
                 };
                 // With the sender, who joins it as its reporter unless listed.
                 let mut roster = ext.clone();
