@@ -1,29 +1,11 @@
-//! Who may do what on a task: the one table every operation and command consults (the
-//! README prints it). Seeing a task and speaking on it are for its participants; the
-//! rest by role:
+//! Who may do what on a task: the rules every operation and command consults. Seeing a
+//! task and speaking on it are for its participants; the rest by role. The table of them
+//! all, with the limits beside each, is "Who may do what" in `common/docs/identity.md`:
+//! one table, kept there, so a row changes in one place.
 //!
-//! | action | who may |
-//! |---|---|
-//! | see the task (GetTask, ListTasks, SubscribeToTask), send a message on it | any participant |
-//! | speak as the agent on it (`role: ROLE_AGENT`; a `status_update` or `artifact_update` event envelope; a `help_request` channel part) | an agent participant of it, which nobody makes themselves (a message that starts a task is never the agent's; media types match without case or parameters) |
-//! | send under an answer link's message id (`answer:…`) | no one: the harness, answering through the link |
-//! | answer a help request (the reply that resumes a waiting task) | the participant asked, or an admin |
-//! | cancel the task | its reporter, its assignee (declining the work), or an admin |
-//! | edit its name, description and acceptance criteria (a task envelope) | its reporter, or an admin |
-//! | choose its model (`/model <name>`) | its reporter, or an admin |
-//! | create a sub-task for a participant (`/task` on the task) | its reporter, or an admin |
-//! | create a task of its own for someone (`/task <who> <goal>` without a task) | any participant, who becomes its reporter; for someone else at most `HARNESS_TASKS_FOR_OTHERS_PER_HOUR` (20) an hour per sender, counted in the store; never for a reserved id (the harness's, one it used, a registry agent's), nor an id that looks like one or like the sender's |
-//! | manage its webhooks (push configs; `taskPushNotificationConfig` on a send) | its reporter, or an admin |
-//! | see a webhook's token and credentials (Get, List; others who manage webhooks see it without them) | the participant who created it |
-//! | replace a webhook (a create with its id) | the participant who created it |
-//! | delete a webhook | the participant who created it, or an admin |
-//! | change its participants and roles (envelope `participants`, `/role`) | an admin |
-//! | have the agent change a role (`set_participant_role`) | an admin the agent acts for (see the next row), and only as her latest message on the task, cited by id, asks: it names exactly that change (one member, one role; not a question or a negation), and makes one change; an older message, or one she took back since, asks for nothing |
-//! | have the agent call a tool with side effects (an MCP tool its server's configuration does not declare read-only) or delegate to a remote agent | its reporter or an admin, when the agent acts on their words (the actor): of the messages it took in together last, the weakest voice (any sender without this privilege makes the actor that sender); after a remote agent's answer or a sub-task's outcome enters the conversation, that agent or the sub-task's assignee, so a fresh word from the reporter or an admin is needed after it; what the operator's own MCP tools return does not change the actor. A read-only tool, anyone's |
-//!
-//! Anyone else is refused: a stranger with the not-found of a missing task (they learn
-//! nothing), a participant with invalid params naming the rule (they can see the task
-//! anyway).
+//! Whoever a rule leaves out is refused: a stranger with the not-found of a missing task
+//! (they learn nothing), a participant with invalid params naming the rule (they can see
+//! the task anyway).
 
 use super::task::{Role, TaskExtension};
 use super::{is_media_type, CHANNEL_MEDIA_TYPE, EVENT_MEDIA_TYPE};
