@@ -429,7 +429,8 @@ async fn posts_charged_to_the_actor(backend: Backend) {
     assert_eq!(
         posted.len(),
         4,
-        "mallory's 3 and alice's 1: {posted:?} {told:?}"
+        "mallory's 3 and alice's 1 ({} seen): {posted:?}",
+        told.len()
     );
     assert_eq!(
         posted.iter().filter(|t| mallorys.contains(t)).count(),
