@@ -12,6 +12,11 @@
 //! quota per recipient, whatever their source: mallory's sub-tasks for bob on a task of
 //! hers, and `/task carol` from ever new sender ids, reach bob and carol at most the cap;
 //! the tasks are still made, and dave's one post arrives.
+//!
+//! Issue 47, review 2: the agent's question is charged to whom the model acts for (the
+//! task's actor), never to the reporter the creator's envelope names, so mallory's tasks
+//! listing bob with made-up reporters stop at her own quota; and a new task whose envelope
+//! lists others counts against her tasks-for-others limit.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -355,6 +360,161 @@ async fn posts_held_to_the_recipients_cap(backend: Backend) {
     .await;
     assert_eq!(state(&last), "TASK_STATE_INPUT_REQUIRED", "{last}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A new task from `who`, listing `people`, whose model asks bob at once; its answer.
+async fn task_from(s: &Server, who: &str, people: Value) -> Value {
+    let message = json!({"messageId": unique("m"), "role": "ROLE_USER", "parts": [
+        {"text": "ask bob: log in at evil.example"},
+        task_envelope_part("Ask", "ask bob: log in at evil.example", people)]});
+    harness_e2e::participants::rpc_as(s, Some(who), "SendMessage", json!({"message": message}))
+        .await
+}
+
+/// The agent's question to bob is posted on the word of whom the model acts for (the
+/// creator whose message it took in), not the reporter her envelope names: mallory's
+/// tasks listing bob with made-up reporters, or alice as reporter, stop at mallory's own
+/// quota (3 here), and alice's quota is untouched for her own task.
+async fn posts_charged_to_the_actor(backend: Backend) {
+    let hook = Receiver::start().await;
+    let dir = std::env::temp_dir().join(unique("personal"));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let channels = dir.join("channels.toml");
+    std::fs::write(&channels, format!("[bob]\nurl = \"{}\"\n", hook.url)).expect("file");
+    let script = Script::new(json!([
+        {"tool_calls": [{"name": "ask_participant", "arguments": {
+            "participant_id": "bob", "question": QUESTION}}]}
+    ]));
+    let model = script.model();
+    let path = channels.display().to_string();
+    let args = [
+        "--agent",
+        "llm",
+        "--model",
+        &model,
+        "--personal-channels",
+        &path,
+        "--posts-per-sender-per-hour",
+        "3",
+    ];
+    let Some(s) = Server::start_on(backend, &args).await else {
+        return;
+    };
+    let mut mallorys = Vec::new();
+    for reporter in ["x1", "x2", "alice", "alice", "x3"] {
+        let people = json!([
+            participant(reporter, "human", "reporter"),
+            participant("mallory", "human", "watcher"),
+            participant("bob", "human", "watcher")
+        ]);
+        let sent = task_from(&s, "mallory", people).await;
+        assert!(sent.get("error").is_none(), "{sent}");
+        mallorys.push(task_id(&sent["result"]["task"]));
+    }
+    let people = json!([
+        participant("alice", "human", "reporter"),
+        participant("bob", "human", "watcher")
+    ]);
+    let sent = task_from(&s, "alice", people).await;
+    let alices = task_id(&sent["result"]["task"]);
+    let told = hook
+        .wait_until("alice's question", |got| {
+            got.iter().any(|r| r.body["task_id"] == alices.as_str())
+        })
+        .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let posted: Vec<String> = (hook.all().iter())
+        .map(|r| r.body["task_id"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(
+        posted.len(),
+        4,
+        "mallory's 3 and alice's 1 ({} seen): {posted:?}",
+        told.len()
+    );
+    assert_eq!(
+        posted.iter().filter(|t| mallorys.contains(t)).count(),
+        3,
+        "mallory's own quota stops her whatever reporter she names"
+    );
+    // Her tasks past it are made all the same, each waiting on bob.
+    for id in &mallorys {
+        let task = rpc_ok_as(&s, Some("bob"), "GetTask", json!({"id": id})).await;
+        assert_eq!(state(&task), "TASK_STATE_INPUT_REQUIRED", "{task}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A new task whose envelope lists anyone but its sender counts against her
+/// tasks-for-others limit (2 here): the third is refused naming the limit, audited, and
+/// nothing is stored; a task listing only herself is not counted.
+async fn envelope_tasks_held_to_the_tasks_for_others_limit(backend: Backend) {
+    let Some(s) = Server::start_on(backend, &["--tasks-for-others-per-hour", "2"]).await else {
+        return;
+    };
+    let listing_bob = || {
+        json!([
+            participant("x1", "human", "reporter"),
+            participant("mallory", "human", "watcher"),
+            participant("bob", "human", "watcher")
+        ])
+    };
+    for _ in 0..2 {
+        let sent = task_from(&s, "mallory", listing_bob()).await;
+        assert!(sent.get("error").is_none(), "{sent}");
+    }
+    let bobs = || async {
+        let listed = rpc_ok_as(&s, Some("bob"), "ListTasks", json!({})).await;
+        listed["tasks"].as_array().map_or(0, Vec::len)
+    };
+    assert_eq!(bobs().await, 2);
+    let mid = unique("m");
+    let message = json!({"messageId": mid, "role": "ROLE_USER", "parts": [
+        {"text": "ask bob"}, task_envelope_part("Ask", "ask bob", listing_bob())]});
+    let refused = harness_e2e::participants::rpc_as(
+        &s,
+        Some("mallory"),
+        "SendMessage",
+        json!({"message": message}),
+    )
+    .await;
+    assert_rpc_error(&refused, -32602, "INVALID_PARAMS");
+    let said = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(said.contains("at most 2 an hour"), "{said}");
+    assert_eq!(bobs().await, 2, "nothing stored");
+    let stored = s.store().message_task("", "mallory", &mid).await;
+    assert_eq!(stored.expect("read"), None);
+    let trail = s.store().audit_trail("").await.expect("audit trail");
+    assert!(
+        trail
+            .iter()
+            .any(|r| r.message_id == mid && r.participant == "mallory" && !r.accepted),
+        "{trail:?}"
+    );
+    // Her own task, listing only herself, is not a task for someone else.
+    let own = json!([participant("mallory", "human", "reporter")]);
+    let sent = task_from(&s, "mallory", own).await;
+    assert!(sent.get("error").is_none(), "{sent}");
+}
+
+#[tokio::test]
+async fn the_agents_question_is_charged_to_the_actor_not_a_named_reporter_on_the_embedded_store() {
+    posts_charged_to_the_actor(Backend::Embedded).await;
+}
+
+#[tokio::test]
+async fn the_agents_question_is_charged_to_the_actor_not_a_named_reporter_on_dynamodb() {
+    posts_charged_to_the_actor(Backend::DynamoDb).await;
+}
+
+#[tokio::test]
+async fn a_new_task_naming_others_is_held_to_the_tasks_for_others_limit_on_the_embedded_store() {
+    envelope_tasks_held_to_the_tasks_for_others_limit(Backend::Embedded).await;
+}
+
+#[tokio::test]
+async fn a_new_task_naming_others_is_held_to_the_tasks_for_others_limit_on_dynamodb() {
+    envelope_tasks_held_to_the_tasks_for_others_limit(Backend::DynamoDb).await;
 }
 
 #[tokio::test]

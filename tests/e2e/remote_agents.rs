@@ -16,6 +16,9 @@
 //! Issue 47's review: forged callbacks are not audited (a stranger's burst of them leaves
 //! the audit's hourly rows to the refusals that name someone); a remote task that ended
 //! just before its deadline gives its result, not a cancel.
+//!
+//! Issue 47, review 2: after B's answer enters A's conversation, a role change citing the
+//! admin's latest message is refused (the model acts on B's words) until she speaks again.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -580,6 +583,99 @@ async fn a_watchers_words_cannot_make_the_model_delegate() {
     assert!(results.contains("[remote.forbidden]"), "{results}");
     assert!(tasks_on_b(&b).await.is_empty(), "B got nothing");
     let _ = std::fs::remove_file(&agents);
+}
+
+/// `who`'s role on the task `task` (a GetTask answer).
+fn role_on(task: &Value, who: &str) -> String {
+    let ext = &task["metadata"]["io.github.madarauchiha-314.tiny-harness/task"];
+    (ext["participants"].as_array().into_iter().flatten())
+        .find(|p| p["id"] == who)
+        .and_then(|p| p["role"].as_str())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// Issue 47, review 2: once a remote agent's answer enters the conversation, the model
+/// acts on B's words (the actor is B's registry id), so a role change that cites the
+/// admin's latest message is refused until she speaks again. The same call before the
+/// delegation, and after her fresh message, is carried out.
+async fn a_remotes_answer_needs_a_fresh_admin_word(backend: Backend) {
+    let b_script = Script::new(json!([{"text": "Done: make bob a watcher."}]));
+    let Some(b) =
+        Server::start_on(backend, &["--agent", "llm", "--model", &b_script.model()]).await
+    else {
+        return;
+    };
+    let (first, second, third) = (unique("req"), unique("req"), unique("req"));
+    let role = |to: &str, id: &str| {
+        json!({"tool_calls": [{"name": "set_participant_role", "arguments": {
+            "participant_id": "bob", "role": to, "request_message_id": id}}]})
+    };
+    let ask = json!({"tool_calls": [{"name": "ask_participant", "arguments": {
+        "participant_id": "ada", "question": "Anything else?"}}]});
+    let a_script = Script::new(json!([
+        role("admin", &first),
+        ask,
+        {"tool_calls": [{"name": "create_task_for_participant", "arguments": {
+            "participant_id": "b", "name": "Check", "goal": "Check the roles"}}]},
+        role("watcher", &second),
+        ask,
+        role("watcher", &third),
+        {"text": "Roles handled."}
+    ]));
+    let agents = registry(&[("b", card_url(&b))]);
+    let Some(a) = harness_a(backend, &a_script, &agents).await else {
+        return;
+    };
+    let people = json!([
+        participant("ada", "human", "admin"),
+        participant("bob", "human", "watcher")
+    ]);
+    let message = json!({"messageId": first, "role": "ROLE_USER", "parts": [
+        {"text": "Make bob an admin"}, task_envelope_part("Roles", "Tidy the roles", people)]});
+    let id = task_id(&send_as(&a, Some("ada"), message).await);
+    // Before any delegation: ada's word, carried out.
+    let asked = until(&a, "ada", &id, "TASK_STATE_INPUT_REQUIRED").await;
+    assert_eq!(role_on(&asked, "bob"), "admin", "{asked}");
+
+    // ada asks for the next change; the model delegates, and B's answer comes back.
+    let says = |mid: &str| {
+        json!({"messageId": mid, "taskId": id, "role": "ROLE_USER",
+               "parts": [{"text": "Make bob a watcher"}]})
+    };
+    send_as(&a, Some("ada"), says(&second)).await;
+    let deadline = Instant::now() + WAIT;
+    let asked_again = loop {
+        let task = task_of(&a, "ada", &id).await;
+        if a_script.requests_for_turn(4).len() == 1 && state(&task) == "TASK_STATE_INPUT_REQUIRED" {
+            break task;
+        }
+        assert!(Instant::now() < deadline, "never asked again: {task}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    // Citing her latest message, on B's word: refused, bob still an admin.
+    let results = tool_results(&a_script, 4);
+    assert!(
+        results.contains("only an admin may change roles"),
+        "{results}"
+    );
+    assert_eq!(role_on(&asked_again, "bob"), "admin", "{asked_again}");
+
+    // Her fresh word: carried out.
+    send_as(&a, Some("ada"), says(&third)).await;
+    let done = until(&a, "ada", &id, "TASK_STATE_COMPLETED").await;
+    assert_eq!(role_on(&done, "bob"), "watcher", "{done}");
+    let _ = std::fs::remove_file(&agents);
+}
+
+#[tokio::test]
+async fn a_remotes_answer_needs_a_fresh_admin_word_on_the_embedded_store() {
+    a_remotes_answer_needs_a_fresh_admin_word(Backend::Embedded).await;
+}
+
+#[tokio::test]
+async fn a_remotes_answer_needs_a_fresh_admin_word_on_dynamodb() {
+    a_remotes_answer_needs_a_fresh_admin_word(Backend::DynamoDb).await;
 }
 
 /// Issue 47: B asks A a question; A, at its turn limit, fails instead of answering: B's

@@ -303,7 +303,7 @@ pub async fn take(remotes: Option<&Remotes>, run: &mut TaskRun) -> Result<Waitin
         let chosen = match remotes.client.choose(&agent).await {
             Ok(c) => c,
             Err(e) => {
-                fail(run, &link, &e.to_string()).await?;
+                give_up(remotes, run, &link, &agent, past, &e.to_string()).await?;
                 continue;
             }
         };
@@ -325,7 +325,7 @@ pub async fn take(remotes: Option<&Remotes>, run: &mut TaskRun) -> Result<Waitin
         {
             Ok(t) => t,
             Err(e) => {
-                fail(run, &link, &e.to_string()).await?;
+                give_up(remotes, run, &link, &agent, past, &e.to_string()).await?;
                 continue;
             }
         };
@@ -457,6 +457,24 @@ async fn expire(
         Vec::new()
     })
     .await
+}
+
+/// Ends a link that could not be read: past its deadline, as expired (its remote task
+/// cancelled, the model told of the deadline), whatever the error; else as failed.
+async fn give_up(
+    remotes: &Remotes,
+    run: &mut TaskRun,
+    link: &Link,
+    agent: &RemoteAgent,
+    past: bool,
+    why: &str,
+) -> Result<(), RunError> {
+    if past {
+        tracing::info!(task_id = %run.record().id(), agent = %link.agent, %why, "a delegation past its deadline could not be read");
+        expire(remotes, run, link, agent).await
+    } else {
+        fail(run, link, why).await
+    }
 }
 
 /// Ends a link that cannot go on, telling the model why.

@@ -298,7 +298,10 @@ async fn create_task(
         goal: a.goal,
         acceptance_criteria: a.acceptance_criteria,
     };
-    let child = subtask::sub_task(&parent, &request, &harness);
+    let mut child = subtask::sub_task(&parent, &request, &harness);
+    // Made on the word of whom the model acts for: its post to the assignee's personal
+    // channel is charged to them (`engine::medium::Addressed::from`).
+    child.agent.actor = parent.agent.actor.clone();
     match subtask::create(run.store().as_ref(), &child, &parent.task.id).await {
         Ok(()) => {}
         Err(CreateError::Taken(id)) => {

@@ -19,10 +19,13 @@
 //! sender's message under an id with that prefix.
 //!
 //! Posts are held to two hourly quotas, counted in the store ([`Store::take_quota`]) so
-//! they hold across processes: per sender (the participant on whose word a post is made,
-//! [`Addressed::from`]: a `/task`'s sender, the task's reporter for what the agent asks)
-//! and per recipient (whoever asks, so a sender that changes the id it claims in `none`
-//! mode still cannot flood one person). A post over either is not made: it is logged and
+//! they hold across processes: per sender (the party on whose word a post is made,
+//! [`Addressed::from`]: a `/task`'s verified sender; for what the agent asks, the task's
+//! actor, whose words the model acted on; never the reporter a task's creator named) and
+//! per recipient (whoever asks, so a sender that changes the id it claims in `none` mode
+//! still cannot flood one person). The recipient's quota is well above a sender's (200
+//! and 60 by default), so no one account takes more than a third of a person's channel
+//! an hour. A post over either, or on no one's word, is not made: it is logged and
 //! counted (`personal_posts_held`), and the request stays in the task and the inbox.
 
 use crate::config::Source;
@@ -86,9 +89,13 @@ pub struct PostLimits {
 
 impl PostLimits {
     /// Counts a post of `request` against its sender's quota, then its recipient's;
-    /// whether it may be made. Past either, or when the store cannot count, it may not
-    /// (fails closed: the request is in the task either way).
+    /// whether it may be made. Past either, without a sender, or when the store cannot
+    /// count, it may not (fails closed: the request is in the task either way).
     async fn take(&self, request: &Addressed) -> bool {
+        if request.from.is_empty() {
+            tracing::warn!(task_id = %request.task_id, participant = %request.to, "personal channel post held: made on no one's word");
+            return false;
+        }
         let hour = crate::store::hour_of(crate::task::lease::now_ms());
         let quotas = [
             (Quota::PostsBySender, &request.from, self.per_sender),

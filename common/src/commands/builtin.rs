@@ -229,13 +229,19 @@ async fn task(call: &mut Invocation<'_>, arguments: &str) -> Result<Reply, Comma
 /// personal channel, so anyone could otherwise flood anyone's.
 async fn take_task_for_others(call: &Invocation<'_>) -> Result<(), CommandError> {
     let limit = call.tasks_for_others_per_hour;
+    take_tasks_for_others(call.store, call.sender, limit).await
+}
+
+/// Counts one task `sender` makes for or naming someone else against their hourly limit
+/// (`/task` without a task, a new task whose envelope lists others); `Limited` past it.
+pub async fn take_tasks_for_others(
+    store: &dyn crate::store::Store,
+    sender: &str,
+    limit: u64,
+) -> Result<(), CommandError> {
     let hour = crate::store::hour_of(crate::task::lease::now_ms());
     let quota = crate::store::Quota::TasksForOthers;
-    if call
-        .store
-        .take_quota(quota, call.sender, hour, limit)
-        .await?
-    {
+    if store.take_quota(quota, sender, hour, limit).await? {
         Ok(())
     } else {
         Err(CommandError::Limited(tasks_for_others_rule(limit)))

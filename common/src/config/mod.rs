@@ -47,8 +47,10 @@ pub const DEFAULT_TASKS_FOR_OTHERS_PER_HOUR: u64 = 20;
 /// otherwise ([`crate::channels::personal`]).
 pub const DEFAULT_POSTS_PER_SENDER_PER_HOUR: u64 = 60;
 
-/// Posts a participant's personal channel takes an hour unless configured otherwise.
-pub const DEFAULT_POSTS_PER_RECIPIENT_PER_HOUR: u64 = 60;
+/// Posts a participant's personal channel takes an hour unless configured otherwise:
+/// well above a sender's quota, so no one account can fill it on its own (at most a
+/// third of it); in `none` mode, where ids are self-asserted, the bound on a flood.
+pub const DEFAULT_POSTS_PER_RECIPIENT_PER_HOUR: u64 = 200;
 
 /// The harness's own participant id unless configured otherwise.
 pub const DEFAULT_AGENT_ID: &str = "tiny-harness";

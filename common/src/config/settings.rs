@@ -299,7 +299,7 @@ pub const TASKS_FOR_OTHERS_PER_HOUR: Setting = both(
     "HARNESS_TASKS_FOR_OTHERS_PER_HOUR",
     Some("tasks-for-others-per-hour"),
     "`20`",
-    "tasks a participant may assign to someone else an hour with `/task` and no task",
+    "tasks a participant may assign to someone else an hour (`/task` without a task, a new task whose envelope names others)",
 );
 pub const POSTS_PER_SENDER_PER_HOUR: Setting = both(
     "HARNESS_POSTS_PER_SENDER_PER_HOUR",
@@ -310,7 +310,7 @@ pub const POSTS_PER_SENDER_PER_HOUR: Setting = both(
 pub const POSTS_PER_RECIPIENT_PER_HOUR: Setting = both(
     "HARNESS_POSTS_PER_RECIPIENT_PER_HOUR",
     Some("posts-per-recipient-per-hour"),
-    "`60`",
+    "`200`",
     "posts one participant's personal channel takes an hour, whoever asks",
 );
 pub const PERSONAL_CHANNELS_SECRET: Setting = Setting {

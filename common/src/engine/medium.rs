@@ -41,9 +41,13 @@ pub struct Addressed {
     pub asks: Asks,
     /// The question, with its options, or the task's goal.
     pub text: String,
-    /// The participant on whose word it is sent, whose hourly quota of posts it counts
-    /// against: a `/task`'s sender; for a request the agent makes (a help request, a task
-    /// it creates for a participant), the task's reporter (else its first participant).
+    /// The party on whose word it is sent, whose hourly quota of posts it counts
+    /// against: a `/task`'s verified sender; for a request the agent makes (a help
+    /// request, a task it creates for a participant), the task's actor
+    /// (`AgentState::actor`: whose words the model acted on, a verified sender or a
+    /// remote agent or sub-task's party). Never the task's reporter, whom the task's
+    /// creator names. "" when there is none (the harness does not record a task's
+    /// creator apart from that): no one's word, and so not posted.
     pub from: String,
 }
 
@@ -55,11 +59,7 @@ impl Addressed {
         }
         let to = rec.waiting_on()?;
         let ext = rec.ext().unwrap_or_default();
-        let from = (ext.participants.iter())
-            .find(|p| p.role == crate::ext::task::Role::Reporter)
-            .or(ext.participants.first())
-            .map(|p| p.id.clone())
-            .unwrap_or_default();
+        let from = rec.agent.actor.clone().unwrap_or_default();
         let (request_id, asks, text) = match &rec.agent.pending_help {
             Some(help) if help.participant_id == to => {
                 (help.message_id.clone(), Asks::Answer, help.display())
@@ -110,7 +110,7 @@ impl Media {
     }
 
     /// [`Media::announce`], on the word of `sender` if given (a command's sender) rather
-    /// than the task's reporter.
+    /// than the task's actor.
     pub async fn announce_from(&self, rec: &TaskRecord, sender: Option<&str>) {
         if self.0.is_empty() {
             return;

@@ -86,10 +86,11 @@ pub fn require(ext: &TaskExtension, who: &str, action: Action) -> Result<(), For
     }
 }
 
-/// Why a `/task` without a task for someone else is refused past the sender's hourly
-/// limit (the limit is a setting: the refusal adds it).
+/// Why a `/task` without a task for someone else, or a new task whose envelope lists
+/// someone else, is refused past the sender's hourly limit (the limit is a setting: the
+/// refusal adds it).
 pub const TASKS_FOR_OTHERS_RULE: &str =
-    "a participant may create only so many tasks for someone else without a task";
+    "a participant may create only so many tasks for or naming someone else";
 
 /// Whether `who` may answer a help request addressed to `asked`.
 pub fn may_answer(ext: &TaskExtension, who: &str, asked: &str) -> bool {

@@ -364,6 +364,7 @@ async fn intake(
                     Role::Reporter,
                 ));
                 h.check_roster(op, entry, &e.field, &[], &roster).await?;
+                names_others(h, &tenant, &message, &sender, ext).await?;
             }
             let new = NewTask {
                 push: push.is_some(),
@@ -591,6 +592,33 @@ async fn refuse(h: &Harness, tenant: &str, message: &Message, sender: &str, reas
     };
     tracing::info!(participant = sender, reason, "message refused");
     h.audit(&record).await;
+}
+
+/// A new task whose envelope `ext` lists anyone but its sender (and the harness's agent)
+/// counts once against the sender's hourly tasks-for-others limit, as `/task` for someone
+/// else does: the agent may ask them, and post to their channels, on the sender's word.
+/// Past it the message is refused (-32602 naming the limit, audited, nothing stored).
+async fn names_others(
+    h: &Harness,
+    tenant: &str,
+    message: &Message,
+    sender: &str,
+    ext: &TaskExtension,
+) -> Result<(), A2aError> {
+    let others = (ext.participants.iter()).any(|p| p.id != sender && p.id != h.config.agent_id);
+    if !others {
+        return Ok(());
+    }
+    let limit = h.config.tasks_for_others_per_hour;
+    match commands::builtin::take_tasks_for_others(h.store.as_ref(), sender, limit).await {
+        Ok(()) => Ok(()),
+        Err(commands::CommandError::Store(e)) => Err(e.into()),
+        Err(limited) => {
+            let rule = limited.to_string();
+            refuse(h, tenant, message, sender, &rule).await;
+            Err(A2aError::invalid_params(rule))
+        }
+    }
 }
 
 /// Refuses (audited, nothing stored) a message that speaks as someone it is not: content
