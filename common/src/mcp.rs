@@ -9,6 +9,7 @@
 //! tools = ["lookup"]                       # optional allow-list of its tool names
 //! idempotent = ["lookup"]                  # optional: overrides the tools' annotations
 //! read_only_tools = ["lookup"]             # optional: tools that change nothing
+//! trusted_output = false                   # optional: whether its results may steer calls
 //! timeout_seconds = 30                     # optional, default 30, at most 300
 //! ```
 //!
@@ -31,8 +32,11 @@
 //! Who may lead the model to a call: a tool the operator declares in `read_only_tools`
 //! runs on anyone's word; any other has side effects, made with the operator's
 //! credentials, and runs only when the model acts on the words of the task's reporter or
-//! an admin (`agent::actor`, `agent::tools::ToolRegistry::check_on`). A server's own `readOnlyHint` grants
-//! nothing: the server is not trusted to say what its tools do.
+//! an admin (`agent::actor`, `agent::tools::ToolRegistry::check_on`). A server's own
+//! `readOnlyHint` grants nothing: the server is not trusted to say what its tools do. A
+//! result from a server (any of its tools) makes the server the one the model acts on,
+//! so the reporter or an admin must speak again before a call with side effects, unless
+//! the operator declares the server's output trusted (`trusted_output = true`).
 //!
 //! What a server says about its tools is bounded and framed: a tool's name is
 //! [`MAX_NAME_CHARS`] of `A-Z a-z 0-9 _ -`, its description is cut to
@@ -120,6 +124,10 @@ struct Entry {
     /// Tools the operator declares read-only: they run on anyone's word.
     #[serde(default)]
     read_only_tools: Vec<String>,
+    /// Whether the operator vouches for what the server's tools return: if so, a result
+    /// leaves the actor as it is.
+    #[serde(default)]
+    trusted_output: bool,
     #[serde(default)]
     timeout_seconds: Option<u64>,
 }
@@ -134,6 +142,7 @@ pub struct Server {
     allow: Option<Vec<String>>,
     idempotent: Option<Vec<String>>,
     read_only: Vec<String>,
+    trusted_output: bool,
     timeout: Duration,
 }
 
@@ -202,6 +211,7 @@ pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<Vec<Ser
             allow: entry.tools,
             idempotent: entry.idempotent,
             read_only: entry.read_only_tools,
+            trusted_output: entry.trusted_output,
             timeout,
         });
     }
@@ -267,6 +277,8 @@ pub struct McpTool {
     idempotent: bool,
     /// Declared read-only by the operator.
     read_only: bool,
+    /// Its server's output declared trusted by the operator.
+    trusted_output: bool,
 }
 
 /// A server whose tools could not be listed, or one of its tools left out, and why (told
@@ -355,6 +367,7 @@ async fn list(
             timeout: server.timeout,
             idempotent: o.idempotent,
             read_only: o.read_only,
+            trusted_output: server.trusted_output,
         })
         .collect();
     Ok((tools, left_out))
@@ -695,6 +708,10 @@ impl Tool for McpTool {
     fn side_effects(&self) -> bool {
         !self.read_only
     }
+
+    fn untrusted_source(&self) -> Option<&str> {
+        (!self.trusted_output).then_some(self.server.as_str())
+    }
 }
 
 /// At most [`MAX_RESULT_CHARS`] characters, with a marker where it was cut.
@@ -749,6 +766,9 @@ timeout_seconds = 5
         let text = "[mcp.docs]\nurl = \"https://x/\"\nread_only_tools = [\"lookup\"]\n";
         let servers = parse(text, |_| None).unwrap();
         assert_eq!(servers[0].read_only, ["lookup"]);
+        assert!(!servers[0].trusted_output, "untrusted unless declared");
+        let text = "[mcp.docs]\nurl = \"https://x/\"\ntrusted_output = true\n";
+        assert!(parse(text, |_| None).unwrap()[0].trusted_output);
         let err = parse(
             "[mcp.docs]\nurl = \"https://x/\"\nread_only = [\"x\"]\n",
             |_| None,
