@@ -250,8 +250,8 @@ impl ToolRegistry {
     /// model acts on the words of the task's reporter or an admin (`AgentState::actor`,
     /// see `agent::actor`; `Action::CallToolWithSideEffects`); otherwise the model gets an
     /// error result and the tool never hears of the call. A watcher's message (even with
-    /// an admin's after it in one batch), or a remote agent's answer or a sub-task's
-    /// outcome after the admin's word, cannot lead to one.
+    /// an admin's after it in one batch), or a remote agent's answer, a sub-task's outcome
+    /// or an untrusted tool's result after the admin's word, cannot lead to one.
     pub fn check_on(&self, call: &ToolCall, rec: &TaskRecord) -> Result<Checked<'_>, ToolOutcome> {
         let checked = self.check(call)?;
         if let Checked::Tool(tool) = &checked {
