@@ -85,9 +85,10 @@ const SCHEMA_ADVISORY: &[&str] = &["default", "examples"];
 /// [`MAX_PROPERTY_NAME_BYTES`]: a longer one leaves the tool out (cut, it would change
 /// what a call must be), except in `default` or `examples`, which are then dropped.
 pub(super) fn bound(schema: &mut Value) -> Result<(), String> {
-    let Value::Object(map) = schema else {
-        // `true`, `false`: a schema too; anything else is refused when it is compiled.
-        return Ok(());
+    let map = match schema {
+        Value::Object(map) => map,
+        Value::Bool(_) => return Ok(()),
+        _ => return Err("its input schema holds a schema that is none; it is left out".into()),
     };
     map.retain(|keyword, value| kept(keyword, value));
     for (keyword, value) in map.iter_mut() {
@@ -281,6 +282,8 @@ mod tests {
                 with("p", serde_json::json!({"anyOf": [{"const": over}]})),
                 false,
             ),
+            (with("p", serde_json::json!({"anyOf": [over]})), false),
+            (with("p", serde_json::json!({"items": false})), true),
             (
                 serde_json::json!({"type": "object", "required": [long_name]}),
                 false,
