@@ -9,6 +9,7 @@
 //! tools = ["lookup"]                       # optional allow-list of its tool names
 //! idempotent = ["lookup"]                  # optional: overrides the tools' annotations
 //! read_only_tools = ["lookup"]             # optional: tools that change nothing
+//! trusted_output = false                   # optional: whether its results may steer calls
 //! timeout_seconds = 30                     # optional, default 30, at most 300
 //! ```
 //!
@@ -31,17 +32,22 @@
 //! Who may lead the model to a call: a tool the operator declares in `read_only_tools`
 //! runs on anyone's word; any other has side effects, made with the operator's
 //! credentials, and runs only when the model acts on the words of the task's reporter or
-//! an admin (`agent::actor`, `agent::tools::ToolRegistry::check_on`). A server's own `readOnlyHint` grants
-//! nothing: the server is not trusted to say what its tools do.
+//! an admin (`agent::actor`, `agent::tools::ToolRegistry::check_on`). A server's own
+//! `readOnlyHint` grants nothing: the server is not trusted to say what its tools do. A
+//! result from a server (any of its tools) makes the server the one the model acts on,
+//! so the reporter or an admin must speak again before a call with side effects, unless
+//! the operator declares the server's output trusted (`trusted_output = true`).
 //!
 //! What a server says about its tools is bounded and framed: a tool's name is
 //! [`MAX_NAME_CHARS`] of `A-Z a-z 0-9 _ -`, its description is cut to
 //! [`MAX_DESCRIPTION_BYTES`] with a marker and shown inside an untrusted block from the
 //! server, its input schema is at most [`MAX_SCHEMA_BYTES`] serialized (as the server gave
-//! it) and every free text inside it (`description`, `title`, `$comment`) is cut to
-//! [`MAX_SCHEMA_TEXT_BYTES`] with a marker, a server offers at most [`MAX_TOOLS`], and all its
-//! tools' text (names, descriptions, schemas) is at most [`MAX_SERVER_TOOL_BYTES`]; a tool
-//! that breaks a bound is left out, and the model is told so.
+//! it) and keeps only known JSON Schema keywords, its free text (`description`, `title`)
+//! cut to [`MAX_SCHEMA_TEXT_BYTES`] with a marker, its property names at most
+//! [`MAX_PROPERTY_NAME_BYTES`] and its other strings (enum values...) at most
+//! [`MAX_SCHEMA_VALUE_BYTES`] (`schema::bound`), a server offers at most [`MAX_TOOLS`], and
+//! all its tools' text (names, descriptions, schemas) is at most [`MAX_SERVER_TOOL_BYTES`];
+//! a tool that breaks a bound is left out, and the model is told so.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -60,6 +66,8 @@ use serde_json::Value;
 use crate::https::target::Targets;
 use crate::models::{Tool, ToolError};
 
+mod schema;
+
 /// Longest tool result the model is given; the rest is cut with a marker.
 pub const MAX_RESULT_CHARS: usize = 16_000;
 /// Most servers one file may name.
@@ -70,9 +78,16 @@ pub const MAX_DESCRIPTION_BYTES: usize = 1024;
 /// Largest input schema a tool may have, serialized as JSON; a larger one leaves the tool
 /// out.
 pub const MAX_SCHEMA_BYTES: usize = 8 * 1024;
-/// Longest free text (`description`, `title`, `$comment`) inside a tool's input schema, in
-/// bytes of UTF-8; the rest is cut (at a character boundary) with a marker.
+/// Longest free text (`description`, `title`) inside a tool's input schema, in bytes of
+/// UTF-8; the rest is cut (at a character boundary) with a marker.
 pub const MAX_SCHEMA_TEXT_BYTES: usize = 200;
+/// Longest other string inside a tool's input schema (an enum or const value, a
+/// `default`, an example, a pattern, a format, a reference), in bytes of UTF-8: a longer
+/// one leaves the tool out, or drops the advisory `default` or `examples` holding it.
+pub const MAX_SCHEMA_VALUE_BYTES: usize = 100;
+/// Longest property (or definition) name in a tool's input schema, in bytes of UTF-8: a
+/// longer one leaves the tool out.
+pub const MAX_PROPERTY_NAME_BYTES: usize = 64;
 /// Most bytes of tool text one server may put before the model on every call: its tools'
 /// names, descriptions and input schemas (serialized, bounded) together. A tool past it is
 /// left out, and the model is told so.
@@ -111,6 +126,10 @@ struct Entry {
     /// Tools the operator declares read-only: they run on anyone's word.
     #[serde(default)]
     read_only_tools: Vec<String>,
+    /// Whether the operator vouches for what the server's tools return: if so, a result
+    /// leaves the actor as it is.
+    #[serde(default)]
+    trusted_output: bool,
     #[serde(default)]
     timeout_seconds: Option<u64>,
 }
@@ -125,6 +144,7 @@ pub struct Server {
     allow: Option<Vec<String>>,
     idempotent: Option<Vec<String>>,
     read_only: Vec<String>,
+    trusted_output: bool,
     timeout: Duration,
 }
 
@@ -193,6 +213,7 @@ pub fn parse(text: &str, env: impl Fn(&str) -> Option<String>) -> Result<Vec<Ser
             allow: entry.tools,
             idempotent: entry.idempotent,
             read_only: entry.read_only_tools,
+            trusted_output: entry.trusted_output,
             timeout,
         });
     }
@@ -258,6 +279,8 @@ pub struct McpTool {
     idempotent: bool,
     /// Declared read-only by the operator.
     read_only: bool,
+    /// Its server's output declared trusted by the operator.
+    trusted_output: bool,
 }
 
 /// A server whose tools could not be listed, or one of its tools left out, and why (told
@@ -346,6 +369,7 @@ async fn list(
             timeout: server.timeout,
             idempotent: o.idempotent,
             read_only: o.read_only,
+            trusted_output: server.trusted_output,
         })
         .collect();
     Ok((tools, left_out))
@@ -363,7 +387,7 @@ struct Offer {
 
 /// The tools of `listed` the server may offer, bounded, and those left out: at most
 /// [`MAX_TOOLS`], each named within the rule, its schema (as given) within
-/// [`MAX_SCHEMA_BYTES`], its description and its schema's free text cut, and all of them
+/// [`MAX_SCHEMA_BYTES`] and then bounded (`schema::bound`), its description cut, and all of them
 /// (as sent) within
 /// [`MAX_SERVER_TOOL_BYTES`] (a tool past it is left out; a smaller one after it may fit).
 fn select(server: &Server, listed: Vec<rmcp::model::Tool>) -> (Vec<Offer>, Vec<Unavailable>) {
@@ -403,7 +427,10 @@ fn select(server: &Server, listed: Vec<rmcp::model::Tool>) -> (Vec<Offer>, Vec<U
             continue;
         }
         let mut parameters = Value::Object((*t.input_schema).clone());
-        bound_schema_text(&mut parameters);
+        if let Err(why) = schema::bound(&mut parameters) {
+            leave_out(Some(&t.name), why);
+            continue;
+        }
         let schema = serde_json::to_string(&parameters).unwrap_or_default();
         let description = cut_bytes(
             t.description.as_deref().unwrap_or_default(),
@@ -435,44 +462,6 @@ fn select(server: &Server, listed: Vec<rmcp::model::Tool>) -> (Vec<Offer>, Vec<U
         });
     }
     (offers, left_out)
-}
-
-/// Keywords whose value maps names (of properties, definitions) to schemas.
-const SCHEMA_MAPS: &[&str] = &[
-    "properties",
-    "patternProperties",
-    "$defs",
-    "definitions",
-    "dependentSchemas",
-    "dependencies",
-];
-/// Keywords whose value is data, not schema: left as it is (validation reads it).
-const SCHEMA_DATA: &[&str] = &["enum", "const", "default", "examples"];
-
-/// Cuts the free text of a schema (`description`, `title`, `$comment`, at any depth) to
-/// [`MAX_SCHEMA_TEXT_BYTES`] with a marker; what validation reads is left as it is.
-fn bound_schema_text(schema: &mut Value) {
-    match schema {
-        Value::Object(map) => {
-            for (keyword, value) in map.iter_mut() {
-                let keyword = keyword.as_str();
-                match value {
-                    Value::String(text)
-                        if matches!(keyword, "description" | "title" | "$comment") =>
-                    {
-                        *text = cut_bytes(text, MAX_SCHEMA_TEXT_BYTES)
-                    }
-                    Value::Object(named) if SCHEMA_MAPS.contains(&keyword) => {
-                        named.values_mut().for_each(bound_schema_text)
-                    }
-                    _ if SCHEMA_DATA.contains(&keyword) => {}
-                    other => bound_schema_text(other),
-                }
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(bound_schema_text),
-        _ => {}
-    }
 }
 
 /// Whether a server's tool name can be offered: [`MAX_NAME_CHARS`] of `A-Z a-z 0-9 _ -`.
@@ -552,6 +541,10 @@ impl Tool for McpTool {
     fn side_effects(&self) -> bool {
         !self.read_only
     }
+
+    fn untrusted_source(&self) -> Option<&str> {
+        (!self.trusted_output).then_some(self.server.as_str())
+    }
 }
 
 /// At most [`MAX_RESULT_CHARS`] characters, with a marker where it was cut.
@@ -606,6 +599,9 @@ timeout_seconds = 5
         let text = "[mcp.docs]\nurl = \"https://x/\"\nread_only_tools = [\"lookup\"]\n";
         let servers = parse(text, |_| None).unwrap();
         assert_eq!(servers[0].read_only, ["lookup"]);
+        assert!(!servers[0].trusted_output, "untrusted unless declared");
+        let text = "[mcp.docs]\nurl = \"https://x/\"\ntrusted_output = true\n";
+        assert!(parse(text, |_| None).unwrap()[0].trusted_output);
         let err = parse(
             "[mcp.docs]\nurl = \"https://x/\"\nread_only = [\"x\"]\n",
             |_| None,
@@ -657,38 +653,32 @@ timeout_seconds = 5
         parse(text, |_| None).unwrap().remove(0)
     }
 
-    /// Issue 47, F5: the free text inside an input schema (descriptions and titles at any
-    /// depth) is cut to its bound with a marker; what validation reads (a property named
-    /// `description`, enum values, defaults) is left as it is.
+    /// Issue 47, review 2: a tool whose input schema breaks a bound (here a property name
+    /// over [`MAX_PROPERTY_NAME_BYTES`]) is left out and named in the note; the others stay.
     #[test]
-    fn the_free_text_of_an_input_schema_is_cut_and_its_data_kept() {
-        let long = format!("<IMPORTANT>{}", "é".repeat(5_000));
-        let mut schema = serde_json::json!({
-            "type": "object",
-            "title": long,
-            "description": long,
-            "properties": {
-                "description": {"type": "string", "description": long},
-                "enum": {"type": "string", "enum": [long], "default": long},
-                "nested": {"type": "array", "items": {"anyOf": [{"title": long}]}}
-            },
-            "$defs": {"x": {"$comment": long}},
-        });
-        bound_schema_text(&mut schema);
-        let cut = |v: &Value| {
-            let text = v.as_str().unwrap();
-            let (kept, marker) = text.rsplit_once('\n').unwrap();
-            assert!(kept.len() <= MAX_SCHEMA_TEXT_BYTES, "{}", kept.len());
-            assert!(kept.starts_with("<IMPORTANT>") && marker.starts_with("[cut: "));
-        };
-        cut(&schema["title"]);
-        cut(&schema["description"]);
-        cut(&schema["properties"]["description"]["description"]);
-        cut(&schema["properties"]["nested"]["items"]["anyOf"][0]["title"]);
-        cut(&schema["$defs"]["x"]["$comment"]);
-        assert_eq!(schema["properties"]["description"]["type"], "string");
-        assert_eq!(schema["properties"]["enum"]["enum"][0], long.as_str());
-        assert_eq!(schema["properties"]["enum"]["default"], long.as_str());
+    fn a_tool_whose_schema_breaks_a_bound_is_left_out() {
+        let long_name = "p".repeat(MAX_PROPERTY_NAME_BYTES + 1);
+        let with = |property: &str, schema: Value| serde_json::json!({"type": "object", "properties": {property: schema}});
+        let listed = vec![
+            tool(
+                "named",
+                "Long name.",
+                with(&long_name, serde_json::json!({"type": "string"})),
+            ),
+            tool(
+                "fine",
+                "Fine.",
+                with("p", serde_json::json!({"type": "string"})),
+            ),
+        ];
+        let (offers, left_out) = select(&docs_server(), listed);
+        assert_eq!(offers.len(), 1);
+        assert_eq!(left_out[0].tool.as_deref(), Some("named"));
+        assert!(
+            left_out[0].reason.contains("longer than 64 bytes"),
+            "{:?}",
+            left_out
+        );
     }
 
     /// Issue 47, F5: a server's tools together put at most [`MAX_SERVER_TOOL_BYTES`] of

@@ -18,7 +18,8 @@ environment variable:
 5. (issue 47) a tool with side effects runs on the reporter's word, not on a watcher's:
    that call is refused before the server sees it, and a server's `readOnlyHint` does not
    change that; a tool the operator declares in `read_only_tools` runs on the watcher's
-   word;
+   word; (review 2) a result from the server stops a call with side effects after it
+   in the same turn, unless the server's output is declared trusted;
 6. (issue 47) a 1 MB tool description reaches the model cut to 1,024 bytes with a marker,
    inside an untrusted block from the server; a tool whose input schema is over 8 KiB is
    left out and the model is told so.
@@ -152,7 +153,9 @@ def _call(name: str, arguments: dict) -> dict:
 def test_the_models_calls_reach_the_server_and_their_results_the_model(server) -> None:
     url, calls = server
     calls.clear()
-    toml = f'[mcp.test]\nurl = "{url}"\ntoken_env = "MCP_TEST_TOKEN"\n'
+    # Its output declared trusted: the lookup's result does not stop the append after it
+    # in the same turn (see the next test).
+    toml = f'[mcp.test]\nurl = "{url}"\ntoken_env = "MCP_TEST_TOKEN"\ntrusted_output = true\n'
     task, requests = _run(toml, [
         {'tool_calls': [
             _call('test__lookup', {'word': 'shed'}),
@@ -178,6 +181,27 @@ def test_the_models_calls_reach_the_server_and_their_results_the_model(server) -
     # The server saw each valid call once, and never the one that broke the schema.
     assert calls == [('lookup', {'word': 'shed'}), ('append', {'line': 'painted'}),
                      ('fail', {})], calls
+
+
+def test_a_servers_result_stops_a_call_with_side_effects_after_it(server) -> None:
+    """Issue 47 review 2. On the reporter's word the model looks a word up, then appends
+    in the same turn: the lookup's result (the server's words, its output not declared
+    trusted) makes the server the actor, so the append is refused before the server sees
+    it (its call log)."""
+    url, calls = server
+    calls.clear()
+    toml = f'[mcp.test]\nurl = "{url}"\ntoken_env = "MCP_TEST_TOKEN"\n'
+    task, requests = _run(toml, [
+        {'tool_calls': [_call('test__lookup', {'word': 'shed'}),
+                        _call('test__append', {'line': 'steered'})]},
+        {'text': 'Done.'},
+    ])
+    assert task['status']['state'] == 'TASK_STATE_COMPLETED', task
+    assert calls == [('lookup', {'word': 'shed'})], calls
+    results = {m['call_id']: m for m in requests[1]['messages'] if m.get('role') == 'tool'}
+    assert 'shed: a small wooden building' in results['call-0-0']['content'], results
+    assert results['call-0-1']['is_error'], results
+    assert '[tool.forbidden]' in results['call-0-1']['content'], results
 
 
 def test_a_server_down_at_start_leaves_the_others_tools(server) -> None:

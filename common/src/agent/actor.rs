@@ -9,8 +9,12 @@
 //! - A remote agent's answer, question or failure entering the conversation: that agent
 //!   (its registry id); a sub-task's outcome: the sub-task's assignee. Either needs a
 //!   fresh word from the reporter or an admin after it before a privileged call.
-//! - The results of the operator's own tools (MCP servers it configured) leave the actor
-//!   as it is: the rule's known limit (see `docs/mcp.md`).
+//! - A result (or error) of an MCP server's tool entering the conversation: that server
+//!   ([`of_tool_output`], no participant), unless the operator declared its output trusted
+//!   (`trusted_output`); a fresh word from the reporter or an admin is needed after it. In a
+//!   turn of several calls each result is committed, with the actor it makes, before the
+//!   next call is checked: a call after an untrusted result in the same turn is refused.
+//!   The intrinsics' results (`ask_participant`...) leave the actor as it is.
 
 use crate::a2a::{Message, Role as MessageRole};
 use crate::ext::permissions::{permits, Action};
@@ -34,6 +38,21 @@ pub fn of_batch<'a>(
 /// (a remote agent, a sub-task's assignee): the model now acts on them.
 pub fn heard(state: &mut AgentState, party: &str) {
     state.actor = Some(party.to_owned());
+}
+
+/// The party an untrusted tool output from `server` speaks for: `mcp:` and the server's
+/// name, joined by a no-break space so that it is no participant id (`ext::participant::
+/// valid_id` refuses it), and no member's privilege can ever be its.
+pub fn of_tool_output(server: &str) -> String {
+    format!("mcp:\u{a0}{server}")
+}
+
+/// A tool's result entered the conversation: when its output is untrusted
+/// (`Tool::untrusted_source`), the model now acts on that source.
+pub fn heard_tool(state: &mut AgentState, source: Option<&str>) {
+    if let Some(server) = source {
+        heard(state, &of_tool_output(server));
+    }
 }
 
 /// Who a sub-task's outcome comes from: its assignee ("" when it has none, or is gone:
@@ -77,5 +96,19 @@ mod tests {
             Some("wes")
         );
         assert_eq!(actor(&["stranger", "ada"]).as_deref(), Some("stranger"));
+    }
+
+    #[test]
+    fn an_untrusted_tool_output_speaks_for_no_participant() {
+        let party = of_tool_output("docs");
+        assert!(!crate::ext::participant::valid_id(&party), "{party:?}");
+        let mut state = AgentState {
+            actor: Some("rita".into()),
+            ..Default::default()
+        };
+        heard_tool(&mut state, None);
+        assert_eq!(state.actor.as_deref(), Some("rita"));
+        heard_tool(&mut state, Some("docs"));
+        assert_eq!(state.actor, Some(party));
     }
 }

@@ -268,8 +268,8 @@ async fn create_task(
     if let Some((agent, remotes)) = remote {
         // Delegating spends the operator's credentials and hands the task's words to
         // another party: only when the model acts on the words of the reporter or an
-        // admin (`super::actor`), so a watcher's message, a remote's answer or a
-        // sub-task's outcome cannot.
+        // admin (`super::actor`), so a watcher's message, a remote's answer, a
+        // sub-task's outcome or an untrusted MCP result cannot.
         let actor = run.record().agent.actor.clone().unwrap_or_default();
         if !crate::ext::permissions::permits(&parent_ext, &actor, Action::CreateSubTask) {
             let refused = ToolError::new(

@@ -549,7 +549,9 @@ impl LlmAgent {
     /// Runs the pending tool calls of the last answer, committing each result.
     async fn run_tools(&self, run: &mut TaskRun) -> Result<(), RunError> {
         for call in pending_calls(&run.record().agent) {
-            let outcome = match self.tools.check_on(&call, run.record()) {
+            let checked = self.tools.check_on(&call, run.record());
+            let source = super::tools::untrusted_source(&checked);
+            let outcome = match checked {
                 Err(refused) => refused,
                 Ok(Checked::Tool(tool)) if !tool.idempotent() => {
                     if run.record().agent.started.contains(&call.id) {
@@ -565,18 +567,12 @@ impl LlmAgent {
                         // Committed as started first, so a crash cannot make it twice.
                         let id = call.id.clone();
                         run.update_agent(|a| a.started.push(id.clone())).await?;
-                        match run.keeping_lease(tool.run(&call.arguments)).await? {
-                            Ok(output) => ToolOutcome::output(output),
-                            Err(e) => ToolOutcome::error(e),
-                        }
+                        ToolOutcome::of(run.keeping_lease(tool.run(&call.arguments)).await?)
                     }
                 }
                 // A tool may be slow too: the lease is kept while it runs.
                 Ok(Checked::Tool(tool)) => {
-                    match run.keeping_lease(tool.run(&call.arguments)).await? {
-                        Ok(output) => ToolOutcome::output(output),
-                        Err(e) => ToolOutcome::error(e),
-                    }
+                    ToolOutcome::of(run.keeping_lease(tool.run(&call.arguments)).await?)
                 }
                 Ok(Checked::Intrinsic) => {
                     let choice = match self.model_for(run.record().agent.model.as_deref()).await {
@@ -602,6 +598,7 @@ impl LlmAgent {
             run.update_agent(|a| {
                 a.conversation.push(result.clone());
                 a.started.retain(|id| *id != call.id);
+                super::actor::heard_tool(a, source);
             })
             .await?;
         }

@@ -55,6 +55,11 @@ impl ToolOutcome {
             is_error: true,
         }
     }
+
+    /// What a tool's run gave back.
+    pub fn of(ran: Result<String, ToolError>) -> Self {
+        ran.map_or_else(Self::error, Self::output)
+    }
 }
 
 /// Why a tool could not be registered.
@@ -99,6 +104,18 @@ struct Entry {
 pub enum Checked<'a> {
     Tool(&'a dyn Tool),
     Intrinsic,
+}
+
+/// Whose words the result of a call (checked as `checked`) carries when the operator does
+/// not vouch for them (`Tool::untrusted_source`): None for a refused call (the harness's
+/// words), an intrinsic or a trusted tool. Its result is committed with the actor it
+/// makes (`actor::heard_tool`) before the next call is checked, so a call with side
+/// effects after it, in the same turn or later, waits for a fresh word.
+pub fn untrusted_source<'a>(checked: &Result<Checked<'a>, ToolOutcome>) -> Option<&'a str> {
+    match checked {
+        Ok(Checked::Tool(tool)) => tool.untrusted_source(),
+        _ => None,
+    }
 }
 
 /// The tools a model may call, in registration order.
@@ -233,8 +250,8 @@ impl ToolRegistry {
     /// model acts on the words of the task's reporter or an admin (`AgentState::actor`,
     /// see `agent::actor`; `Action::CallToolWithSideEffects`); otherwise the model gets an
     /// error result and the tool never hears of the call. A watcher's message (even with
-    /// an admin's after it in one batch), or a remote agent's answer or a sub-task's
-    /// outcome after the admin's word, cannot lead to one.
+    /// an admin's after it in one batch), or a remote agent's answer, a sub-task's outcome
+    /// or an untrusted tool's result after the admin's word, cannot lead to one.
     pub fn check_on(&self, call: &ToolCall, rec: &TaskRecord) -> Result<Checked<'_>, ToolOutcome> {
         let checked = self.check(call)?;
         if let Checked::Tool(tool) = &checked {
@@ -284,10 +301,7 @@ impl ToolRegistry {
                 "tool.unbound",
                 "no task is bound to this intrinsic",
             )),
-            Ok(Checked::Tool(tool)) => match tool.run(&call.arguments).await {
-                Ok(output) => ToolOutcome::output(output),
-                Err(error) => ToolOutcome::error(error),
-            },
+            Ok(Checked::Tool(tool)) => ToolOutcome::of(tool.run(&call.arguments).await),
         }
     }
 }

@@ -41,4 +41,13 @@ pub trait Tool: Send + Sync + 'static {
     fn side_effects(&self) -> bool {
         false
     }
+
+    /// Whose words its output (a result or an error) carries when the operator does not
+    /// vouch for them: an MCP tool's server, unless its configuration declares the
+    /// server's output trusted. Once such a result enters the conversation, the model acts
+    /// on that source's words (`agent::actor`), whom no privilege is given. None for the
+    /// harness's own tools.
+    fn untrusted_source(&self) -> Option<&str> {
+        None
+    }
 }
