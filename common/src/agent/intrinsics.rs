@@ -299,9 +299,9 @@ async fn create_task(
         acceptance_criteria: a.acceptance_criteria,
     };
     let mut child = subtask::sub_task(&parent, &request, &harness);
-    // Made on the word of whom the model acts for: its post to the assignee's personal
-    // channel is charged to them (`engine::medium::Addressed::from`).
-    child.agent.actor = parent.agent.actor.clone();
+    // Its post to the assignee's personal channel is charged to whom the parent's would
+    // be (`Addressed::charged`): the child's own history holds no participant's word.
+    child.agent.actor = Some(crate::engine::medium::Addressed::charged(&parent));
     match subtask::create(run.store().as_ref(), &child, &parent.task.id).await {
         Ok(()) => {}
         Err(CreateError::Taken(id)) => {

@@ -20,8 +20,8 @@
 //!
 //! Posts are held to two hourly quotas, counted in the store ([`Store::take_quota`]) so
 //! they hold across processes: per sender (the party on whose word a post is made,
-//! [`Addressed::from`]: a `/task`'s verified sender; for what the agent asks, the task's
-//! actor, whose words the model acted on; never the reporter a task's creator named) and
+//! [`Addressed::from`]: a `/task`'s verified sender; for what the agent asks, the
+//! participant who spoke last on the task; never the reporter a task's creator named) and
 //! per recipient (whoever asks, so a sender that changes the id it claims in `none` mode
 //! still cannot flood one person). The recipient's quota is well above a sender's (200
 //! and 60 by default), so no one account takes more than a third of a person's channel

@@ -245,4 +245,29 @@ mod addressed {
         crate::engine::transition::set_status(&mut done, TaskState::Completed, None, None);
         assert_eq!(Addressed::of(&done), None);
     }
+
+    #[test]
+    fn the_agents_request_is_charged_to_the_participant_who_spoke_last() {
+        let mut rec = assigned();
+        // After an MCP server's or a remote's words the actor is no participant: the
+        // post is still charged to the last participant who spoke, not to that party.
+        rec.agent.actor = Some("mcp:\u{a0}docs".into());
+        let said = |id: &str, who: &str| {
+            let mut m = crate::a2a::Message {
+                message_id: id.into(),
+                role: crate::a2a::Role::User,
+                ..Default::default()
+            };
+            crate::ext::participant::assert_sender(&mut m, who);
+            m
+        };
+        rec.task.history.push(said("m-2", "alice"));
+        assert_eq!(Addressed::of(&rec).unwrap().from, "alice");
+        // A sender who is no participant (any more) charges nothing; the actor then does.
+        rec.task.history.push(said("m-3", "eve"));
+        assert_eq!(Addressed::of(&rec).unwrap().from, "alice");
+        rec.task.history.clear();
+        rec.agent.actor = Some("alice".into());
+        assert_eq!(Addressed::of(&rec).unwrap().from, "alice");
+    }
 }

@@ -41,17 +41,31 @@ pub struct Addressed {
     pub asks: Asks,
     /// The question, with its options, or the task's goal.
     pub text: String,
-    /// The party on whose word it is sent, whose hourly quota of posts it counts
+    /// The participant on whose word it is sent, whose hourly quota of posts it counts
     /// against: a `/task`'s verified sender; for a request the agent makes (a help
-    /// request, a task it creates for a participant), the task's actor
-    /// (`AgentState::actor`: whose words the model acted on, a verified sender or a
-    /// remote agent or sub-task's party). Never the task's reporter, whom the task's
-    /// creator names. "" when there is none (the harness does not record a task's
-    /// creator apart from that): no one's word, and so not posted.
+    /// request, a task it creates for a participant), [`Addressed::charged`]. Never the
+    /// task's reporter, whom the task's creator names. "" when there is none: no one's
+    /// word, and so not posted.
     pub from: String,
 }
 
 impl Addressed {
+    /// Whom a request the agent makes on `rec` is charged to: the participant who spoke
+    /// last on it (a verified sender: its history's last participant message), else the
+    /// task's actor (a sub-task the agent made carries its parent's charged party there).
+    /// Not the actor first: a remote agent's or an MCP server's words make it the actor,
+    /// and charging them would put every task's posts after such words in one bucket.
+    pub fn charged(rec: &TaskRecord) -> String {
+        let ext = rec.ext().unwrap_or_default();
+        (rec.task.history.iter().rev())
+            .filter(|m| m.role == crate::a2a::Role::User)
+            .filter_map(crate::ext::participant::asserted)
+            .find(|sender| ext.participant(sender).is_some())
+            .map(str::to_owned)
+            .or_else(|| rec.agent.actor.clone())
+            .unwrap_or_default()
+    }
+
     /// The request `rec` waits on, if it waits on one of its members.
     pub fn of(rec: &TaskRecord) -> Option<Addressed> {
         if rec.state() != TaskState::InputRequired {
@@ -59,7 +73,7 @@ impl Addressed {
         }
         let to = rec.waiting_on()?;
         let ext = rec.ext().unwrap_or_default();
-        let from = rec.agent.actor.clone().unwrap_or_default();
+        let from = Addressed::charged(rec);
         let (request_id, asks, text) = match &rec.agent.pending_help {
             Some(help) if help.participant_id == to => {
                 (help.message_id.clone(), Asks::Answer, help.display())
@@ -110,7 +124,7 @@ impl Media {
     }
 
     /// [`Media::announce`], on the word of `sender` if given (a command's sender) rather
-    /// than the task's actor.
+    /// than [`Addressed::charged`].
     pub async fn announce_from(&self, rec: &TaskRecord, sender: Option<&str>) {
         if self.0.is_empty() {
             return;
