@@ -10,7 +10,7 @@
 //! - `set_participant_role`: admins only, and only as they asked: the actor (whose words
 //!   the model acts on, `super::actor`) must be an admin, and the call cites the id of
 //!   that admin's latest message, which must ask for exactly that change (see
-//!   [`requested`]); a request makes one change. Keywords elsewhere in the context (a tool
+//!   `requested`); a request makes one change. Keywords elsewhere in the context (a tool
 //!   result, another member's message, a second clause of the same message, an older
 //!   message) cannot lend it a change.
 //! - `request_help`: `help.decided` picks one of the first two.
