@@ -184,24 +184,27 @@ def test_the_models_calls_reach_the_server_and_their_results_the_model(server) -
 
 
 def test_a_servers_result_stops_a_call_with_side_effects_after_it(server) -> None:
-    """Issue 47 review 2. On the reporter's word the model looks a word up, then appends
-    in the same turn: the lookup's result (the server's words, its output not declared
-    trusted) makes the server the actor, so the append is refused before the server sees
-    it (its call log)."""
+    """Issue 47 review 2. On the reporter's word the model looks a word up, then, in its
+    next turn, appends: the lookup's result (the server's words, its output not declared
+    trusted) made the server the actor, so the append is refused before the server sees
+    it (its call log). An append written in the lookup's own turn runs (review 3: the
+    model wrote it before the result existed)."""
     url, calls = server
     calls.clear()
     toml = f'[mcp.test]\nurl = "{url}"\ntoken_env = "MCP_TEST_TOKEN"\n'
     task, requests = _run(toml, [
         {'tool_calls': [_call('test__lookup', {'word': 'shed'}),
-                        _call('test__append', {'line': 'steered'})]},
+                        _call('test__append', {'line': 'asked'})]},
+        {'tool_calls': [_call('test__append', {'line': 'steered'})]},
         {'text': 'Done.'},
     ])
     assert task['status']['state'] == 'TASK_STATE_COMPLETED', task
-    assert calls == [('lookup', {'word': 'shed'})], calls
-    results = {m['call_id']: m for m in requests[1]['messages'] if m.get('role') == 'tool'}
+    assert calls == [('lookup', {'word': 'shed'}), ('append', {'line': 'asked'})], calls
+    results = {m['call_id']: m for m in requests[2]['messages'] if m.get('role') == 'tool'}
     assert 'shed: a small wooden building' in results['call-0-0']['content'], results
-    assert results['call-0-1']['is_error'], results
-    assert '[tool.forbidden]' in results['call-0-1']['content'], results
+    assert not results['call-0-1']['is_error'], results
+    assert results['call-1-0']['is_error'], results
+    assert '[tool.forbidden]' in results['call-1-0']['content'], results
 
 
 def test_a_server_down_at_start_leaves_the_others_tools(server) -> None:

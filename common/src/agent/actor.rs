@@ -11,9 +11,10 @@
 //!   fresh word from the reporter or an admin after it before a privileged call.
 //! - A result (or error) of an MCP server's tool entering the conversation: that server
 //!   ([`of_tool_output`], no participant), unless the operator declared its output trusted
-//!   (`trusted_output`); a fresh word from the reporter or an admin is needed after it. In a
-//!   turn of several calls each result is committed, with the actor it makes, before the
-//!   next call is checked: a call after an untrusted result in the same turn is refused.
+//!   (`trusted_output`); a fresh word from the reporter or an admin is needed after it. It
+//!   becomes the actor once the turn's calls are all made ([`end_turn`]): the model wrote
+//!   every call of a turn before any of their results existed, so no result of a turn
+//!   steered another call of it; the next turn's calls are checked against it.
 //!   The intrinsics' results (`ask_participant`...) leave the actor as it is.
 
 use crate::a2a::{Message, Role as MessageRole};
@@ -47,11 +48,24 @@ pub fn of_tool_output(server: &str) -> String {
     format!("mcp:\u{a0}{server}")
 }
 
+/// The server whose untrusted output `actor` is ([`of_tool_output`]), if it is one.
+pub fn tool_output_server(actor: &str) -> Option<&str> {
+    actor.strip_prefix("mcp:\u{a0}")
+}
+
 /// A tool's result entered the conversation: when its output is untrusted
-/// (`Tool::untrusted_source`), the model now acts on that source.
+/// (`Tool::untrusted_source`), the model acts on that source once the turn's calls are
+/// all made ([`end_turn`]).
 pub fn heard_tool(state: &mut AgentState, source: Option<&str>) {
     if let Some(server) = source {
-        heard(state, &of_tool_output(server));
+        state.heard_in_turn = Some(of_tool_output(server));
+    }
+}
+
+/// The turn's calls are all made: the last untrusted source it heard is the actor now.
+pub fn end_turn(state: &mut AgentState) {
+    if let Some(party) = state.heard_in_turn.take() {
+        heard(state, &party);
     }
 }
 
@@ -102,6 +116,8 @@ mod tests {
     fn an_untrusted_tool_output_speaks_for_no_participant() {
         let party = of_tool_output("docs");
         assert!(!crate::ext::participant::valid_id(&party), "{party:?}");
+        assert_eq!(tool_output_server(&party), Some("docs"));
+        assert_eq!(tool_output_server("mcp:docs"), None);
         let mut state = AgentState {
             actor: Some("rita".into()),
             ..Default::default()
@@ -109,6 +125,9 @@ mod tests {
         heard_tool(&mut state, None);
         assert_eq!(state.actor.as_deref(), Some("rita"));
         heard_tool(&mut state, Some("docs"));
-        assert_eq!(state.actor, Some(party));
+        // Not before the turn's calls are all made: none of them was written after it.
+        assert_eq!(state.actor.as_deref(), Some("rita"));
+        end_turn(&mut state);
+        assert_eq!((state.actor, state.heard_in_turn), (Some(party), None));
     }
 }

@@ -300,7 +300,7 @@ async fn create_task(
     };
     let mut child = subtask::sub_task(&parent, &request, &harness);
     // Its post to the assignee's personal channel is charged to whom the parent's would
-    // be (`Addressed::charged`): the child's own history holds no participant's word.
+    // be (`Addressed::charged`): the child's own history holds no person's word.
     child.agent.actor = Some(crate::engine::medium::Addressed::charged(&parent));
     match subtask::create(run.store().as_ref(), &child, &parent.task.id).await {
         Ok(()) => {}

@@ -602,6 +602,9 @@ impl LlmAgent {
             })
             .await?;
         }
+        if run.record().agent.heard_in_turn.is_some() {
+            run.update_agent(super::actor::end_turn).await?;
+        }
         Ok(())
     }
 }

@@ -108,9 +108,9 @@ pub enum Checked<'a> {
 
 /// Whose words the result of a call (checked as `checked`) carries when the operator does
 /// not vouch for them (`Tool::untrusted_source`): None for a refused call (the harness's
-/// words), an intrinsic or a trusted tool. Its result is committed with the actor it
-/// makes (`actor::heard_tool`) before the next call is checked, so a call with side
-/// effects after it, in the same turn or later, waits for a fresh word.
+/// words), an intrinsic or a trusted tool. Its source is the actor once the turn's calls
+/// are all made (`actor::heard_tool`, `actor::end_turn`), so a call with side effects in
+/// a later turn waits for a fresh word.
 pub fn untrusted_source<'a>(checked: &Result<Checked<'a>, ToolOutcome>) -> Option<&'a str> {
     match checked {
         Ok(Checked::Tool(tool)) => tool.untrusted_source(),
@@ -258,12 +258,18 @@ impl ToolRegistry {
             let actor = rec.agent.actor.as_deref().unwrap_or_default();
             let word = |ext| permits(&ext, actor, Action::CallToolWithSideEffects);
             if tool.side_effects() && !word(rec.ext().unwrap_or_default()) {
+                let why = match super::actor::tool_output_server(actor) {
+                    // From the model's side the reporter spoke last: say what came since.
+                    Some(server) => format!(
+                        "a result of the MCP server {server:?} came after the last word of the task's reporter or an admin, and may have steered this call; ask one of them to confirm this exact call (ask_participant), then make it"
+                    ),
+                    None => format!("{}; ask them", Action::CallToolWithSideEffects.rule()),
+                };
                 return Err(ToolOutcome::error(ToolError::new(
                     "tool.forbidden",
                     format!(
-                        "{} has side effects: {}; ask them (a tool its server's configuration declares read-only runs on anyone's word)",
-                        call.name,
-                        Action::CallToolWithSideEffects.rule()
+                        "{} has side effects: {why} (a tool its server's configuration declares read-only runs on anyone's word)",
+                        call.name
                     ),
                 )));
             }

@@ -270,4 +270,28 @@ mod addressed {
         rec.agent.actor = Some("alice".into());
         assert_eq!(Addressed::of(&rec).unwrap().from, "alice");
     }
+
+    #[test]
+    fn a_sub_task_the_agent_made_is_charged_to_its_parents_speaker_not_the_harness() {
+        use crate::ext::task::{Participant, ParticipantKind, Role};
+        let mut parent = assigned();
+        let mut ext = parent.ext().unwrap();
+        ext.add(Participant::new(
+            "harness",
+            ParticipantKind::Agent,
+            Role::Watcher,
+        ));
+        ext.store(&mut parent.task);
+        let req = ParticipantTask {
+            participant_id: "bob".into(),
+            name: "Check".into(),
+            goal: "Check the numbers".into(),
+            acceptance_criteria: Vec::new(),
+        };
+        // Its first message is the harness's, as when the agent delegates.
+        let mut child = super::sub_task(&parent, &req, "harness");
+        assert_eq!(Addressed::charged(&child), "");
+        child.agent.actor = Some(Addressed::charged(&parent));
+        assert_eq!(Addressed::of(&child).unwrap().from, "alice");
+    }
 }

@@ -50,17 +50,23 @@ pub struct Addressed {
 }
 
 impl Addressed {
-    /// Whom a request the agent makes on `rec` is charged to: the participant who spoke
-    /// last on it (a verified sender: its history's last participant message), else the
-    /// task's actor (a sub-task the agent made carries its parent's charged party there).
-    /// Not the actor first: a remote agent's or an MCP server's words make it the actor,
-    /// and charging them would put every task's posts after such words in one bucket.
+    /// Whom a request the agent makes on `rec` is charged to: the person who spoke last
+    /// on it (a verified sender: its history's last message from a human participant),
+    /// else the task's actor (a sub-task the agent made, whose first message is the
+    /// harness's, carries its parent's charged party there). Never an agent participant
+    /// (the harness itself would be one bucket for every task), and not the actor first:
+    /// a remote agent's or an MCP server's words make it the actor, and charging them
+    /// would put every task's posts after such words in one bucket too.
     pub fn charged(rec: &TaskRecord) -> String {
+        use crate::ext::task::ParticipantKind;
         let ext = rec.ext().unwrap_or_default();
         (rec.task.history.iter().rev())
             .filter(|m| m.role == crate::a2a::Role::User)
             .filter_map(crate::ext::participant::asserted)
-            .find(|sender| ext.participant(sender).is_some())
+            .find(|sender| {
+                ext.participant(sender)
+                    .is_some_and(|p| p.kind == ParticipantKind::Human)
+            })
             .map(str::to_owned)
             .or_else(|| rec.agent.actor.clone())
             .unwrap_or_default()

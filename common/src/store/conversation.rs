@@ -35,6 +35,10 @@ pub struct AgentState {
     /// Whose words the model acts on now (`agent::actor`): who a privileged tool call acts
     /// for.
     pub actor: Option<String>,
+    /// The source of an untrusted tool result of the turn whose calls are being made: the
+    /// actor once they all are (`agent::actor::end_turn`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub heard_in_turn: Option<String>,
     /// Admins' messages a role change was made on, each as the JSON pair `[sender, id]`
     /// (a plain id from builds before): each request makes one change.
     #[serde(skip_serializing_if = "Vec::is_empty")]
