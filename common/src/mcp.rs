@@ -44,7 +44,7 @@
 //! server, its input schema is at most [`MAX_SCHEMA_BYTES`] serialized (as the server gave
 //! it) and keeps only known JSON Schema keywords, its free text (`description`, `title`)
 //! cut to [`MAX_SCHEMA_TEXT_BYTES`] with a marker, its property names at most
-//! [`MAX_PROPERTY_NAME_BYTES`] and its other strings (enum values...) at most
+//! [`MAX_PROPERTY_NAME_BYTES`] of `A-Z a-z 0-9 _ . -` and its other strings (enum values...) at most
 //! [`MAX_SCHEMA_VALUE_BYTES`] (`schema::bound`), a server offers at most [`MAX_TOOLS`], and
 //! all its tools' text (names, descriptions, schemas) is at most [`MAX_SERVER_TOOL_BYTES`];
 //! a tool that breaks a bound is left out, and the model is told so.
@@ -85,8 +85,9 @@ pub const MAX_SCHEMA_TEXT_BYTES: usize = 200;
 /// `default`, an example, a pattern, a format, a reference), in bytes of UTF-8: a longer
 /// one leaves the tool out, or drops the advisory `default` or `examples` holding it.
 pub const MAX_SCHEMA_VALUE_BYTES: usize = 100;
-/// Longest property (or definition) name in a tool's input schema, in bytes of UTF-8: a
-/// longer one leaves the tool out.
+/// Longest property (or definition, or `required`) name in a tool's input schema, in bytes
+/// of `A-Z a-z 0-9 _ . -` (nothing else): a longer one, or another character, leaves the
+/// tool out.
 pub const MAX_PROPERTY_NAME_BYTES: usize = 64;
 /// Most bytes of tool text one server may put before the model on every call: its tools'
 /// names, descriptions and input schemas (serialized, bounded) together. A tool past it is
@@ -675,7 +676,9 @@ timeout_seconds = 5
         assert_eq!(offers.len(), 1);
         assert_eq!(left_out[0].tool.as_deref(), Some("named"));
         assert!(
-            left_out[0].reason.contains("longer than 64 bytes"),
+            left_out[0]
+                .reason
+                .contains("not 1 to 64 of A-Z a-z 0-9 _ . -"),
             "{:?}",
             left_out
         );

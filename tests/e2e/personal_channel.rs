@@ -497,6 +497,97 @@ async fn envelope_tasks_held_to_the_tasks_for_others_limit(backend: Backend) {
     assert!(sent.get("error").is_none(), "{sent}");
 }
 
+/// `who`'s refusal past the tasks-for-others limit: -32602 naming it, audited (on `task`,
+/// "" for a new one), the message `mid` not stored.
+async fn refused_past_the_limit(s: &Server, who: &str, refused: &Value, task: &str, mid: &str) {
+    assert_rpc_error(refused, -32602, "INVALID_PARAMS");
+    let said = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(said.contains("at most 2 an hour"), "{said}");
+    let stored = s.store().message_task("", who, mid).await;
+    assert_eq!(stored.expect("read"), None);
+    let trail = s.store().audit_trail(task).await.expect("audit trail");
+    assert!(
+        trail
+            .iter()
+            .any(|r| r.message_id == mid && r.participant == who && !r.accepted),
+        "{trail:?}"
+    );
+}
+
+/// Review 3: an envelope that adds others to a task counts as a task for them, so a task
+/// started listing only its sender cannot take them on past the limit (2 here) later;
+/// and a new task's message sent again under its id counts once.
+async fn tasks_for_others_counted_on_tasks_and_once_per_message(backend: Backend) {
+    let Some(s) = Server::start_on(backend, &["--tasks-for-others-per-hour", "2"]).await else {
+        return;
+    };
+    let send_as = |who: &'static str, message: Value| {
+        let s = &s;
+        async move {
+            let params = json!({"message": message});
+            harness_e2e::participants::rpc_as(s, Some(who), "SendMessage", params).await
+        }
+    };
+    let send = |message: Value| send_as("mallory", message);
+    let bobs = || async {
+        let listed = rpc_ok_as(&s, Some("bob"), "ListTasks", json!({})).await;
+        listed["tasks"].as_array().map_or(0, Vec::len)
+    };
+    // Her own tasks (the conformance agent leaves them waiting), each not counted; then
+    // bob and carol added to each: the third addition is refused, and bob is not on it.
+    let others = json!([
+        participant("mallory", "human", "admin"),
+        participant("bob", "human", "watcher"),
+        participant("carol", "human", "watcher")
+    ]);
+    for n in 0..3 {
+        let own = json!([participant("mallory", "human", "admin")]);
+        let started = send(json!({"messageId": unique("tck-input-required"),
+            "role": "ROLE_USER", "parts": [{"text": "mine"}, task_envelope_part("Mine", "mine", own)]}))
+        .await;
+        assert!(started.get("error").is_none(), "{started}");
+        let task = task_id(&started["result"]["task"]);
+        let mid = unique("tck-input-required");
+        let added = send(
+            json!({"messageId": mid, "taskId": task, "role": "ROLE_USER",
+            "parts": [{"text": "bob and carol too"},
+                      {"mediaType": harness_e2e::participants::EVENT_MEDIA_TYPE,
+                       "data": {"kind": "task", "payload": {"participants": others}}}]}),
+        )
+        .await;
+        if n < 2 {
+            assert!(added.get("error").is_none(), "{added}");
+        } else {
+            refused_past_the_limit(&s, "mallory", &added, &task, &mid).await;
+        }
+    }
+    assert_eq!(bobs().await, 2, "bob is on the first two only");
+
+    // trudy's new task sent twice under one id counts once, so one more fits.
+    let listing_bob = json!([participant("bob", "human", "watcher")]);
+    let task_for_bob = |mid: &str| {
+        json!({"messageId": mid, "role": "ROLE_USER", "parts": [
+            {"text": "ask bob"}, task_envelope_part("Ask", "ask bob", listing_bob.clone())]})
+    };
+    let mid = unique("m");
+    let first = send_as("trudy", task_for_bob(&mid)).await;
+    let again = send_as("trudy", task_for_bob(&mid)).await;
+    assert!(first.get("error").is_none(), "{first}");
+    assert!(again.get("error").is_none(), "{again}");
+    assert_eq!(
+        task_id(&first["result"]["task"]),
+        task_id(&again["result"]["task"])
+    );
+    let second = send_as("trudy", task_for_bob(&unique("m"))).await;
+    assert!(
+        second.get("error").is_none(),
+        "the resend was counted: {second}"
+    );
+    let mid = unique("m");
+    let third = send_as("trudy", task_for_bob(&mid)).await;
+    refused_past_the_limit(&s, "trudy", &third, "", &mid).await;
+}
+
 #[tokio::test]
 async fn the_agents_question_is_charged_to_the_actor_not_a_named_reporter_on_the_embedded_store() {
     posts_charged_to_the_actor(Backend::Embedded).await;
@@ -515,6 +606,16 @@ async fn a_new_task_naming_others_is_held_to_the_tasks_for_others_limit_on_the_e
 #[tokio::test]
 async fn a_new_task_naming_others_is_held_to_the_tasks_for_others_limit_on_dynamodb() {
     envelope_tasks_held_to_the_tasks_for_others_limit(Backend::DynamoDb).await;
+}
+
+#[tokio::test]
+async fn others_added_on_a_task_and_resent_tasks_are_counted_once_on_the_embedded_store() {
+    tasks_for_others_counted_on_tasks_and_once_per_message(Backend::Embedded).await;
+}
+
+#[tokio::test]
+async fn others_added_on_a_task_and_resent_tasks_are_counted_once_on_dynamodb() {
+    tasks_for_others_counted_on_tasks_and_once_per_message(Backend::DynamoDb).await;
 }
 
 #[tokio::test]

@@ -725,7 +725,8 @@ async fn a_parent_that_fails_cancels_its_open_remote_task() {
 
 /// Issue 47: B (push notifications on) never finishes within A's 2 s deadline for it. The
 /// sweep finds A's timer; A's drive cancels B's task and tells the model, which goes on.
-async fn a_remote_that_never_answers_is_given_up_at_its_deadline(backend: Backend) {
+/// Review 3: when B is `gone` by then, the model is told the cancel could not be sent.
+async fn a_remote_that_never_answers_is_given_up_at_its_deadline(backend: Backend, gone: bool) {
     let b_script = Script::new(json!([{"text": "Too late.", "delay_ms": 60000}]));
     let Some(b) =
         Server::start_on(backend, &["--agent", "llm", "--model", &b_script.model()]).await
@@ -746,6 +747,15 @@ async fn a_remote_that_never_answers_is_given_up_at_its_deadline(backend: Backen
     let started = Instant::now();
     let task = send_as(&a, Some("alice"), start_message("Get the shed painted")).await;
     let id = task_id(&task);
+    let b = if gone {
+        while tasks_on_b(&b).await.is_empty() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        drop(b);
+        None
+    } else {
+        Some(b)
+    };
     let done = until(&a, "alice", &id, "TASK_STATE_COMPLETED").await;
     assert!(
         started.elapsed() >= Duration::from_secs(2),
@@ -764,20 +774,43 @@ async fn a_remote_that_never_answers_is_given_up_at_its_deadline(backend: Backen
         ),
         "{told}"
     );
-    let on_b = tasks_on_b(&b).await;
-    assert_eq!(on_b.len(), 1, "{on_b:?}");
-    until(&b, A_ID, &task_id(&on_b[0]), "TASK_STATE_CANCELED").await;
+    let cancel = [
+        "the harness cancelled the remote task",
+        "could not send the remote task a cancel",
+    ];
+    let (said, not) = if gone {
+        (cancel[1], cancel[0])
+    } else {
+        (cancel[0], cancel[1])
+    };
+    assert!(in_block(&told, "source=\\\"agent:b\\\"", said), "{told}");
+    assert!(!told.contains(not), "{told}");
+    if let Some(b) = b {
+        let on_b = tasks_on_b(&b).await;
+        assert_eq!(on_b.len(), 1, "{on_b:?}");
+        until(&b, A_ID, &task_id(&on_b[0]), "TASK_STATE_CANCELED").await;
+    }
     let _ = std::fs::remove_file(&agents);
 }
 
 #[tokio::test]
 async fn a_remote_that_never_answers_is_given_up_at_its_deadline_on_the_embedded_store() {
-    a_remote_that_never_answers_is_given_up_at_its_deadline(Backend::Embedded).await;
+    a_remote_that_never_answers_is_given_up_at_its_deadline(Backend::Embedded, false).await;
 }
 
 #[tokio::test]
 async fn a_remote_that_never_answers_is_given_up_at_its_deadline_on_dynamodb() {
-    a_remote_that_never_answers_is_given_up_at_its_deadline(Backend::DynamoDb).await;
+    a_remote_that_never_answers_is_given_up_at_its_deadline(Backend::DynamoDb, false).await;
+}
+
+#[tokio::test]
+async fn a_remote_gone_at_its_deadline_is_not_said_to_be_cancelled_on_the_embedded_store() {
+    a_remote_that_never_answers_is_given_up_at_its_deadline(Backend::Embedded, true).await;
+}
+
+#[tokio::test]
+async fn a_remote_gone_at_its_deadline_is_not_said_to_be_cancelled_on_dynamodb() {
+    a_remote_that_never_answers_is_given_up_at_its_deadline(Backend::DynamoDb, true).await;
 }
 
 /// A stranger's burst of callbacks with forged tokens writes nothing: a refusal of an id

@@ -297,13 +297,14 @@ pub async fn take(remotes: Option<&Remotes>, run: &mut TaskRun) -> Result<Waitin
         // the result is read first, so one that came just before is not thrown away.
         let past = crate::task::lease::now_ms() >= link.deadline_ms;
         if past && link.remote_task.is_none() {
-            expire(remotes, run, &link, &agent).await?;
+            expire(remotes, run, &link, &agent, Via::Choose).await?;
             continue;
         }
         let chosen = match remotes.client.choose(&agent).await {
             Ok(c) => c,
             Err(e) => {
-                give_up(remotes, run, &link, &agent, past, &e.to_string()).await?;
+                let via = Via::Unreachable;
+                give_up(remotes, run, &link, &agent, (past, via), &e.to_string()).await?;
                 continue;
             }
         };
@@ -325,7 +326,8 @@ pub async fn take(remotes: Option<&Remotes>, run: &mut TaskRun) -> Result<Waitin
         {
             Ok(t) => t,
             Err(e) => {
-                give_up(remotes, run, &link, &agent, past, &e.to_string()).await?;
+                let via = Via::Chosen(&chosen);
+                give_up(remotes, run, &link, &agent, (past, via), &e.to_string()).await?;
                 continue;
             }
         };
@@ -341,7 +343,7 @@ pub async fn take(remotes: Option<&Remotes>, run: &mut TaskRun) -> Result<Waitin
             })
             .unwrap_or_default();
         if past && !state.is_terminal() {
-            expire(remotes, run, &link, &agent).await?;
+            expire(remotes, run, &link, &agent, Via::Chosen(&chosen)).await?;
             continue;
         }
         let nonce = run.record().agent.nonce.clone();
@@ -426,24 +428,32 @@ async fn still_working(
 }
 
 /// Ends a link whose deadline passed unanswered: its remote task is cancelled (best
-/// effort, logged) and the model told, so it can go on without it, ask someone else, or
-/// give up.
+/// effort, logged) and the model told whether the cancel was sent, so it can go on
+/// without it, ask someone else, or give up.
 async fn expire(
     remotes: &Remotes,
     run: &mut TaskRun,
     link: &Link,
     agent: &RemoteAgent,
+    via: Via<'_>,
 ) -> Result<(), RunError> {
     let task_id = run.record().id().to_owned();
-    run.keeping_lease(cancel_one(remotes, &task_id, link))
-        .await?;
+    let cancel = match run
+        .keeping_lease(cancel_one(remotes, &task_id, link, via))
+        .await?
+    {
+        None => "it made no remote task to cancel",
+        Some(true) => "the harness cancelled the remote task",
+        // The remote's error is in the log, not before the model.
+        Some(false) => "the harness could not send the remote task a cancel",
+    };
     let note = note(
         &run.record().agent.nonce,
         &link.agent,
         "did not answer within its deadline",
         &format!(
-            "No answer within {} s: the harness cancelled the remote task and stopped \
-             following it. Go on without it, ask someone else, or fail the task.",
+            "No answer within {} s: {cancel}, and stopped following it. Go on without it, \
+             ask someone else, or fail the task.",
             agent.deadline.as_secs()
         ),
     );
@@ -460,18 +470,19 @@ async fn expire(
 }
 
 /// Ends a link that could not be read: past its deadline, as expired (its remote task
-/// cancelled, the model told of the deadline), whatever the error; else as failed.
+/// cancelled `via` what was reached, the model told of the deadline), whatever the error;
+/// else as failed.
 async fn give_up(
     remotes: &Remotes,
     run: &mut TaskRun,
     link: &Link,
     agent: &RemoteAgent,
-    past: bool,
+    (past, via): (bool, Via<'_>),
     why: &str,
 ) -> Result<(), RunError> {
     if past {
         tracing::info!(task_id = %run.record().id(), agent = %link.agent, %why, "a delegation past its deadline could not be read");
-        expire(remotes, run, link, agent).await
+        expire(remotes, run, link, agent, via).await
     } else {
         fail(run, link, why).await
     }
@@ -571,7 +582,7 @@ pub async fn cancel_open(remotes: Option<&Remotes>, rec: &TaskRecord) {
     };
     let cancels = (rec.agent.remote.iter())
         .filter(|l| !l.ended)
-        .map(|link| cancel_one(remotes, rec.id(), link));
+        .map(|link| cancel_one(remotes, rec.id(), link, Via::Choose));
     // All at once, within one bound: a CancelTask answers in time however many there are.
     let all = futures::future::join_all(cancels);
     if tokio::time::timeout(CANCEL_WITHIN, all).await.is_err() {
@@ -579,23 +590,44 @@ pub async fn cancel_open(remotes: Option<&Remotes>, rec: &TaskRecord) {
     }
 }
 
-/// Cancels the remote task of `link` of the task `task_id`, if it has one; a failure is
-/// logged.
-async fn cancel_one(remotes: &Remotes, task_id: &str, link: &Link) {
+/// How a cancel reaches a remote agent: by the interface its card offers (read now), by
+/// one already chosen, or not at all (reading its card just failed: not tried twice).
+enum Via<'a> {
+    Choose,
+    Chosen(&'a Chosen),
+    Unreachable,
+}
+
+/// Cancels the remote task of `link` of the task `task_id`: None if it has none, else
+/// whether the cancel was taken. A failure is logged.
+async fn cancel_one(remotes: &Remotes, task_id: &str, link: &Link, via: Via<'_>) -> Option<bool> {
     let (Some(agent), Some(remote_id)) = (remotes.registry.get(&link.agent), &link.remote_task)
     else {
-        return;
+        return None;
     };
-    let cancelled = match remotes.client.choose(agent).await {
+    let chosen = match via {
+        Via::Choose => remotes
+            .client
+            .choose(agent)
+            .await
+            .map(std::borrow::Cow::Owned),
+        Via::Chosen(chosen) => Ok(std::borrow::Cow::Borrowed(chosen)),
+        Via::Unreachable => {
+            tracing::warn!(%task_id, agent = %link.agent, "the remote task could not be cancelled: its agent is unreachable");
+            return Some(false);
+        }
+    };
+    let cancelled = match chosen {
         Ok(chosen) => (remotes.client.cancel(agent, &chosen, remote_id).await).map(|_| ()),
         Err(e) => Err(e),
     };
-    match cancelled {
+    match &cancelled {
         Ok(()) => tracing::info!(%task_id, agent = %link.agent, "the remote task was cancelled"),
         Err(e) => {
             tracing::warn!(%task_id, agent = %link.agent, error = %e, "the remote task could not be cancelled")
         }
     }
+    Some(cancelled.is_ok())
 }
 
 /// Longest a cancel waits for the remote agents to take theirs.

@@ -193,6 +193,13 @@ async fn message_on(
         };
         let op = crate::a2a::Operation::SendMessage;
         (h.check_roster(op, entry, &envelope.field, &ext.participants, &changed)).await?;
+        let counted = || {
+            from.counted
+                .swap(true, std::sync::atomic::Ordering::Relaxed)
+        };
+        if adds_others(h, from.id, &ext.participants, &changed) && !counted() {
+            take_for_others(h, tenant, message, from.id).await?;
+        }
         changed.store(&mut next.task);
     }
     let runs = h.engine.runs(current);

@@ -329,6 +329,46 @@ async fn intake(
         }
     }
 
+    // A new task's envelope, checked once before the write (which may be tried again).
+    // One that names others counts once against the sender's tasks-for-others limit,
+    // unless it is a copy of a message already taken in.
+    let mut ext = None;
+    if let (Some(e), true, None) = (&envelope, message.task_id.is_empty(), &command) {
+        let started = match e.starting(&h.config.agent_id) {
+            Ok(started) => started,
+            Err(e) => {
+                refuse(h, &tenant, &message, &sender, &e.to_string()).await;
+                return Err(e);
+            }
+        };
+        let entry = IdEntry {
+            message_id: &message.message_id,
+            ..IdEntry::new(&tenant, &sender)
+        };
+        // With the sender, who joins it as its reporter unless listed.
+        let mut roster = started.clone();
+        roster.add(Participant::new(
+            &sender,
+            ParticipantKind::Human,
+            Role::Reporter,
+        ));
+        h.check_roster(op, entry, &e.field, &[], &roster).await?;
+        if adds_others(h, &sender, &[], &started) {
+            if let Some(task_id) = (h.store)
+                .message_task(&tenant, &sender, &message.message_id)
+                .await?
+            {
+                return Ok(accepted(
+                    duplicate(h, &tenant, &task_id, &message, caller).await?,
+                ));
+            }
+            take_for_others(h, &tenant, &message, &sender).await?;
+        }
+        ext = Some(started);
+    }
+    // An envelope on a task that adds others counts once, however often its write is tried.
+    let counted = std::sync::atomic::AtomicBool::new(false);
+
     // A blocking send to an agent that answers at once holds its write back for the run,
     // which makes it with its own: one commit for the message and the answer.
     let mut stage = matches!(op, Operation::SendMessage)
@@ -341,35 +381,10 @@ async fn intake(
         let outcome = if let (Some(command), true) = (&command, message.task_id.is_empty()) {
             command_without_task(h, &tenant, message.clone(), &sender, command).await
         } else if message.task_id.is_empty() {
-            let ext = match (envelope.as_ref())
-                .map(|e| e.starting(&h.config.agent_id))
-                .transpose()
-            {
-                Ok(ext) => ext,
-                Err(e) => {
-                    refuse(h, &tenant, &message, &sender, &e.to_string()).await;
-                    return Err(e);
-                }
-            };
-            if let (Some(ext), Some(e)) = (&ext, &envelope) {
-                let entry = IdEntry {
-                    message_id: &message.message_id,
-                    ..IdEntry::new(&tenant, &sender)
-                };
-                // With the sender, who joins it as its reporter unless listed.
-                let mut roster = ext.clone();
-                roster.add(Participant::new(
-                    &sender,
-                    ParticipantKind::Human,
-                    Role::Reporter,
-                ));
-                h.check_roster(op, entry, &e.field, &[], &roster).await?;
-                names_others(h, &tenant, &message, &sender, ext).await?;
-            }
             let new = NewTask {
                 push: push.is_some(),
                 sender: &sender,
-                ext,
+                ext: ext.clone(),
                 inline,
                 stage,
             };
@@ -382,6 +397,7 @@ async fn intake(
                 channel: channel.as_ref(),
                 envelope: envelope.as_ref(),
                 command: command.as_ref(),
+                counted: &counted,
                 inline,
                 stage,
             };
@@ -484,6 +500,8 @@ struct Sender<'a> {
     channel: Option<&'a ChannelMessage>,
     envelope: Option<&'a TaskEnvelope>,
     command: Option<&'a Invoked>,
+    /// Whether its envelope has been counted against the tasks-for-others limit.
+    counted: &'a std::sync::atomic::AtomicBool,
     /// Whether a run it makes possible starts in this request.
     inline: bool,
     /// Whether that run makes the message's write (it answers at once).
@@ -594,21 +612,24 @@ async fn refuse(h: &Harness, tenant: &str, message: &Message, sender: &str, reas
     h.audit(&record).await;
 }
 
-/// A new task whose envelope `ext` lists anyone but its sender (and the harness's agent)
-/// counts once against the sender's hourly tasks-for-others limit, as `/task` for someone
-/// else does: the agent may ask them, and post to their channels, on the sender's word.
-/// Past it the message is refused (-32602 naming the limit, audited, nothing stored).
-async fn names_others(
+/// Whether the roster `after` lists anyone `before` does not but the sender and the
+/// harness's agent: a new task naming others, or an envelope adding them to a task. Either
+/// counts once against the sender's tasks-for-others limit ([`take_for_others`]), as
+/// `/task` for someone else does: the agent may ask them, and post to their channels, on
+/// the sender's word.
+fn adds_others(h: &Harness, sender: &str, before: &[Participant], after: &TaskExtension) -> bool {
+    (after.participants.iter())
+        .any(|p| p.id != sender && p.id != h.config.agent_id && before.iter().all(|b| b.id != p.id))
+}
+
+/// Counts one task for others against the sender's hourly limit; past it the message is
+/// refused (-32602 naming the limit, audited, nothing stored).
+async fn take_for_others(
     h: &Harness,
     tenant: &str,
     message: &Message,
     sender: &str,
-    ext: &TaskExtension,
 ) -> Result<(), A2aError> {
-    let others = (ext.participants.iter()).any(|p| p.id != sender && p.id != h.config.agent_id);
-    if !others {
-        return Ok(());
-    }
     let limit = h.config.tasks_for_others_per_hour;
     match commands::builtin::take_tasks_for_others(h.store.as_ref(), sender, limit).await {
         Ok(()) => Ok(()),
