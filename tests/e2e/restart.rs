@@ -219,3 +219,39 @@ async fn answered_commits_survive_sigkill_across_checkpoints_with_and_without_fs
         }
     }
 }
+
+/// Issue 48 (7): the state directory is its owner's only: 0700, and every file the harness
+/// made in it (the store and its log, the keys, the owners' lock files) 0600, even where
+/// the directory was there before with wider permissions (the fixture makes it 0755).
+/// `server.log` is the fixture's own file, not the harness's.
+#[cfg(unix)]
+#[tokio::test]
+async fn a_fresh_state_directory_is_its_owners_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let mut s = Server::start().await;
+    s.completed_task().await;
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let mut seen = Vec::new();
+    let mut dirs = vec![s.state_dir.clone()];
+    while let Some(dir) = dirs.pop() {
+        assert_eq!(mode(&dir), 0o700, "{}", dir.display());
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.file_name().is_some_and(|n| n != "server.log") {
+                assert_eq!(mode(&path), 0o600, "{}", path.display());
+                seen.push(path.file_name().unwrap().to_string_lossy().into_owned());
+            }
+        }
+    }
+    for made in [
+        "harness.sqlite3",
+        "harness.sqlite3-wal",
+        "harness.sqlite3-shm",
+    ] {
+        assert!(seen.iter().any(|f| f == made), "{made} in {seen:?}");
+    }
+    s.restart().await;
+    assert_eq!(mode(&s.state_dir), 0o700);
+}

@@ -86,7 +86,7 @@ impl LocalKey {
         match std::fs::symlink_metadata(&path) {
             Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                std::fs::create_dir_all(dir).map_err(file_error)?;
+                crate::secret_file::private_dir(dir).map_err(file_error)?;
                 let pkcs8 = EcdsaKeyPair::generate_pkcs8(
                     &ECDSA_P256_SHA256_FIXED_SIGNING,
                     &SystemRandom::new(),

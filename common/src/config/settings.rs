@@ -89,7 +89,7 @@ pub const STATE_DIR: Setting = both(
     "HARNESS_STATE_DIR",
     Some("state-dir"),
     "`.harness`",
-    "directory of the embedded store (and of harness-local's key files)",
+    "directory of the embedded store (and of harness-local's key files), its owner's only: made 0700 with its files 0600, and tightened (with a warning) where found wider",
 );
 pub const STORE: Setting = Setting {
     env: "HARNESS_STORE",

@@ -23,7 +23,7 @@ const SUFFIX: &str = ".lock";
 impl LockFiles {
     /// A new owner for this process, its file in `dir` (created) locked.
     pub fn claim(dir: &Path) -> io::Result<Self> {
-        std::fs::create_dir_all(dir)?;
+        crate::secret_file::private_dir(dir)?;
         let owner = format!(
             "local-{}-{}",
             std::process::id(),
@@ -32,10 +32,11 @@ impl LockFiles {
         // Locked under another name first, so no one sees the file unlocked and takes the
         // new owner for a gone one.
         let staging = dir.join(format!(".{owner}"));
-        let own = OpenOptions::new()
-            .create_new(true)
-            .write(true)
-            .open(&staging)?;
+        let mut options = OpenOptions::new();
+        options.create_new(true).write(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let own = options.open(&staging)?;
         own.try_lock().map_err(io::Error::other)?;
         std::fs::rename(&staging, dir.join(format!("{owner}{SUFFIX}")))?;
         Ok(LockFiles {

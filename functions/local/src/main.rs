@@ -262,7 +262,7 @@ async fn run() -> Result<(), common::lambda::Error> {
             // A shared table's deployment shares one key: it must be given.
             (None, Some(_)) => None,
             (None, None) => {
-                std::fs::create_dir_all(&args.state_dir)?;
+                common::secret_file::private_dir(&args.state_dir)?;
                 Some(common::sealing::PushKey::load_or_create(
                     &args.state_dir.join(PUSH_KEY_FILE),
                 )?)

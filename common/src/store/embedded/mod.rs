@@ -84,6 +84,27 @@ pub enum Durability {
     PowerLoss,
 }
 
+/// The state directory and the database its owner's only: the directory 0700, the
+/// database made 0600 before SQLite opens it (its `-wal` and `-shm` files take the
+/// database's mode), and any of them found wider (made by an older build, or by hand)
+/// tightened, with a warning.
+fn private_state(dir: &Path, db: &Path) -> std::io::Result<()> {
+    let mut tightened = crate::secret_file::private_dir(dir)?;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(db)?;
+    for suffix in ["", "-wal", "-shm"] {
+        let file = db.with_file_name(format!("{DB_FILE}{suffix}"));
+        tightened |= crate::secret_file::private_file(&file)?;
+    }
+    if tightened {
+        tracing::warn!(dir = %dir.display(), "state directory was readable by others: made its owner's only (0700, files 0600)");
+    }
+    Ok(())
+}
+
 impl EmbeddedStore {
     /// Opens (creating if needed) the store in `dir`, commits durable against the
     /// process being killed ([`Durability::Process`]).
@@ -93,13 +114,13 @@ impl EmbeddedStore {
 
     /// Opens (creating if needed) the store in `dir`.
     pub fn open_with(dir: &Path, durability: Durability) -> Result<Self, StoreError> {
-        std::fs::create_dir_all(dir).map_err(|e| {
+        let path = dir.join(DB_FILE);
+        private_state(dir, &path).map_err(|e| {
             StoreError::Unavailable(format!(
-                "cannot create state directory {}: {e}",
+                "cannot make state directory {} its owner's only: {e}",
                 dir.display()
             ))
         })?;
-        let path = dir.join(DB_FILE);
         let writer = open(
             &path,
             OpenFlags::SQLITE_OPEN_READ_WRITE
