@@ -4,11 +4,17 @@
 //! `info`): a default level and `target=level` directives, e.g. `info,harness::lease=debug`
 //! (tracing's `Targets`, which needs no regular-expression engine, unlike its `EnvFilter`
 //! with span and field filters); a value that does not parse is `info`. Every line passes
-//! the process's redactor ([`crate::redact::active`]).
+//! the process's redactor ([`crate::redact::active`]). A field's value never writes a
+//! control character into a text line: a client's id holding a newline or an escape code
+//! would otherwise forge lines or repaint a terminal ([`EscapedFields`]; JSON escapes them
+//! itself).
 
 use std::io::IsTerminal;
 
+use tracing_subscriber::field::RecordFields;
 use tracing_subscriber::filter::Targets;
+use tracing_subscriber::fmt::format::{DefaultFields, Writer};
+use tracing_subscriber::fmt::FormatFields;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
@@ -66,13 +72,48 @@ fn stdout() -> RedactingWriter<std::io::Stdout> {
     RedactingWriter(std::io::stdout())
 }
 
+/// Text lines' fields as tracing writes them (`key=value`), with every control character
+/// in them escaped (`\n`, `\u{1b}`): a field is written whole into one line, and its
+/// values come from clients.
+#[derive(Debug, Default)]
+pub struct EscapedFields(DefaultFields);
+
+impl<'w> FormatFields<'w> for EscapedFields {
+    fn format_fields<R: RecordFields>(
+        &self,
+        mut writer: Writer<'w>,
+        fields: R,
+    ) -> std::fmt::Result {
+        // Formatted without colour first, so every escape code in it is a value's.
+        let mut raw = String::new();
+        self.0.format_fields(Writer::new(&mut raw), fields)?;
+        writer.write_str(&escape_controls(&raw))
+    }
+}
+
+/// `text` with each control character escaped as Rust writes it.
+fn escape_controls(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// Logs to stderr in `format`.
 pub fn init(format: LogFormat) {
     let layer = tracing_subscriber::fmt::layer().with_writer(stderr);
     let logs = tracing_subscriber::registry().with(filter());
     match format {
         LogFormat::Text => logs
-            .with(layer.with_ansi(std::io::stderr().is_terminal()))
+            .with(
+                (layer.with_ansi(std::io::stderr().is_terminal()))
+                    .fmt_fields(EscapedFields::default()),
+            )
             .init(),
         LogFormat::Json => logs.with(layer.json().with_current_span(true)).init(),
     }
@@ -94,7 +135,15 @@ mod tests {
     use tracing::level_filters::LevelFilter;
     use tracing::Level;
 
-    use super::targets;
+    use super::{escape_controls, targets};
+
+    #[test]
+    fn a_fields_control_characters_are_escaped() {
+        assert_eq!(
+            escape_controls("id=x\n\u{1b}[2K WARN forged\t\u{7f}é"),
+            "id=x\\n\\u{1b}[2K WARN forged\\t\\u{7f}é"
+        );
+    }
 
     #[test]
     fn directives_are_trimmed_and_empty_ones_skipped() {

@@ -60,3 +60,44 @@ async fn a_requests_lines_carry_its_request_id_operation_participant_and_task() 
         "{span}"
     );
 }
+
+/// Issue 48 (6): an id a client sends with a newline and an escape code reaches no log
+/// line raw, in text or JSON: it cannot forge a line (`WARN … admin token minted`) or
+/// repaint a terminal. GetTask names the id in its request's span; a SendMessage whose
+/// contextId is not its task's is refused with an error that quotes it.
+#[tokio::test]
+async fn a_clients_control_characters_reach_no_log_line_raw() {
+    let forged = "x\n\u{1b}[2K2026-12-05T00:00:00Z  WARN forged: admin token minted";
+    for format in ["text", "json"] {
+        let s = Server::start_with(&["--log-format", format]).await;
+        let answer = s.rpc("GetTask", serde_json::json!({"id": forged})).await;
+        assert!(answer.get("error").is_some(), "{answer}");
+        // A refusal that quotes the client's contextId back (`error = %e`).
+        let task = s.send_task(&unique("tck-complete-task")).await;
+        let message = serde_json::json!({"message": {
+            "messageId": unique("m"), "role": "ROLE_USER", "parts": [{"text": "hi"}],
+            "taskId": task["id"], "contextId": forged}});
+        let answer = s.rpc("SendMessage", message).await;
+        assert!(answer.get("error").is_some(), "{answer}");
+        let Some(log) = s.log_text() else {
+            return;
+        };
+        assert!(
+            log.contains("admin token minted"),
+            "{format}: the id is logged\n{log}"
+        );
+        assert!(
+            !log.contains('\u{1b}'),
+            "{format}: a raw escape code in\n{log}"
+        );
+        for line in log.lines() {
+            assert!(
+                !line.contains("WARN forged") || line.contains("x\\n"),
+                "{format}: a forged line {line:?}"
+            );
+            if format == "json" {
+                serde_json::from_str::<serde_json::Value>(line).expect("a JSON line");
+            }
+        }
+    }
+}
