@@ -3,7 +3,7 @@
 //! artifact; with no model, the offline model answers; a bad model setting stops the
 //! server at start-up with the reason; a crash never repeats a committed model call.
 
-use harness_e2e::{unique, user_message, Server};
+use harness_e2e::{unique, user_message, Backend, Server};
 use serde_json::json;
 
 fn script(turns: serde_json::Value) -> std::path::PathBuf {
@@ -242,4 +242,43 @@ async fn a_failed_model_call_tells_participants_a_reason_not_the_providers_body_
         harness_e2e::Backend::DynamoDb,
     )
     .await;
+}
+
+/// Issue 48 (9): a 900 KB message to a harness with no model configured completes on
+/// both stores: the offline model quotes its first 200 characters, not the whole (which
+/// made the answer too large for one DynamoDB write).
+async fn a_long_message_without_a_model_completes(backend: Backend) {
+    let Some(s) = Server::start_on(backend, &["--agent", "llm"]).await else {
+        return;
+    };
+    let text = format!("Plan my week. {}", "x".repeat(900_000));
+    let result = s
+        .rpc_ok(
+            "SendMessage",
+            json!({"message": user_message(&unique("m"), &text)}),
+        )
+        .await;
+    let task = &result["task"];
+    assert_eq!(
+        task["status"]["state"], "TASK_STATE_COMPLETED",
+        "{}",
+        task["status"]
+    );
+    let answer = task["status"]["message"]["parts"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        answer.contains("Plan my week") && answer.len() < 1_000,
+        "{answer}"
+    );
+}
+
+#[tokio::test]
+async fn a_long_message_without_a_model_completes_on_the_embedded_store() {
+    a_long_message_without_a_model_completes(Backend::Embedded).await;
+}
+
+#[tokio::test]
+async fn a_long_message_without_a_model_completes_on_dynamodb() {
+    a_long_message_without_a_model_completes(Backend::DynamoDb).await;
 }
