@@ -147,6 +147,16 @@ async fn bad_tokens_get_401_and_learn_nothing(backend: Backend) {
             Some("invalid_token"),
         ),
         (
+            // RFC 7519: `iss` is one StringOrURI; a list naming ours is no issuer (issue 48).
+            "issuer as a list",
+            Who::Token(idp.sign(
+                Alg::Rs256,
+                Some(RSA_KID),
+                &with(&|c| c["iss"] = json!([c["iss"].clone(), "https://evil.example"])),
+            )),
+            Some("invalid_token"),
+        ),
+        (
             "wrong audience",
             Who::Token(idp.sign(
                 Alg::Es256,

@@ -259,6 +259,12 @@ impl Verifier {
         let claims = jsonwebtoken::decode::<Map<String, Value>>(token, &key.key, &validation)
             .map_err(|e| AuthError::Invalid(why(e.kind())))?
             .claims;
+        // jsonwebtoken takes a list for `iss` when one of it matches; RFC 7519 has one.
+        if claims.get("iss").and_then(Value::as_str) != Some(self.settings.issuer.as_str()) {
+            return Err(AuthError::Invalid(why(
+                &jsonwebtoken::errors::ErrorKind::InvalidIssuer,
+            )));
+        }
         if !self.for_us(&claims) {
             return Err(AuthError::Invalid("the token is not for this audience"));
         }
