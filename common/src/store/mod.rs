@@ -317,6 +317,27 @@ pub struct AuditRecord {
 }
 
 impl AuditRecord {
+    /// The record, made now, of what `operation` decided about `message` from `sender`.
+    pub fn of_message(
+        tenant: &str,
+        operation: &str,
+        message: &crate::a2a::Message,
+        sender: &str,
+        accepted: bool,
+        detail: String,
+    ) -> Self {
+        AuditRecord {
+            at: Some(Timestamp::now()),
+            tenant: tenant.into(),
+            operation: operation.into(),
+            task_id: message.task_id.clone(),
+            message_id: message.message_id.clone(),
+            participant: sender.into(),
+            accepted,
+            detail,
+        }
+    }
+
     /// When the record was made, in milliseconds.
     pub fn at_millis(&self) -> i64 {
         self.at

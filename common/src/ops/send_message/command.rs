@@ -96,16 +96,8 @@ async fn audit_refused(
                 .await;
         }
         commands::CommandError::Limited(rule) => {
-            let record = AuditRecord {
-                at: Some(Timestamp::now()),
-                tenant: tenant.into(),
-                operation: "command".into(),
-                task_id: message.task_id.clone(),
-                message_id: message.message_id.clone(),
-                participant: sender.into(),
-                accepted: false,
-                detail: rule.clone(),
-            };
+            let record =
+                AuditRecord::of_message(tenant, "command", message, sender, false, rule.clone());
             h.audit(&record).await;
         }
         _ => {}
@@ -120,15 +112,7 @@ pub(super) async fn audit_command(
     sender: &str,
     name: &str,
 ) {
-    let record = AuditRecord {
-        at: Some(Timestamp::now()),
-        tenant: tenant.into(),
-        operation: "command".into(),
-        task_id: message.task_id.clone(),
-        message_id: message.message_id.clone(),
-        participant: sender.into(),
-        accepted: true,
-        detail: format!("/{name}"),
-    };
+    let record =
+        AuditRecord::of_message(tenant, "command", message, sender, true, format!("/{name}"));
     h.audit(&record).await;
 }

@@ -30,7 +30,7 @@ use super::{push_config, Caller, Harness};
 use crate::a2a::Operation;
 use crate::a2a::{
     validate, A2aError, Message, Part, SendMessageRequest, SendMessageResponse, StreamResponse,
-    TaskState, Timestamp,
+    TaskState,
 };
 use crate::agent::llm::Reply;
 use crate::channels;
@@ -598,16 +598,8 @@ type Invoked = (String, std::sync::Arc<dyn Command>, String);
 /// one) is not written, so a stranger can neither disturb its members nor grow it, and the
 /// sender's answer is the same not-found whatever happened.
 async fn refuse(h: &Harness, tenant: &str, message: &Message, sender: &str, reason: &str) {
-    let record = AuditRecord {
-        at: Some(Timestamp::now()),
-        tenant: tenant.into(),
-        operation: "SendMessage".into(),
-        task_id: message.task_id.clone(),
-        message_id: message.message_id.clone(),
-        participant: sender.into(),
-        accepted: false,
-        detail: reason.into(),
-    };
+    let record =
+        AuditRecord::of_message(tenant, "SendMessage", message, sender, false, reason.into());
     tracing::info!(participant = sender, reason, "message refused");
     h.audit(&record).await;
 }
