@@ -81,8 +81,8 @@ impl Deployment {
         (d, key)
     }
 
-    /// `config` with what every function has: no rate limit (API Gateway throttles) and
-    /// no public URL (the request's) unless personal channels need one.
+    /// `config` with what every function has: no rate limit (API Gateway throttles), no
+    /// public URL (the request's) unless personal channels need one, and any host.
     fn with_config(name: &str, config: Config) -> Self {
         // The recorded events carry no identity: one participant stands for it.
         Self::build(name, config, Some("anonymous".into()))
@@ -101,6 +101,8 @@ impl Deployment {
         };
         let config = Config {
             public_url,
+            // As `lambda::config_from_env`: the Host is API Gateway's, which routes by it.
+            allowed_hosts: common::config::hosts::AllowedHosts::Any,
             rate_limit_per_minute: 0,
             default_participant,
             push_key: Some(common::sealing::PushKey::generate()),
