@@ -121,11 +121,7 @@ async fn rate_limit(
     req: Request,
     next: Next,
 ) -> Response {
-    let peer = req
-        .extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|c| c.0.ip());
-    if let (Some(limiter), Some(peer)) = (limiter, peer) {
+    if let (Some(limiter), Some(peer)) = (limiter, peer_of(req.extensions())) {
         // Forget peers whose buckets are full again, so the table stays small.
         if limiter.len() > MAX_TRACKED_PEERS {
             limiter.retain_recent();
@@ -143,6 +139,21 @@ async fn rate_limit(
         }
     }
     next.run(req).await
+}
+
+/// The address a request came from: the connection's (served with
+/// `into_make_service_with_connect_info`), else, in Lambda, the one API Gateway or the
+/// Function URL saw (behind the front door, CloudFront's).
+fn peer_of(extensions: &axum::http::Extensions) -> Option<IpAddr> {
+    if let Some(ConnectInfo(addr)) = extensions.get::<ConnectInfo<SocketAddr>>() {
+        return Some(addr.ip());
+    }
+    match extensions.get::<lambda_http::request::RequestContext>()? {
+        lambda_http::request::RequestContext::ApiGatewayV2(c) => {
+            c.http.source_ip.as_deref()?.parse().ok()
+        }
+        _ => None,
+    }
 }
 
 /// The process's metrics in the Prometheus text format.
@@ -237,7 +248,14 @@ fn base_path(url: &str) -> &str {
         .unwrap_or("")
 }
 
+/// An A2A request, served as from its peer (whose audit quota its refusals count against
+/// in `none` mode).
 async fn a2a<E: Operations>(h: &Harness, endpoint: Endpoint, req: Request) -> Response {
+    let peer = peer_of(req.extensions());
+    h.from_peer(peer, route::<E>(h, endpoint, req)).await
+}
+
+async fn route<E: Operations>(h: &Harness, endpoint: Endpoint, req: Request) -> Response {
     let path = relative_path(h, req.uri().path()).to_owned();
     if endpoint.json_rpc() && req.method() == Method::POST && (path.is_empty() || path == "/") {
         return json_rpc::<E>(h, req).await;
