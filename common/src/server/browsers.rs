@@ -44,11 +44,15 @@ impl Origin {
         } else {
             "http"
         };
-        let origin = Origin {
+        Some((Origin::of_url(&url)?, scheme))
+    }
+
+    /// The origin of an http(s) URL.
+    fn of_url(url: &reqwest::Url) -> Option<Origin> {
+        Some(Origin {
             host: host_of(url.host_str()?)?,
             port: url.port_or_known_default()?,
-        };
-        Some((origin, scheme))
+        })
     }
 
     /// The origin a `Host` header names for a page loaded over `scheme`.
@@ -67,8 +71,8 @@ impl Guard {
     pub(super) fn of(config: &Config) -> Option<Arc<Guard>> {
         let names = config.allowed_hosts.names(&config.public_url)?;
         let public = crate::config::http_url(&config.public_url)
-            .and_then(|u| Origin::parse(u.origin().ascii_serialization().as_str()))
-            .map(|(o, _)| o);
+            .as_ref()
+            .and_then(Origin::of_url);
         Some(Arc::new(Guard { names, public }))
     }
 
