@@ -59,6 +59,11 @@ pub fn config_from_env() -> Result<Config, Error> {
     let defaults = Config::default();
     Ok(Config {
         public_url: var(settings::PUBLIC_URL).unwrap_or_default(),
+        // API Gateway and Function URLs answer only to their own names (the Host the
+        // function sees is AWS's, or the front door's origin): no name to check here. A
+        // browser's simple request still cannot call a function (no Content-Type, no
+        // version header, no token without a preflight, which nothing here answers).
+        allowed_hosts: crate::config::hosts::AllowedHosts::Any,
         jsonrpc_url: var(settings::JSONRPC_URL),
         rest_content_type: parse(settings::REST_CONTENT_TYPE, defaults.rest_content_type)?,
         required_extensions: var(settings::REQUIRED_EXTENSIONS)

@@ -81,8 +81,8 @@ impl Deployment {
         (d, key)
     }
 
-    /// `config` with what every function has: no rate limit (API Gateway throttles) and
-    /// no public URL (the request's) unless personal channels need one.
+    /// `config` with what every function has: no rate limit (API Gateway throttles), no
+    /// public URL (the request's) unless personal channels need one, and any host.
     fn with_config(name: &str, config: Config) -> Self {
         // The recorded events carry no identity: one participant stands for it.
         Self::build(name, config, Some("anonymous".into()))
@@ -101,6 +101,8 @@ impl Deployment {
         };
         let config = Config {
             public_url,
+            // As `lambda::config_from_env`: the Host is API Gateway's, which routes by it.
+            allowed_hosts: common::config::hosts::AllowedHosts::Any,
             rate_limit_per_minute: 0,
             default_participant,
             push_key: Some(common::sealing::PushKey::generate()),
@@ -446,6 +448,39 @@ async fn list_tasks_through_the_http_api_lists_every_task() {
         "{body:#}"
     );
     assert_eq!(body["totalSize"], 2, "{body:#}");
+}
+
+/// With `HARNESS_AUTH=none` a function counts refusals against the address API Gateway
+/// saw as well as the id a request names (issue 48, item 5): 150 messages to a task, each
+/// from a new id, all from one source address, keep at most the hour's quota of audit rows.
+#[tokio::test]
+async fn refusals_from_one_source_address_keep_at_most_the_quota_of_audit_rows() {
+    use common::store::AUDIT_ROWS_PER_PARTICIPANT_HOUR as QUOTA;
+    let d = Deployment::new("audit-peer");
+    let id = task_id(&send(&d, "apigw-v2-post-message-send-input-required.json").await);
+    let name = "apigw-v2-post-message-send.json";
+    for i in 0..QUOTA + 50 {
+        let mut v: Value = serde_json::from_str(&fixture_text(name)).expect("a JSON fixture");
+        v["headers"]["x-participant-id"] = format!("rotated-{i}").into();
+        v["body"] = serde_json::json!({"message": {"messageId": format!("m-{i}"), "taskId": id,
+            "role": "ROLE_USER", "parts": [{"text": "let me in"}]}})
+        .to_string()
+        .into();
+        v["isBase64Encoded"] = false.into();
+        let event = parse_event(name, &v.to_string());
+        let response = d
+            .invoke(Endpoint::Rest(Operation::SendMessage), event)
+            .await;
+        assert_eq!(response["statusCode"], 404, "{response:#}");
+    }
+    let trail = d.harness.store().audit_trail(&id).await.expect("the trail");
+    assert!(trail.iter().all(|r| r.peer == "203.0.113.24"), "{trail:#?}");
+    let mut per_hour = std::collections::BTreeMap::<i64, u64>::new();
+    for r in &trail {
+        *per_hour.entry(r.quota_hour()).or_default() += 1;
+    }
+    assert!(per_hour.values().all(|n| *n <= QUOTA), "{per_hour:?}");
+    assert!(per_hour.values().any(|n| *n == QUOTA), "{per_hour:?}");
 }
 
 #[tokio::test]

@@ -63,6 +63,8 @@ async fn each_invocation_prints_one_emf_line_with_what_it_did() {
     let agent = agent::build(AgentKind::Llm, &settings).await.unwrap();
     let config = Config {
         public_url: String::new(),
+        // As `lambda::config_from_env`: the Host is API Gateway's, which routes by it.
+        allowed_hosts: common::config::hosts::AllowedHosts::Any,
         detached_runs: false,
         default_participant: Some("anonymous".into()),
         push_notifications: false,

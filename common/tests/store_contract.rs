@@ -828,6 +828,7 @@ contract!(
     only_cut_off_or_unanswered_tasks_are_found_for_the_sweep,
     refusals_are_kept_in_the_audit_trail_of_the_task_id_named,
     a_participants_audit_rows_are_capped_per_hour,
+    a_peers_audit_rows_are_capped_per_hour_whatever_ids_it_names,
     an_hourly_quota_holds_under_concurrent_takes_and_apart_from_the_audits,
     agent_ids_once_recorded_stay_recorded,
     a_task_reads_back_whole_however_long_its_parts,
@@ -1050,6 +1051,7 @@ async fn refusals_are_kept_in_the_audit_trail_of_the_task_id_named(store: Arc<dy
             participant: who.into(),
             accepted: false,
             detail: "not a participant".into(),
+            peer: String::new(),
         };
         assert!(store.audit(&record).await.expect("audit"), "{who:?}");
     }
@@ -1107,6 +1109,59 @@ async fn a_participants_audit_rows_are_capped_per_hour(store: Arc<dyn Store>) {
         .expect("audit"));
     let trail = store.audit_trail(&task_id).await.expect("trail");
     assert_eq!(trail.len() as u64, QUOTA + 3);
+}
+
+/// Refusals from one address (`none` mode) are capped per hour however many ids they
+/// name, before they count against any of those ids; another address, a refusal with no
+/// address, the next hour and accepted decisions are not affected, and the address is
+/// kept in the row.
+async fn a_peers_audit_rows_are_capped_per_hour_whatever_ids_it_names(store: Arc<dyn Store>) {
+    use common::store::AUDIT_ROWS_PER_PARTICIPANT_HOUR as QUOTA;
+    let task_id = format!("peer-capped-{}", uuid_like());
+    let now = common::a2a::Timestamp::now();
+    // An address of its own (a table may be shared between runs).
+    let peer = format!("192.0.2.1-{}", uuid_like());
+    let record = |who: &str, peer: &str, at: common::a2a::Timestamp| AuditRecord {
+        at: Some(at),
+        operation: "SendMessage".into(),
+        task_id: task_id.clone(),
+        participant: who.into(),
+        detail: "not a participant".into(),
+        peer: peer.into(),
+        ..Default::default()
+    };
+    let rotated = |i: u64| format!("rotated-{i}-{}", uuid_like());
+    for i in 0..QUOTA + 5 {
+        let stored = store
+            .audit(&record(&rotated(i), &peer, now))
+            .await
+            .expect("audit");
+        assert_eq!(stored, i < QUOTA, "row {i}");
+    }
+    // The ids past the address's quota were not counted: each has its whole quota.
+    let last = rotated(QUOTA + 4);
+    assert!(store.audit(&record(&last, "", now)).await.expect("audit"));
+    let other_peer = format!("{peer}-other");
+    assert!(store
+        .audit(&record(&last, &other_peer, now))
+        .await
+        .expect("audit"));
+    let command = AuditRecord {
+        accepted: true,
+        ..record(&last, &peer, now)
+    };
+    assert!(
+        store.audit(&command).await.expect("audit"),
+        "accepted rows are kept"
+    );
+    let next_hour = common::a2a::Timestamp(now.0 + chrono::TimeDelta::hours(1));
+    assert!(store
+        .audit(&record(&last, &peer, next_hour))
+        .await
+        .expect("audit"));
+    let trail = store.audit_trail(&task_id).await.expect("trail");
+    assert_eq!(trail.len() as u64, QUOTA + 4);
+    assert_eq!(trail[0].peer, peer, "the address is kept");
 }
 
 /// A quota counts each participant's uses per hour up to its limit, also when many take at
@@ -2118,6 +2173,7 @@ async fn a_read_only_store_reads_and_audits_but_writes_nothing() {
         participant: "mallory".into(),
         accepted: false,
         detail: "not a participant".into(),
+        peer: String::new(),
     };
     assert!(reader.audit(&refusal).await.expect("audit"));
 

@@ -132,7 +132,7 @@ async fn agent_card_is_served_even_with_an_unsupported_version_header() {
 
 // ------------------------------------------------------------------- versions
 
-async fn rpc_with_version(s: &Server, version: Option<&str>, query: &str) -> Value {
+async fn rpc_with_version(s: &Server, version: Option<&str>) -> Value {
     let mut pairs = vec![("Content-Type", "application/json")];
     if let Some(v) = version {
         pairs.push(("A2A-Version", v));
@@ -140,7 +140,7 @@ async fn rpc_with_version(s: &Server, version: Option<&str>, query: &str) -> Val
     let body = json!({"jsonrpc": "2.0", "id": "v", "method": "ListTasks", "params": {}});
     let resp = s
         .http
-        .post(s.endpoint(&format!("/{query}")))
+        .post(s.endpoint("/"))
         .headers(headers(&pairs))
         .body(body.to_string())
         .send()
@@ -150,12 +150,12 @@ async fn rpc_with_version(s: &Server, version: Option<&str>, query: &str) -> Val
     resp.json().await.unwrap()
 }
 
-async fn rest_with_version(s: &Server, version: Option<&str>, query: &str) -> (u16, Value) {
+async fn rest_with_version(s: &Server, version: Option<&str>) -> (u16, Value) {
     let pairs: Vec<(&str, &str)> = version
         .map(|v| vec![("A2A-Version", v)])
         .unwrap_or_default();
     let resp = s
-        .rest_raw(Method::GET, &format!("/tasks{query}"), &headers(&pairs), "")
+        .rest_raw(Method::GET, "/tasks", &headers(&pairs), "")
         .await;
     json_of(resp).await
 }
@@ -172,10 +172,10 @@ async fn missing_empty_and_unsupported_versions_are_version_not_supported() {
         Some("1.1"),
         Some("2.0"),
     ] {
-        let resp = rpc_with_version(&s, v, "").await;
+        let resp = rpc_with_version(&s, v).await;
         assert_rpc_error(&resp, -32009, "VERSION_NOT_SUPPORTED");
         assert_eq!(resp["id"], "v", "{v:?}");
-        let (st, body) = rest_with_version(&s, v, "").await;
+        let (st, body) = rest_with_version(&s, v).await;
         assert_rest_error(
             st,
             &body,
@@ -190,31 +190,11 @@ async fn missing_empty_and_unsupported_versions_are_version_not_supported() {
 async fn version_1_0_with_any_patch_is_accepted() {
     let s = Server::start().await;
     for v in ["1.0", "1.0.0", "1.0.5"] {
-        let resp = rpc_with_version(&s, Some(v), "").await;
+        let resp = rpc_with_version(&s, Some(v)).await;
         assert!(resp["result"]["tasks"].is_array(), "{v}: {resp}");
-        let (st, body) = rest_with_version(&s, Some(v), "").await;
+        let (st, body) = rest_with_version(&s, Some(v)).await;
         assert_eq!(st, 200, "{v}: {body}");
     }
-}
-
-#[tokio::test]
-async fn version_is_accepted_as_a_query_parameter() {
-    let s = Server::start().await;
-    let resp = rpc_with_version(&s, None, "?A2A-Version=1.0").await;
-    assert!(resp["result"]["tasks"].is_array(), "{resp}");
-    let (st, body) = rest_with_version(&s, None, "?A2A-Version=1.0").await;
-    assert_eq!(st, 200, "{body}");
-    let (st, body) = rest_with_version(&s, None, "?pageSize=5&A2A-Version=1.0").await;
-    assert_eq!(st, 200, "{body}");
-    assert_eq!(body["pageSize"], 5);
-    let (st, body) = rest_with_version(&s, None, "?A2A-Version=0.3").await;
-    assert_rest_error(
-        st,
-        &body,
-        400,
-        "FAILED_PRECONDITION",
-        "VERSION_NOT_SUPPORTED",
-    );
 }
 
 #[tokio::test]

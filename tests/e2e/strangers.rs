@@ -19,6 +19,7 @@ on_both_stores!(
     an_envelope_links_no_tasks,
     an_agent_participant_speaks_only_as_itself,
     a_message_id_on_the_task_is_not_taken_again,
+    rotated_ids_from_one_address_write_at_most_the_quota,
 );
 
 async fn server(backend: Backend) -> Option<Server> {
@@ -322,6 +323,57 @@ async fn refused_messages_write_nothing_into_the_task(backend: Backend) {
         *per_hour.entry(r.quota_hour()).or_default() += 1;
     }
     assert!(per_hour.values().all(|n| *n <= QUOTA), "{per_hour:?}");
+    assert!(per_hour.values().any(|n| *n == QUOTA), "{per_hour:?}");
+}
+
+/// In `none` mode anyone names themselves: 500 refused messages to alice's task, each from
+/// a new id, all from one address (127.0.0.1), are audited up to the address's hourly
+/// quota, no further (issue 48, item 5); each is still answered as a missing task.
+async fn rotated_ids_from_one_address_write_at_most_the_quota(backend: Backend) {
+    use common::store::AUDIT_ROWS_PER_PARTICIPANT_HOUR as QUOTA;
+    let Some(s) = server(backend).await else {
+        return;
+    };
+    let alice = Who::header("alice");
+    let created = send(
+        &s,
+        &alice,
+        Via::Rest,
+        message_with_id(&unique("tck-input-required"), None),
+    );
+    let id = task_id(&created.await.ok()["task"]);
+    const IDS: usize = 500;
+    let s = Arc::new(s);
+    for batch in (0..IDS).collect::<Vec<_>>().chunks(25) {
+        let sends: Vec<_> = batch
+            .iter()
+            .map(|&i| {
+                let (s, id) = (s.clone(), id.clone());
+                tokio::spawn(async move {
+                    let who = Who::header(&format!("rotated-{i}"));
+                    let m = message_with_id(&format!("m-{i}"), Some(&id));
+                    send(&s, &who, Via::BOTH[i % 2], m).await.not_found();
+                })
+            })
+            .collect();
+        for t in sends {
+            t.await.expect("a refusal");
+        }
+    }
+    // Per clock hour: the run may cross one.
+    let trail = s.store().audit_trail(&id).await.expect("trail");
+    assert!(trail
+        .iter()
+        .all(|r| r.participant.starts_with("rotated-") && !r.accepted));
+    let mut per_hour = std::collections::BTreeMap::<i64, u64>::new();
+    for r in &trail {
+        *per_hour.entry(r.quota_hour()).or_default() += 1;
+    }
+    assert!(
+        per_hour.values().all(|n| *n <= QUOTA),
+        "{} rows from {IDS} ids: {per_hour:?}",
+        trail.len()
+    );
     assert!(per_hour.values().any(|n| *n == QUOTA), "{per_hour:?}");
 }
 

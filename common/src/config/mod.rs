@@ -2,6 +2,7 @@
 //! sets it from outside, with its environment variable, flag and defaults ([`settings`]:
 //! the same names in Lambda and locally; the local server also takes flags).
 
+pub mod hosts;
 pub mod settings;
 
 use std::time::Duration;
@@ -60,6 +61,9 @@ pub struct Config {
     /// Base URL clients reach the server at; the card's interfaces point here. Empty: the
     /// URL the request came to (its Host), as behind an API Gateway.
     pub public_url: String,
+    /// The `Host` names the server answers to, and so which web pages may call it
+    /// ([`hosts`]): by default the loopback names and the public URL's host.
+    pub allowed_hosts: hosts::AllowedHosts,
     /// URL of the JSON-RPC interface when it differs from `public_url` (in AWS, the
     /// streaming Function URL of the jsonrpc function).
     pub jsonrpc_url: Option<String>,
@@ -138,6 +142,7 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             public_url: "http://127.0.0.1:8080".into(),
+            allowed_hosts: hosts::AllowedHosts::default(),
             jsonrpc_url: None,
             rest_content_type: RestContentType::Json,
             required_extensions: Vec::new(),

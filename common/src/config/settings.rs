@@ -136,6 +136,13 @@ pub const PUBLIC_URL: Setting = Setting {
     lambda: Read::Default("the URL the request came to (`X-Forwarded-Host`, else `Host`)"),
     meaning: "URL of the HTTP+JSON interface (and of JSON-RPC unless set apart)",
 };
+pub const ALLOWED_HOSTS: Setting = Setting {
+    env: "HARNESS_ALLOWED_HOSTS",
+    flag: Some("allowed-hosts"),
+    local: Read::Default("the loopback names and the public URL's host"),
+    lambda: Read::No,
+    meaning: "more `Host` names to answer to (comma-separated; any port), or `*` for any host and any page's origin",
+};
 pub const JSONRPC_URL: Setting = Setting {
     env: "HARNESS_JSONRPC_URL",
     flag: None,
@@ -446,6 +453,7 @@ pub const SETTINGS: &[Setting] = &[
     AUDIT_RETENTION_DAYS,
     TASK_RETENTION_DAYS,
     PUBLIC_URL,
+    ALLOWED_HOSTS,
     JSONRPC_URL,
     REST_CONTENT_TYPE,
     REQUIRED_EXTENSIONS,

@@ -185,6 +185,7 @@ impl Harness {
             },
             accepted: false,
             detail: format!("participant id {shown} refused: {refusal}"),
+            ..Default::default()
         };
         tracing::info!(participant = %shown, op = op.name(), %refusal, "participant id refused");
         self.audit(&record).await;

@@ -1,7 +1,9 @@
 //! The HTTP front: one axum Router serving the agent card, the JSON-RPC endpoint and the
-//! HTTP+JSON routes, with the request limits (body size, per-peer rate). The same Router
-//! is what a Lambda function hands to `lambda_http`.
+//! HTTP+JSON routes, with the request limits (body size, per-peer rate) and the checks
+//! that keep web pages out ([`browsers`]). The same Router is what a Lambda function hands
+//! to `lambda_http`.
 
+mod browsers;
 mod remote_callback;
 
 use std::net::{IpAddr, SocketAddr};
@@ -100,14 +102,18 @@ pub fn router_for<E: Operations>(h: Arc<Harness>, endpoint: Endpoint) -> Router 
         // Authenticated by the link's token, not a participant's.
         router = router.merge(remote_callback::routes());
     }
-    router
+    router = router
         .fallback(
             move |State(h): State<Arc<Harness>>, req: Request| async move {
                 a2a::<E>(&h, endpoint, req).await
             },
         )
-        .layer(middleware::from_fn_with_state(limiter, rate_limit))
-        .with_state(h)
+        .layer(middleware::from_fn_with_state(limiter, rate_limit));
+    // Outermost: a request for another host, or from another origin's page, meets nothing.
+    if let Some(guard) = browsers::Guard::of(h.config()) {
+        router = router.layer(middleware::from_fn_with_state(guard, browsers::guard));
+    }
+    router.with_state(h)
 }
 
 async fn rate_limit(
@@ -115,11 +121,7 @@ async fn rate_limit(
     req: Request,
     next: Next,
 ) -> Response {
-    let peer = req
-        .extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|c| c.0.ip());
-    if let (Some(limiter), Some(peer)) = (limiter, peer) {
+    if let (Some(limiter), Some(peer)) = (limiter, peer_of(req.extensions())) {
         // Forget peers whose buckets are full again, so the table stays small.
         if limiter.len() > MAX_TRACKED_PEERS {
             limiter.retain_recent();
@@ -137,6 +139,21 @@ async fn rate_limit(
         }
     }
     next.run(req).await
+}
+
+/// The address a request came from: the connection's (served with
+/// `into_make_service_with_connect_info`), else, in Lambda, the one API Gateway or the
+/// Function URL saw (behind the front door, CloudFront's).
+fn peer_of(extensions: &axum::http::Extensions) -> Option<IpAddr> {
+    if let Some(ConnectInfo(addr)) = extensions.get::<ConnectInfo<SocketAddr>>() {
+        return Some(addr.ip());
+    }
+    match extensions.get::<lambda_http::request::RequestContext>()? {
+        lambda_http::request::RequestContext::ApiGatewayV2(c) => {
+            c.http.source_ip.as_deref()?.parse().ok()
+        }
+        _ => None,
+    }
 }
 
 /// The process's metrics in the Prometheus text format.
@@ -231,7 +248,14 @@ fn base_path(url: &str) -> &str {
         .unwrap_or("")
 }
 
+/// An A2A request, served as from its peer (whose audit quota its refusals count against
+/// in `none` mode).
 async fn a2a<E: Operations>(h: &Harness, endpoint: Endpoint, req: Request) -> Response {
+    let peer = peer_of(req.extensions());
+    h.from_peer(peer, route::<E>(h, endpoint, req)).await
+}
+
+async fn route<E: Operations>(h: &Harness, endpoint: Endpoint, req: Request) -> Response {
     let path = relative_path(h, req.uri().path()).to_owned();
     if endpoint.json_rpc() && req.method() == Method::POST && (path.is_empty() || path == "/") {
         return json_rpc::<E>(h, req).await;
@@ -251,6 +275,8 @@ async fn a2a<E: Operations>(h: &Harness, endpoint: Endpoint, req: Request) -> Re
 enum Refusal {
     TooLarge(usize),
     Unreadable(String),
+    /// A body not declared JSON: each binding answers it its own way.
+    NotJson(A2aError),
 }
 
 impl IntoResponse for Refusal {
@@ -268,22 +294,37 @@ impl IntoResponse for Refusal {
                 format!("cannot read the request body: {e}\n"),
             )
                 .into_response(),
+            Refusal::NotJson(e) => (
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                [(header::CONTENT_TYPE, "text/plain")],
+                format!("{e}\n"),
+            )
+                .into_response(),
         }
     }
 }
 
-/// Reads the body, refusing one over the limit before reading it when the length is
-/// declared and as soon as it passes the limit otherwise.
-async fn read_body(h: &Harness, headers: &HeaderMap, body: Body) -> Result<Bytes, Refusal> {
+/// Reads the body of a request to a route that reads one (`reads_body`) or not, refusing
+/// one over the limit before reading it when the length is declared and as soon as it
+/// passes the limit otherwise, and one not declared JSON ([`not_json`]).
+async fn read_body(
+    h: &Harness,
+    headers: &HeaderMap,
+    body: Body,
+    reads_body: bool,
+) -> Result<Bytes, Refusal> {
     let limit = h.config().max_body_bytes;
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
+    if let Some(e) = not_json(headers, reads_body, declared.is_some_and(|n| n > 0)) {
+        return Err(Refusal::NotJson(e));
+    }
     if declared.is_some_and(|n| n > limit as u64) {
         return Err(Refusal::TooLarge(limit));
     }
-    axum::body::to_bytes(body, limit).await.map_err(|e| {
+    let body = axum::body::to_bytes(body, limit).await.map_err(|e| {
         let too_large = std::error::Error::source(&e)
             .is_some_and(|s| s.is::<http_body_util_limit::LengthLimitError>());
         if too_large {
@@ -291,7 +332,29 @@ async fn read_body(h: &Harness, headers: &HeaderMap, body: Body) -> Result<Bytes
         } else {
             Refusal::Unreadable(e.to_string())
         }
-    })
+    })?;
+    // A chunked body declares no length: what came decides.
+    match not_json(headers, reads_body, !body.is_empty()) {
+        Some(e) => Err(Refusal::NotJson(e)),
+        None => Ok(body),
+    }
+}
+
+/// The refusal of a body not declared JSON: a Content-Type that is not JSON (where the
+/// route reads a body, or the request has one), or none on a request that has a body. A
+/// web page's "simple" request, which a browser sends without asking the server first,
+/// can carry a body only as text, form data or with no type. A body-less POST needs no
+/// type (the A2A TCK's `:cancel` and `:subscribe`).
+fn not_json(headers: &HeaderMap, reads_body: bool, has_body: bool) -> Option<A2aError> {
+    let why = match content_type(headers) {
+        Some(ct) if headers::is_json_content_type(ct) => return None,
+        Some(ct) if reads_body || has_body => format!("request Content-Type {ct}"),
+        None if has_body => "a request body without a Content-Type".to_owned(),
+        _ => return None,
+    };
+    Some(A2aError::ContentTypeNotSupported(format!(
+        "{why} (use application/json)"
+    )))
 }
 
 mod http_body_util_limit {
@@ -373,12 +436,8 @@ fn content_type(headers: &HeaderMap) -> Option<&str> {
 
 /// The checks every A2A operation passes first: version, then required extensions.
 /// Returns the extensions to echo as activated.
-fn service_parameters(
-    h: &Harness,
-    headers: &HeaderMap,
-    query: Option<&str>,
-) -> Result<Vec<String>, A2aError> {
-    headers::check_version(headers::requested_version(headers, query).as_deref())?;
+fn service_parameters(h: &Harness, headers: &HeaderMap) -> Result<Vec<String>, A2aError> {
+    headers::check_version(headers::requested_version(headers).as_deref())?;
     headers::activate(&h.card().card, &headers::requested_extensions(headers))
 }
 
@@ -430,16 +489,9 @@ async fn json_rpc<E: Operations>(h: &Harness, req: Request) -> Response {
     let rpc_error = |id: &Value, e: &A2aError| {
         json_response(StatusCode::OK, "application/json", &jsonrpc::failure(id, e))
     };
-    if let Some(ct) = content_type(&parts.headers) {
-        if !headers::is_json_content_type(ct) {
-            let e = A2aError::ContentTypeNotSupported(format!(
-                "request Content-Type {ct} (use application/json)"
-            ));
-            return rpc_error(&Value::Null, &e);
-        }
-    }
-    let body = match read_body(h, &parts.headers, body).await {
+    let body = match read_body(h, &parts.headers, body, true).await {
         Ok(b) => b,
+        Err(Refusal::NotJson(e)) => return rpc_error(&Value::Null, &e),
         Err(refusal) => return refusal.into_response(),
     };
     let envelope = match jsonrpc::parse_envelope(&body) {
@@ -447,7 +499,7 @@ async fn json_rpc<E: Operations>(h: &Harness, req: Request) -> Response {
         Err(refusal) => return rpc_error(&refusal.0, &refusal.1),
     };
     let id = envelope.id.clone();
-    let activated = match service_parameters(h, &parts.headers, parts.uri.query()) {
+    let activated = match service_parameters(h, &parts.headers) {
         Ok(a) => a,
         Err(e) => return rpc_error(&id, &e),
     };
@@ -495,21 +547,16 @@ async fn rest_call<E: Operations>(
         Ok(v) => v,
         Err(refusal) => return refusal,
     };
-    if let Some(ct) = content_type(&parts.headers) {
-        if route.takes_body() && !headers::is_json_content_type(ct) {
-            let e = A2aError::ContentTypeNotSupported(format!(
-                "request Content-Type {ct} (use application/json)"
-            ));
-            // Plain HTTP says 415 for a body type the route cannot read (spec §0).
-            return rest_error_as(h, &e, StatusCode::UNSUPPORTED_MEDIA_TYPE);
-        }
-    }
-    let body = match read_body(h, &parts.headers, body).await {
+    let body = match read_body(h, &parts.headers, body, route.takes_body()).await {
         Ok(b) => b,
+        // Plain HTTP says 415 for a body type the route cannot read (spec §0).
+        Err(Refusal::NotJson(e)) => {
+            return rest_error_as(h, &e, StatusCode::UNSUPPORTED_MEDIA_TYPE)
+        }
         Err(refusal) => return refusal.into_response(),
     };
     let query = parts.uri.query();
-    let activated = match service_parameters(h, &parts.headers, query) {
+    let activated = match service_parameters(h, &parts.headers) {
         Ok(a) => a,
         Err(e) => return rest_error(h, &e),
     };

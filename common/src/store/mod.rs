@@ -261,8 +261,10 @@ pub struct TaskPage {
 pub const DEFAULT_RETENTION: std::time::Duration = std::time::Duration::from_secs(30 * 24 * 3600);
 
 /// Refusals kept in the audit trail per participant (whatever the tenant) per clock hour,
-/// so refusals cannot fill the store; past it, the hour's further refusals are logged, not
-/// stored. Accepted decisions (commands) are always stored.
+/// and, where the participant is self-asserted (`none` mode), per address the requests
+/// came from too, so refusals cannot fill the store however many ids one client names;
+/// past it, the hour's further refusals are logged, not stored. Accepted decisions
+/// (commands) are always stored.
 pub const AUDIT_ROWS_PER_PARTICIPANT_HOUR: u64 = 100;
 
 /// An hourly count a store keeps per participant, shared by every process on the store
@@ -271,6 +273,9 @@ pub const AUDIT_ROWS_PER_PARTICIPANT_HOUR: u64 = 100;
 pub enum Quota {
     /// Refusals kept in the audit trail ([`AUDIT_ROWS_PER_PARTICIPANT_HOUR`]).
     AuditRows,
+    /// Refusals kept in the audit trail from one address ([`AuditRecord::peer`]), counted
+    /// under the address in place of a participant.
+    AuditRowsFromPeer,
     /// Tasks a participant assigned to someone else with `/task` and no task
     /// (`HARNESS_TASKS_FOR_OTHERS_PER_HOUR`), each posted to its assignee's channels.
     TasksForOthers,
@@ -287,6 +292,7 @@ impl Quota {
     pub fn name(self) -> &'static str {
         match self {
             Quota::AuditRows => "",
+            Quota::AuditRowsFromPeer => "audit-from-peer",
             Quota::TasksForOthers => "tasks-for-others",
             Quota::PostsBySender => "posts-by-sender",
             Quota::PostsToRecipient => "posts-to-recipient",
@@ -314,6 +320,11 @@ pub struct AuditRecord {
     pub accepted: bool,
     /// Why it was refused.
     pub detail: String,
+    /// Where the request came from when its participant is self-asserted (`none` mode):
+    /// its address (an IPv6 one's /64), whose hourly quota a refusal counts against too.
+    /// Empty otherwise.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub peer: String,
 }
 
 impl AuditRecord {
@@ -335,6 +346,7 @@ impl AuditRecord {
             participant: sender.into(),
             accepted,
             detail,
+            peer: String::new(),
         }
     }
 
@@ -350,9 +362,18 @@ impl AuditRecord {
         hour_of(self.at_millis())
     }
 
-    /// Whether the record counts against its participant's quota: refusals do.
-    pub fn counted(&self) -> bool {
-        !self.accepted
+    /// The hourly quotas the record counts against, each with its key: none for an
+    /// accepted decision; a refusal's peer's (first: a flood of rotated ids stops there
+    /// before it counts against any of them), then its participant's.
+    pub fn quotas(&self) -> Vec<(Quota, &str)> {
+        if self.accepted {
+            return Vec::new();
+        }
+        let peer =
+            (!self.peer.is_empty()).then_some((Quota::AuditRowsFromPeer, self.peer.as_str()));
+        peer.into_iter()
+            .chain([(Quota::AuditRows, self.participant.as_str())])
+            .collect()
     }
 }
 

@@ -65,6 +65,17 @@ struct Args {
     /// URL clients reach the server at (default: http://<listen>).
     #[arg(long = settings::PUBLIC_URL.long(), env = settings::PUBLIC_URL.env)]
     public_url: Option<String>,
+    /// More `Host` names to answer to (any port) besides the loopback names and the public
+    /// URL's host, or `*` for any host and any web page's origin: for a harness served on a
+    /// LAN or behind a proxy. A request for another name is refused (421), and one from a
+    /// web page of another origin (403).
+    #[arg(
+        long = settings::ALLOWED_HOSTS.long(),
+        env = settings::ALLOWED_HOSTS.env,
+        value_delimiter = ',',
+        value_parser = common::config::hosts::entry
+    )]
+    allowed_hosts: Vec<String>,
     /// The agent that runs tasks: llm, or conformance (the A2A TCK's test agent).
     #[arg(long = settings::AGENT.long(), env = settings::AGENT.env, default_value = "llm")]
     agent: AgentKind,
@@ -247,6 +258,7 @@ async fn run() -> Result<(), common::lambda::Error> {
     let bound = listener.local_addr()?;
     let config = Config {
         public_url: args.public_url.unwrap_or_else(|| format!("http://{bound}")),
+        allowed_hosts: common::config::hosts::AllowedHosts::from_entries(args.allowed_hosts),
         rest_content_type: args.rest_content_type,
         required_extensions: args.required_extensions,
         max_body_bytes: args.max_body_bytes,

@@ -1,5 +1,11 @@
-//! The A2A service parameters carried as HTTP headers: `A2A-Version` (also accepted as a
-//! query parameter) and `A2A-Extensions`.
+//! The A2A service parameters carried as HTTP headers: `A2A-Version` and `A2A-Extensions`.
+//!
+//! `A2A-Version` counts only as a header. Spec §3.6.1 also allows it as a query parameter;
+//! that form is not honoured (a request whose version is only in its query has none, and
+//! is refused like any request without one): a web page can put a query parameter into
+//! any URL and have a visitor's browser send it without asking the server first, whereas
+//! a header of its own makes the browser ask (a CORS preflight), which the harness never
+//! grants. See `common/docs/protocol.md`.
 
 use http::HeaderMap;
 
@@ -9,14 +15,11 @@ use super::types::AgentCard;
 pub const VERSION_HEADER: &str = "a2a-version";
 pub const EXTENSIONS_HEADER: &str = "a2a-extensions";
 
-/// The version a request asks for: the header, else the `A2A-Version` query parameter.
-pub fn requested_version<'a>(headers: &'a HeaderMap, query: Option<&'a str>) -> Option<String> {
-    if let Some(v) = headers.get(VERSION_HEADER) {
-        return Some(String::from_utf8_lossy(v.as_bytes()).trim().to_owned());
-    }
-    form_urlencoded::parse(query?.as_bytes())
-        .find(|(k, _)| k.eq_ignore_ascii_case(VERSION_HEADER))
-        .map(|(_, v)| v.trim().to_owned())
+/// The version a request asks for: its `A2A-Version` header (never a query parameter).
+pub fn requested_version(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get(VERSION_HEADER)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).trim().to_owned())
 }
 
 /// Only 1.0 (with any patch, `1.0.3`) is served. Missing or empty means 0.3 (spec §3.6.2),

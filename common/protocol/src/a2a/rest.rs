@@ -133,6 +133,8 @@ fn query_object(query: Option<&str>) -> Result<Map<String, Value>, A2aError> {
     for (k, v) in form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
         let normalized = k.replace('_', "").to_ascii_lowercase();
         let value = match normalized.as_str() {
+            // The version is the header's alone (`headers`): a parameter of its name is
+            // ignored.
             "a2aversion" | "a2a-version" => continue,
             "historylength" | "pagesize" => Value::from(v.trim().parse::<i64>().map_err(|_| {
                 A2aError::invalid_field(k.to_string(), format!("{k} must be an integer, not {v:?}"))

@@ -19,17 +19,11 @@ impl DynamoStore {
     /// [`Store::audit`](crate::store::Store::audit).
     pub(super) async fn append_audit(&self, record: &AuditRecord) -> Result<bool, StoreError> {
         let at = record.at_millis();
-        let quota = AUDIT_ROWS_PER_PARTICIPANT_HOUR;
-        if record.counted()
-            && !(self.count_quota(
-                Quota::AuditRows,
-                &record.participant,
-                record.quota_hour(),
-                quota,
-            ))
-            .await?
-        {
-            return Ok(false);
+        for (quota, key) in record.quotas() {
+            let hour = record.quota_hour();
+            if !(self.count_quota(quota, key, hour, AUDIT_ROWS_PER_PARTICIPANT_HOUR)).await? {
+                return Ok(false);
+            }
         }
         self.client
             .put_item()
@@ -54,7 +48,8 @@ impl DynamoStore {
         Ok(true)
     }
 
-    /// [`Store::take_quota`](crate::store::Store::take_quota): `QUOTA#<participant>`,
+    /// [`Store::take_quota`](crate::store::Store::take_quota): `QUOTA#<participant>` (or
+    /// `QUOTA#<address>`, for [`Quota::AuditRowsFromPeer`]),
     /// `<hour>` for the audit's (the key it always had), `<quota>#<hour>` for another;
     /// an update of its own, expiring an hour after its hour.
     pub(super) async fn count_quota(

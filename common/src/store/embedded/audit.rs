@@ -16,9 +16,14 @@ impl EmbeddedStore {
         let at = r.at_millis();
         let expired_before = now_ms() - self.retention.as_millis() as i64;
         self.write(move |conn| {
-            let quota = (Quota::AuditRows, r.participant.as_str(), r.quota_hour());
-            if r.counted() && !take(conn, quota, AUDIT_ROWS_PER_PARTICIPANT_HOUR)? {
-                return Ok(false);
+            for (quota, key) in r.quotas() {
+                if !take(
+                    conn,
+                    (quota, key, r.quota_hour()),
+                    AUDIT_ROWS_PER_PARTICIPANT_HOUR,
+                )? {
+                    return Ok(false);
+                }
             }
             let json = to_json(&r)?;
             conn.prepare_cached("INSERT INTO audit (at_ms, record, task_id) VALUES (?1, ?2, ?3)")
