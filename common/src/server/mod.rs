@@ -2,7 +2,10 @@
 //! HTTP+JSON routes, with the request limits (body size, per-peer rate). The same Router
 //! is what a Lambda function hands to `lambda_http`.
 
+mod connections;
 mod remote_callback;
+
+pub use connections::serve;
 
 use std::net::{IpAddr, SocketAddr};
 use std::num::NonZeroU32;
@@ -250,6 +253,8 @@ async fn a2a<E: Operations>(h: &Harness, endpoint: Endpoint, req: Request) -> Re
 /// Errors that end a request before any A2A processing.
 enum Refusal {
     TooLarge(usize),
+    /// The body sent nothing for the listener's idle timeout ([`connections`]).
+    Stalled,
     Unreadable(String),
 }
 
@@ -260,6 +265,15 @@ impl IntoResponse for Refusal {
                 StatusCode::PAYLOAD_TOO_LARGE,
                 [(header::CONTENT_TYPE, "text/plain")],
                 format!("request too large (the limit is {limit} bytes)\n"),
+            )
+                .into_response(),
+            Refusal::Stalled => (
+                StatusCode::REQUEST_TIMEOUT,
+                [
+                    (header::CONTENT_TYPE, "text/plain"),
+                    (header::CONNECTION, "close"),
+                ],
+                "the request body stopped arriving (nothing came for the idle timeout)\n",
             )
                 .into_response(),
             Refusal::Unreadable(e) => (
@@ -284,18 +298,19 @@ async fn read_body(h: &Harness, headers: &HeaderMap, body: Body) -> Result<Bytes
         return Err(Refusal::TooLarge(limit));
     }
     axum::body::to_bytes(body, limit).await.map_err(|e| {
-        let too_large = std::error::Error::source(&e)
-            .is_some_and(|s| s.is::<http_body_util_limit::LengthLimitError>());
-        if too_large {
+        if caused_by::<http_body_util::LengthLimitError>(&e) {
             Refusal::TooLarge(limit)
+        } else if caused_by::<tower_http::timeout::TimeoutError>(&e) {
+            Refusal::Stalled
         } else {
             Refusal::Unreadable(e.to_string())
         }
     })
 }
 
-mod http_body_util_limit {
-    pub use http_body_util::LengthLimitError;
+/// Whether `e` or an error in its chain of sources is a `T`.
+fn caused_by<T: std::error::Error + 'static>(e: &(dyn std::error::Error + 'static)) -> bool {
+    std::iter::successors(Some(e), |e| e.source()).any(|e| e.is::<T>())
 }
 
 /// The participant a request's bearer token authenticates (`jwt` mode; None in `none`
