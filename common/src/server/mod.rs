@@ -320,7 +320,7 @@ async fn authenticate(
     h: &Harness,
     parts: &axum::http::request::Parts,
     json_rpc: bool,
-) -> Result<Option<String>, Response> {
+) -> Result<Option<crate::auth::Verified>, Response> {
     let authorization = parts
         .headers
         .get(header::AUTHORIZATION)
@@ -358,7 +358,7 @@ async fn caller(
     h: &Harness,
     parts: &axum::http::request::Parts,
     op: Operation,
-    verified: Option<String>,
+    verified: Option<crate::auth::Verified>,
 ) -> Result<crate::ops::Caller, A2aError> {
     // UTF-8, not only visible ASCII: an id outside ASCII is checked like any other, not
     // taken for no header (which would make the request the default participant's). Only
