@@ -341,7 +341,8 @@ async fn subscribed(s: &Server, who: &Who, via: Via, id: &str) -> SseReader {
 }
 
 /// Row: only participants see a task, also while they follow it: walt's stream of a
-/// working task ends when ada takes him off it, before anything that happened after.
+/// working task ends when ada takes him off it, with the task's not-found (a stranger's
+/// answer) and before anything that happened after.
 #[tokio::test]
 async fn a_participant_taken_off_a_task_stops_following_it() {
     let s = server().await;
@@ -359,7 +360,18 @@ async fn a_participant_taken_off_a_task_stops_following_it() {
         while let Some(event) = walt_follows.next_before(deadline).await {
             after.push(event);
         }
+        let ended = after.pop().expect("the stream's end");
         assert!(after.is_empty(), "walt saw, after the task: {after:?}");
+        assert_eq!(ended.event.as_deref(), Some("error"), "{ended:?}");
+        let code = match via {
+            Via::JsonRpc => &ended.data["error"]["code"],
+            Via::Rest => &ended.data["error"]["status"],
+        };
+        let want = match via {
+            Via::JsonRpc => json!(-32001),
+            Via::Rest => json!("NOT_FOUND"),
+        };
+        assert_eq!(code, &want, "{ended:?}");
         wait_for_state_as(
             &s,
             "ada",

@@ -463,7 +463,7 @@ fn is_stream(answer: &reqwest::Response) -> bool {
         .starts_with("text/event-stream")
 }
 
-/// A task takes at most 16 subscriptions at once, and one participant at most 4 of them:
+/// A task takes at most 16 streams at once, and one participant at most 4 of them:
 /// past either, a subscription is refused saying which, and one ending frees its place.
 #[tokio::test]
 async fn a_task_takes_sixteen_subscriptions_at_once_four_a_participant() {
@@ -506,12 +506,12 @@ async fn a_task_takes_sixteen_subscriptions_at_once_four_a_participant() {
     let of = |answer: reqwest::Response| async move {
         serde_json::from_str::<Value>(&answer.text().await.unwrap_or_default()).expect("JSON")
     };
-    refused("16 subscriptions already")(of(subscribe_as(&s, "p4", &id).await).await);
+    refused("16 streams open already")(of(subscribe_as(&s, "p4", &id).await).await);
     // A streaming resend of the task's message starts nothing new: it is refused too.
     let resent = s
         .rpc("SendStreamingMessage", json!({"message": message.clone()}))
         .await;
-    refused("16 subscriptions already")(resent);
+    refused("16 streams open already")(resent);
 
     // p0 gives up one place: p4 may take it.
     drop(open.remove(0));
@@ -527,7 +527,7 @@ async fn a_task_takes_sixteen_subscriptions_at_once_four_a_participant() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     // p1 holds four: a fifth is refused, whatever places the task has left.
-    refused("You hold 4 subscriptions")(of(subscribe_as(&s, "p1", &id).await).await);
+    refused("You hold 4 streams")(of(subscribe_as(&s, "p1", &id).await).await);
 }
 
 #[tokio::test]

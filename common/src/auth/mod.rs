@@ -221,8 +221,9 @@ impl Verifier {
         &self.settings
     }
 
-    /// The participant an `Authorization` header's token names, once it is verified.
-    pub async fn participant(&self, authorization: Option<&[u8]>) -> Result<String, AuthError> {
+    /// The participant an `Authorization` header's token names, once it is verified, and
+    /// its expiry.
+    pub async fn verify(&self, authorization: Option<&[u8]>) -> Result<Verified, AuthError> {
         let token = bearer(authorization)?;
         let header = jsonwebtoken::decode_header(token)
             .map_err(|_| AuthError::Invalid("the token is not a JWT"))?;
@@ -268,12 +269,15 @@ impl Verifier {
         if !self.for_us(&claims) {
             return Err(AuthError::Invalid("the token is not for this audience"));
         }
-        claims
+        let participant = claims
             .get(&self.settings.identity_claim)
             .and_then(Value::as_str)
             .filter(|id| crate::ext::participant::valid_id(id))
             .map(str::to_owned)
-            .ok_or(AuthError::Invalid(NOT_AN_ID))
+            .ok_or(AuthError::Invalid(NOT_AN_ID))?;
+        // A number (jsonwebtoken checked it, and that it is not past): whole seconds.
+        let exp = (claims.get("exp").and_then(Value::as_f64)).map_or(0, |exp| exp.max(0.0) as u64);
+        Ok(Verified { participant, exp })
     }
 
     fn for_us(&self, claims: &Map<String, Value>) -> bool {
@@ -283,6 +287,27 @@ impl Verifier {
             Some(aud) => ours(aud),
             None => claims.get("client_id").is_some_and(ours),
         }
+    }
+}
+
+/// What a verified token says: who it names, and when it expires.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verified {
+    pub participant: String,
+    /// Its `exp`, in seconds since the epoch.
+    pub exp: u64,
+}
+
+impl Verified {
+    /// When the token stops being accepted, as an instant of this process's clock: the
+    /// second after its `exp` plus [`LEEWAY`] (the verifier counts whole seconds); None when
+    /// that is beyond what the clock can count.
+    pub fn accepted_until(&self) -> Option<std::time::Instant> {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        let end = Duration::from_secs(self.exp.saturating_add(1)).saturating_add(LEEWAY);
+        std::time::Instant::now().checked_add(end.saturating_sub(now))
     }
 }
 
@@ -355,6 +380,29 @@ pub fn verifier(auth: &Auth) -> Result<Option<Arc<Verifier>>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A stream ends when its token would no longer open one: the second after its
+    /// `exp` plus the leeway.
+    #[test]
+    fn a_token_is_accepted_until_the_second_after_its_exp_and_leeway() {
+        let now = jsonwebtoken::get_current_timestamp();
+        let until = |exp| {
+            Verified {
+                participant: "alice".into(),
+                exp,
+            }
+            .accepted_until()
+        };
+        let left =
+            (until(now).expect("an instant")).saturating_duration_since(std::time::Instant::now());
+        let second = Duration::from_secs(1);
+        assert!(
+            left > LEEWAY - second && left <= LEEWAY + second,
+            "{left:?}"
+        );
+        assert!(until(0).is_some_and(|t| t <= std::time::Instant::now()));
+        assert_eq!(until(u64::MAX), None, "beyond the clock");
+    }
 
     #[test]
     fn only_bearer_authorizations_of_a_bounded_size_are_read() {
@@ -446,7 +494,9 @@ mod tests {
         let auth = |t: String| format!("Bearer {t}");
         let good = key.mint("alice", "sub", "iss", "aud", hour).unwrap();
         assert_eq!(
-            v.participant(Some(auth(good).as_bytes())).await,
+            v.verify(Some(auth(good).as_bytes()))
+                .await
+                .map(|v| v.participant),
             Ok("alice".into())
         );
         for (token, expected) in [
@@ -468,7 +518,7 @@ mod tests {
             ),
         ] {
             assert_eq!(
-                v.participant(Some(auth(token).as_bytes())).await,
+                v.verify(Some(auth(token).as_bytes())).await,
                 Err(AuthError::Invalid(expected))
             );
         }
@@ -483,7 +533,7 @@ mod tests {
         let header = serde_json::json!({"alg": "HS256", "typ": "JWT", "kid": key.public().kid});
         let hmac = format!("{}.{}.c2ln", b64(&header), b64(&claims));
         assert_eq!(
-            v.participant(Some(auth(hmac).as_bytes())).await,
+            v.verify(Some(auth(hmac).as_bytes())).await,
             Err(AuthError::Invalid("the token's algorithm is not accepted"))
         );
         // CVE-2026-25537: an nbf (or exp) of the wrong type is not skipped.
@@ -495,7 +545,7 @@ mod tests {
             c[name] = bad;
             let token = key.sign(&c).unwrap();
             assert!(
-                v.participant(Some(auth(token).as_bytes())).await.is_err(),
+                v.verify(Some(auth(token).as_bytes())).await.is_err(),
                 "{name}"
             );
         }

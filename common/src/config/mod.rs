@@ -56,6 +56,41 @@ pub const DEFAULT_POSTS_PER_RECIPIENT_PER_HOUR: u64 = 200;
 /// The harness's own participant id unless configured otherwise.
 pub const DEFAULT_AGENT_ID: &str = "tiny-harness";
 
+/// How harness-local's listener treats connections ([`crate::server::serve`]); a Lambda
+/// function has no listener of its own (API Gateway and Lambda's front end keep them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Connections {
+    /// Longest a connection waits for a request's whole head, counted from when it starts
+    /// waiting (its accept, or the end of its last answer: so also how long a kept-alive
+    /// connection may sit idle); then it is closed.
+    pub header_read_timeout: Duration,
+    /// Longest a request body may send nothing; then the request is answered 408 and its
+    /// connection closed.
+    pub idle_timeout: Duration,
+    /// Most connections served at once; past it a new connection waits in the listen
+    /// backlog, unanswered, until one closes.
+    pub max_connections: usize,
+}
+
+/// [`Connections::header_read_timeout`] unless configured otherwise.
+pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// [`Connections::idle_timeout`] unless configured otherwise.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+/// [`Connections::max_connections`] unless configured otherwise: well under the 1,024
+/// open files a process gets by default on Linux, with room for the store's and the
+/// outbound clients'.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
+
+impl Default for Connections {
+    fn default() -> Self {
+        Connections {
+            header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Config {
     /// Base URL clients reach the server at; the card's interfaces point here. Empty: the

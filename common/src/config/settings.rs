@@ -182,6 +182,28 @@ pub const RATE_LIMIT_PER_MINUTE: Setting = Setting {
     lambda: Read::No,
     meaning: "requests per minute per peer address (0: unlimited)",
 };
+pub const HEADER_READ_TIMEOUT_SECONDS: Setting = Setting {
+    env: "HARNESS_HEADER_READ_TIMEOUT_SECONDS",
+    flag: Some("header-read-timeout-seconds"),
+    local: Read::Default("`10`"),
+    lambda: Read::No,
+    meaning: "longest a connection waits for a request's whole head, from its accept or its last answer (so also how long a kept-alive connection may idle), then closed",
+};
+pub const IDLE_TIMEOUT_SECONDS: Setting = Setting {
+    env: "HARNESS_IDLE_TIMEOUT_SECONDS",
+    flag: Some("idle-timeout-seconds"),
+    local: Read::Default("`30`"),
+    lambda: Read::No,
+    meaning: "longest a request body may send nothing, then 408 and the connection closed",
+};
+pub const MAX_CONNECTIONS: Setting = Setting {
+    env: "HARNESS_MAX_CONNECTIONS",
+    flag: Some("max-connections"),
+    local: Read::Default("`512`"),
+    lambda: Read::No,
+    meaning:
+        "most connections served at once; past it a new one waits, unanswered, until one closes",
+};
 pub const METRICS: Setting = Setting {
     env: "HARNESS_METRICS",
     flag: Some("metrics"),
@@ -460,6 +482,9 @@ pub const SETTINGS: &[Setting] = &[
     MAX_BODY_BYTES,
     MAX_BLOCKING_WAIT_SECONDS,
     RATE_LIMIT_PER_MINUTE,
+    HEADER_READ_TIMEOUT_SECONDS,
+    IDLE_TIMEOUT_SECONDS,
+    MAX_CONNECTIONS,
     METRICS,
     AGENT,
     AGENT_ID,

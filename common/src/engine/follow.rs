@@ -3,16 +3,19 @@
 //! see the same events in the same order.
 //!
 //! A follower sees the task only while it may: before each batch of events the task's head
-//! is read again and put to the follower's test ([`MaySee`]), so a participant taken off
-//! the task while following gets nothing that happened after.
+//! is read again and put to the follower's test ([`MaySee`]), and a follower whose token
+//! stops being accepted ([`Follow::until`]) is done at that instant, so a participant taken
+//! off the task, or whose token expired, gets nothing that happened after: their stream
+//! ends with the task's not-found, the error a stranger gets.
 //!
 //! What a stream costs is bounded: it lasts at most [`MAX_STREAM`](crate::config::MAX_STREAM) (then ends; the client
 //! subscribes again), re-reads the log without a signal no more often than every
 //! [`POLL_MIN`], backing off to [`POLL_MAX`] while nothing happens (a reader in another
 //! process than the writer, such as a Lambda function, pays a Query per read), and a task
-//! has at most [`MAX_SUBSCRIBERS`] streams no new message started in one process, at most
-//! [`MAX_SUBSCRIBERS_EACH`] of them any one participant's (in Lambda, where each stream is
-//! a function of its own, the function's reserved concurrency bounds them).
+//! has at most [`MAX_SUBSCRIBERS`] streams in one process, SubscribeToTask's and
+//! SendStreamingMessage's together, at most [`MAX_SUBSCRIBERS_EACH`] of them any one
+//! participant's (in Lambda, where each stream is an invocation of its own, one process
+//! holds one stream at a time: the functions' reserved concurrency bounds them all).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -30,15 +33,14 @@ use crate::store::{Store, TaskRecord};
 pub const POLL_MIN: Duration = Duration::from_millis(250);
 /// ...and, doubling while the log stays quiet, at least this often.
 pub const POLL_MAX: Duration = Duration::from_secs(2);
-/// Most streams of one task at once in one process that no new message started
-/// (SubscribeToTask, and a streaming send of a message already sent)...
+/// Most streams of one task at once in one process (SubscribeToTask and
+/// SendStreamingMessage together)...
 pub const MAX_SUBSCRIBERS: usize = 16;
 /// ...and most of them one participant holds, so no one can take a task's every place.
 pub const MAX_SUBSCRIBERS_EACH: usize = 4;
 const BATCH: usize = 128;
 
-/// The streams each task has in this process that no new message started, in all and by
-/// participant.
+/// The streams each task has in this process, in all and by participant.
 #[derive(Debug, Clone, Default)]
 pub struct Subscribers(Arc<Mutex<Counts>>);
 
@@ -78,17 +80,33 @@ impl Subscribers {
         {
             return Err(Full::Participant);
         }
-        let task = counts.tasks.entry(task_id.to_owned()).or_default();
-        if *task >= MAX_SUBSCRIBERS {
+        if counts
+            .tasks
+            .get(task_id)
+            .is_some_and(|n| *n >= MAX_SUBSCRIBERS)
+        {
             return Err(Full::Task);
         }
-        *task += 1;
-        *counts.each.entry(key).or_default() += 1;
-        Ok(Subscription {
+        Ok(self.add(&mut counts, key))
+    }
+
+    /// A subscription to `task_id` for `participant`, full or not: the stream of a task
+    /// the participant's message has just created (its first, but for a race with a
+    /// stream of someone the new task names).
+    pub fn hold(&self, task_id: &str, participant: &str) -> Subscription {
+        let mut counts = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        self.add(&mut counts, (task_id.to_owned(), participant.to_owned()))
+    }
+
+    fn add(&self, counts: &mut Counts, key: (String, String)) -> Subscription {
+        *counts.tasks.entry(key.0.clone()).or_default() += 1;
+        *counts.each.entry(key.clone()).or_default() += 1;
+        let (task_id, participant) = key;
+        Subscription {
             of: self.clone(),
-            task_id: task_id.to_owned(),
-            participant: participant.to_owned(),
-        })
+            task_id,
+            participant,
+        }
     }
 
     /// [`take`](Self::take), or the error that says which place is full.
@@ -96,19 +114,20 @@ impl Subscribers {
         self.take(task_id, participant).map_err(|full| {
             A2aError::UnsupportedOperation(match full {
                 Full::Task => format!(
-                    "Task {task_id} has {MAX_SUBSCRIBERS} subscriptions already, the most one \
-                     task takes; subscribe again when one ends"
+                    "Task {task_id} has {MAX_SUBSCRIBERS} streams open already (subscriptions \
+                     and streaming sends), the most one task takes; stream again when one ends"
                 ),
                 Full::Participant => format!(
-                    "You hold {MAX_SUBSCRIBERS_EACH} subscriptions to task {task_id} already, \
-                     the most one participant takes; subscribe again when one ends"
+                    "You hold {MAX_SUBSCRIBERS_EACH} streams of task {task_id} already \
+                     (subscriptions and streaming sends together), the most one participant \
+                     takes; stream again when one ends, or send without streaming"
                 ),
             })
         })
     }
 
     #[cfg(test)]
-    fn count(&self, task_id: &str) -> usize {
+    fn open(&self, task_id: &str) -> usize {
         let counts = self.0.lock().unwrap_or_else(|e| e.into_inner());
         counts.tasks.get(task_id).copied().unwrap_or(0)
     }
@@ -154,15 +173,19 @@ pub struct Follow {
     pub replay_until: u64,
     /// ...but if the task was already terminal or interrupted then, the stream ends there.
     pub settled: bool,
-    /// Held for as long as the stream lasts (a stream no new message started).
+    /// Held for as long as the stream lasts: its place among the task's streams.
     pub subscription: Option<Subscription>,
+    /// When the follower's token stops being accepted: the stream ends then, with the
+    /// task's not-found (None: no token, or one that outlives any stream).
+    pub until: Option<std::time::Instant>,
 }
 
 pub type EventStream =
     std::pin::Pin<Box<dyn Stream<Item = Result<StreamResponse, A2aError>> + Send>>;
 
 /// Streams the events; ends after an event that leaves the task terminal or interrupted,
-/// or after [`MAX_STREAM`](crate::config::MAX_STREAM).
+/// after [`MAX_STREAM`](crate::config::MAX_STREAM), or with the task's not-found once the
+/// follower may no longer see it.
 pub fn follow(store: Arc<dyn Store>, f: Follow) -> EventStream {
     follow_for(store, f, crate::config::MAX_STREAM)
 }
@@ -171,7 +194,22 @@ pub fn follow(store: Arc<dyn Store>, f: Follow) -> EventStream {
 fn follow_for(store: Arc<dyn Store>, f: Follow, longest: Duration) -> EventStream {
     let (tx, mut rx) = mpsc::channel(64);
     tokio::spawn(async move {
-        let _ = tokio::time::timeout(longest, produce(store, f, &tx)).await;
+        let gone = A2aError::task_not_found(&f.task_id);
+        let until = f.until;
+        let expired = async move {
+            match until {
+                Some(at) => tokio::time::sleep_until(at.into()).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            // First: a token expired already sees nothing.
+            biased;
+            () = expired => {
+                let _ = tx.send(Err(gone)).await;
+            }
+            _ = tokio::time::timeout(longest, produce(store, f, &tx)) => {}
+        }
     });
     Box::pin(futures::stream::poll_fn(move |cx| rx.poll_recv(cx)))
 }
@@ -210,7 +248,11 @@ async fn produce(store: Arc<dyn Store>, f: Follow, tx: &Tx) -> Result<(), ()> {
             .await
         {
             Ok(Some(_)) => {}
-            Ok(None) => return Ok(()),
+            // Off the task now: what a stranger is told, and nothing that came after.
+            Ok(None) => {
+                let _ = tx.send(Err(A2aError::task_not_found(&f.task_id))).await;
+                return Ok(());
+            }
             Err(e) => {
                 let _ = tx.send(Err(e.into())).await;
                 return Ok(());
@@ -275,7 +317,7 @@ mod tests {
         );
         assert!(subscribers.take("other", "p0").is_ok(), "per task");
         drop(held);
-        assert_eq!(subscribers.count("t"), 0);
+        assert_eq!(subscribers.open("t"), 0);
         assert!(subscribers
             .0
             .lock()
@@ -298,7 +340,14 @@ mod tests {
             "others still subscribe"
         );
         assert!(subscribers.take("u", "walt").is_ok(), "per task");
+        // The stream of a task walt's message created is held however full.
+        let created = subscribers.hold("t", "walt");
         drop(mine);
+        let again: Vec<_> = (1..MAX_SUBSCRIBERS_EACH)
+            .map(|_| subscribers.take("t", "walt").expect("a place"))
+            .collect();
+        assert_eq!(subscribers.take("t", "walt").err(), Some(Full::Participant));
+        drop((created, again));
         assert!(subscribers.take("t", "walt").is_ok());
     }
 
@@ -336,6 +385,7 @@ mod tests {
             replay_until: 0,
             settled: false,
             subscription: None,
+            until: None,
         };
         let stream = follow_for(store, f, Duration::from_millis(300));
         let events = tokio::time::timeout(Duration::from_secs(5), stream.collect::<Vec<_>>())

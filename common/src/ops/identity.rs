@@ -3,22 +3,23 @@
 
 use super::Harness;
 use crate::a2a::{A2aError, Operation, Timestamp};
-use crate::auth::AuthError;
+use crate::auth::{AuthError, Verified};
 use crate::ext::participant::{self, IdRefusal, Reserved};
 use crate::ext::task::{Participant, ParticipantKind, TaskExtension};
 use crate::store::{AuditRecord, TaskRecord};
 
 impl Harness {
-    /// The participant a request's token authenticates in `jwt` mode (None in `none` mode,
-    /// where no token is read). Runs before anything else of the request is read.
+    /// The participant a request's token authenticates in `jwt` mode, and its expiry (None
+    /// in `none` mode, where no token is read). Runs before anything else of the request
+    /// is read.
     pub async fn authenticate(
         &self,
         authorization: Option<&[u8]>,
-    ) -> Result<Option<String>, AuthError> {
+    ) -> Result<Option<Verified>, AuthError> {
         let Some(v) = &self.verifier else {
             return Ok(None);
         };
-        let verified = v.participant(authorization).await;
+        let verified = v.verify(authorization).await;
         if verified == Err(AuthError::Invalid(crate::auth::NOT_AN_ID)) {
             // A token that verified but names no participant id: the id itself is not
             // kept (it is no id), the refusal is.
@@ -42,8 +43,10 @@ impl Harness {
         &self,
         op: Operation,
         header: Option<&str>,
-        verified: Option<String>,
+        verified: Option<Verified>,
     ) -> Result<Caller, A2aError> {
+        let token_expires = verified.as_ref().and_then(Verified::accepted_until);
+        let verified = verified.map(|v| v.participant);
         let header = header.filter(|h| !h.is_empty());
         // Before the comparison with a verified id, whose refusal repeats the header.
         if let Some(named) = header.filter(|named| !participant::valid_id(named)) {
@@ -74,6 +77,7 @@ impl Harness {
         Ok(Caller {
             participant,
             verified,
+            token_expires,
             ..Caller::default()
         })
     }
@@ -241,6 +245,9 @@ pub struct Caller {
     /// `metadata.participant_id` included).
     pub verified: bool,
     pub deadline: Option<std::time::Instant>,
+    /// When the token that proved it stops being accepted (its `exp` plus the leeway): a
+    /// stream it opened ends then, as if it were a stranger's. None without a token.
+    pub token_expires: Option<std::time::Instant>,
     /// An answer link's (`ui::answer`, the link's token verified): its message may use
     /// the link's message id, which no one else's may.
     pub answer_link: bool,

@@ -36,6 +36,7 @@ pub async fn subscribe_to_task(
             replay_until: rec.last_seq,
             settled: rec.state().is_interrupted(),
             subscription: Some(subscription),
+            until: caller.token_expires,
         },
     ))
 }

@@ -4,7 +4,10 @@
 //! to `lambda_http`.
 
 mod browsers;
+mod connections;
 mod remote_callback;
+
+pub use connections::serve;
 
 use std::net::{IpAddr, SocketAddr};
 use std::num::NonZeroU32;
@@ -274,6 +277,8 @@ async fn route<E: Operations>(h: &Harness, endpoint: Endpoint, req: Request) -> 
 /// Errors that end a request before any A2A processing.
 enum Refusal {
     TooLarge(usize),
+    /// The body sent nothing for the listener's idle timeout ([`connections`]).
+    Stalled,
     Unreadable(String),
     /// A body not declared JSON: each binding answers it its own way.
     NotJson(A2aError),
@@ -286,6 +291,15 @@ impl IntoResponse for Refusal {
                 StatusCode::PAYLOAD_TOO_LARGE,
                 [(header::CONTENT_TYPE, "text/plain")],
                 format!("request too large (the limit is {limit} bytes)\n"),
+            )
+                .into_response(),
+            Refusal::Stalled => (
+                StatusCode::REQUEST_TIMEOUT,
+                [
+                    (header::CONTENT_TYPE, "text/plain"),
+                    (header::CONNECTION, "close"),
+                ],
+                "the request body stopped arriving (nothing came for the idle timeout)\n",
             )
                 .into_response(),
             Refusal::Unreadable(e) => (
@@ -325,10 +339,10 @@ async fn read_body(
         return Err(Refusal::TooLarge(limit));
     }
     let body = axum::body::to_bytes(body, limit).await.map_err(|e| {
-        let too_large = std::error::Error::source(&e)
-            .is_some_and(|s| s.is::<http_body_util_limit::LengthLimitError>());
-        if too_large {
+        if caused_by::<http_body_util::LengthLimitError>(&e) {
             Refusal::TooLarge(limit)
+        } else if caused_by::<tower_http::timeout::TimeoutError>(&e) {
+            Refusal::Stalled
         } else {
             Refusal::Unreadable(e.to_string())
         }
@@ -357,8 +371,9 @@ fn not_json(headers: &HeaderMap, reads_body: bool, has_body: bool) -> Option<A2a
     )))
 }
 
-mod http_body_util_limit {
-    pub use http_body_util::LengthLimitError;
+/// Whether `e` or an error in its chain of sources is a `T`.
+fn caused_by<T: std::error::Error + 'static>(e: &(dyn std::error::Error + 'static)) -> bool {
+    std::iter::successors(Some(e), |e| e.source()).any(|e| e.is::<T>())
 }
 
 /// The participant a request's bearer token authenticates (`jwt` mode; None in `none`
@@ -368,7 +383,7 @@ async fn authenticate(
     h: &Harness,
     parts: &axum::http::request::Parts,
     json_rpc: bool,
-) -> Result<Option<String>, Response> {
+) -> Result<Option<crate::auth::Verified>, Response> {
     let authorization = parts
         .headers
         .get(header::AUTHORIZATION)
@@ -406,7 +421,7 @@ async fn caller(
     h: &Harness,
     parts: &axum::http::request::Parts,
     op: Operation,
-    verified: Option<String>,
+    verified: Option<crate::auth::Verified>,
 ) -> Result<crate::ops::Caller, A2aError> {
     // UTF-8, not only visible ASCII: an id outside ASCII is checked like any other, not
     // taken for no header (which would make the request the default participant's). Only

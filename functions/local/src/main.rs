@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use clap::builder::TypedValueParser;
 use clap::{Parser, Subcommand};
 use common::agent::AgentKind;
 use common::auth::local_key::{self, LocalKey};
@@ -104,6 +105,18 @@ struct Args {
     /// harness serves its own scripts and test runs; a deployment throttles at API Gateway).
     #[arg(long = settings::RATE_LIMIT_PER_MINUTE.long(), env = settings::RATE_LIMIT_PER_MINUTE.env, default_value_t = 0)]
     rate_limit_per_minute: u32,
+    /// Longest a connection waits for a request's whole head, from its accept or its last
+    /// answer (so also how long a kept-alive connection may sit idle); then it is closed.
+    #[arg(long = settings::HEADER_READ_TIMEOUT_SECONDS.long(), env = settings::HEADER_READ_TIMEOUT_SECONDS.env, default_value_t = common::config::DEFAULT_HEADER_READ_TIMEOUT.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
+    header_read_timeout_seconds: u64,
+    /// Longest a request body may send nothing; then it is answered 408 and its connection
+    /// closed.
+    #[arg(long = settings::IDLE_TIMEOUT_SECONDS.long(), env = settings::IDLE_TIMEOUT_SECONDS.env, default_value_t = common::config::DEFAULT_IDLE_TIMEOUT.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
+    idle_timeout_seconds: u64,
+    /// Most connections served at once; past it a new one waits, unanswered, until one
+    /// closes.
+    #[arg(long = settings::MAX_CONNECTIONS.long(), env = settings::MAX_CONNECTIONS.env, default_value_t = common::config::DEFAULT_MAX_CONNECTIONS, value_parser = clap::value_parser!(u32).range(1..).map(|n| n as usize))]
+    max_connections: usize,
     #[arg(long = settings::TASKS_FOR_OTHERS_PER_HOUR.long(), env = settings::TASKS_FOR_OTHERS_PER_HOUR.env, default_value_t = common::config::DEFAULT_TASKS_FOR_OTHERS_PER_HOUR)]
     tasks_for_others_per_hour: u64,
     #[arg(long = settings::POSTS_PER_SENDER_PER_HOUR.long(), env = settings::POSTS_PER_SENDER_PER_HOUR.env, default_value_t = common::config::DEFAULT_POSTS_PER_SENDER_PER_HOUR)]
@@ -369,21 +382,15 @@ async fn run() -> Result<(), common::lambda::Error> {
         }
     );
     let app = common::server::router(harness, common::server::Endpoint::All);
-    // Without TCP_NODELAY, Nagle holds a stream's small SSE writes back until the
-    // client's delayed ACK: ~40 ms per streamed task, measured by the bench.
-    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::debug!(error = %e, "cannot set TCP_NODELAY");
-        }
-    });
-    axum::serve(
-        listener,
-        app.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(async {
+    let connections = common::config::Connections {
+        header_read_timeout: std::time::Duration::from_secs(args.header_read_timeout_seconds),
+        idle_timeout: std::time::Duration::from_secs(args.idle_timeout_seconds),
+        max_connections: args.max_connections,
+    };
+    common::server::serve(listener, app, connections, async {
         let _ = tokio::signal::ctrl_c().await;
     })
-    .await?;
+    .await;
     Ok(())
 }
 

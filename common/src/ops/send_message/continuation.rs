@@ -118,6 +118,9 @@ async fn admitted(
         // leaves the task as it was.
         push_config::may_attach(h, current.id(), push, from.id).await?;
     }
+    if let Some(place) = from.place {
+        place.take(h, current.id(), from.id)?;
+    }
     Ok((current, ext))
 }
 

@@ -36,7 +36,7 @@ use crate::agent::llm::Reply;
 use crate::channels;
 use crate::channels::personal::ANSWER_ID_PREFIX;
 use crate::commands::{self, Command, Invocation};
-use crate::engine::follow::{follow, EventStream, Follow};
+use crate::engine::follow::{follow, EventStream, Follow, Subscription};
 use crate::engine::transition::{
     accept_message, agent_message, await_assignee, created, new_id, new_task, set_status, view,
 };
@@ -73,6 +73,33 @@ struct Accepted {
     sender: String,
     history: Option<usize>,
     return_immediately: bool,
+    /// A streaming send's place among its task's streams, when the task was there before
+    /// the message (see [`Place`]).
+    place: Option<Subscription>,
+}
+
+/// Where a streaming send keeps the place its stream takes among a task's streams (one
+/// budget with SubscribeToTask's): taken once its sender is known to be on the task and
+/// the message fits it, before anything is stored (`continuation::admitted`), so a send
+/// past the budget is refused and stores nothing. A task the message creates has no
+/// stream yet: its place is taken once it exists
+/// ([`Subscribers::hold`](crate::engine::follow::Subscribers::hold)).
+#[derive(Default)]
+struct Place(std::sync::Mutex<Option<Subscription>>);
+
+impl Place {
+    /// `who`'s place among `task_id`'s streams, unless this send holds it already.
+    fn take(&self, h: &Harness, task_id: &str, who: &str) -> Result<(), A2aError> {
+        let mut held = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if held.is_none() {
+            *held = Some(h.subscribers.admit(task_id, who)?);
+        }
+        Ok(())
+    }
+
+    fn held(self) -> Option<Subscription> {
+        self.0.into_inner().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 #[tracing::instrument(skip_all)]
@@ -163,6 +190,7 @@ pub async fn send_streaming_message(
     let tenant = req.tenant.clone();
     let accepted = Box::pin(intake(h, Operation::SendStreamingMessage, req, caller)).await?;
     let may_see = h.visibility(&tenant, &accepted.sender);
+    let place = accepted.place;
     let f = match accepted.intake {
         Intake::Direct(message) => {
             return Ok(Box::pin(futures::stream::once(async {
@@ -185,17 +213,25 @@ pub async fn send_streaming_message(
                 record.last_seq
             },
             settled: run.is_none() && (settled || record.state().ends_stream()),
-            subscription: None,
+            // Without a place taken, the message created the task.
+            subscription: Some(
+                place.unwrap_or_else(|| h.subscribers.hold(&record.task.id, &accepted.sender)),
+            ),
+            until: caller.token_expires,
         },
         // A resend opens no new work: it takes a place like a subscription.
         Intake::Duplicate(record) => Follow {
-            subscription: Some(h.subscribers.admit(&record.task.id, &accepted.sender)?),
+            subscription: Some(match place {
+                Some(place) => place,
+                None => h.subscribers.admit(&record.task.id, &accepted.sender)?,
+            }),
             task_id: record.task.id.clone(),
             may_see,
             first: StreamResponse::task(view(record.task.clone(), None, true)),
             after: record.last_seq,
             replay_until: record.last_seq,
             settled: record.state().ends_stream(),
+            until: caller.token_expires,
         },
     };
     Ok(follow(h.store.clone(), f))
@@ -266,11 +302,26 @@ fn channel_of(message: &Message, sender: &str) -> Result<Option<ChannelMessage>,
     Ok(Some(c))
 }
 
+/// Takes the message in (see the module's doc); a streaming send's stream takes its place
+/// among its task's streams on the way ([`Place`]).
 async fn intake(
     h: &Harness,
     op: Operation,
     req: SendMessageRequest,
     caller: &Caller,
+) -> Result<Accepted, A2aError> {
+    let place = (op == Operation::SendStreamingMessage).then(Place::default);
+    let mut accepted = take_in(h, op, req, caller, place.as_ref()).await?;
+    accepted.place = place.and_then(Place::held);
+    Ok(accepted)
+}
+
+async fn take_in(
+    h: &Harness,
+    op: Operation,
+    req: SendMessageRequest,
+    caller: &Caller,
+    place: Option<&Place>,
 ) -> Result<Accepted, A2aError> {
     let mut message = req
         .message
@@ -294,6 +345,7 @@ async fn intake(
         sender: sender.clone(),
         history,
         return_immediately: config.returns_immediately(),
+        place: None,
     };
     let tenant = req.tenant;
     // Drive the task right away (taking its lease in the write that makes it runnable),
@@ -400,6 +452,7 @@ async fn intake(
                 counted: &counted,
                 inline,
                 stage,
+                place,
             };
             // Boxed, so a send that starts a task does not carry (and copy when it is
             // boxed itself) a future the size of this one.
@@ -506,6 +559,8 @@ struct Sender<'a> {
     inline: bool,
     /// Whether that run makes the message's write (it answers at once).
     stage: bool,
+    /// A streaming send's place among the task's streams, taken once it is admitted.
+    place: Option<&'a Place>,
 }
 
 /// What a message that starts a task brings.
