@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
 use axum::extract::State;
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
@@ -90,11 +90,20 @@ fn refusal(status: StatusCode, why: &str) -> Response {
 /// on, so a link answers once. The answer goes in as that participant's `help_reply`,
 /// under a message id of the request's own that only the harness can make
 /// ([`AnswerLinks::message_id`](crate::channels::personal::AnswerLinks::message_id)), so
-/// two submits of one link are one answer and no one can take the id first.
-async fn answer(State(h): State<Arc<Harness>>, body: Bytes) -> Response {
+/// two submits of one link are one answer and no one can take the id first. The body must
+/// be declared JSON, like every body the harness takes: a web page's form or text post,
+/// which a browser sends without asking first, is no answer (415).
+async fn answer(State(h): State<Arc<Harness>>, headers: HeaderMap, body: Bytes) -> Response {
     let Some(personal) = h.personal() else {
         return refusal(StatusCode::NOT_FOUND, "no personal channels here");
     };
+    let declared = headers.get(header::CONTENT_TYPE).map(HeaderValue::to_str);
+    if !matches!(declared, Some(Ok(ct)) if crate::a2a::headers::is_json_content_type(ct)) {
+        return refusal(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "an answer is sent as application/json",
+        );
+    }
     let Ok(body) = serde_json::from_slice::<AnswerBody>(&body) else {
         return refusal(
             StatusCode::BAD_REQUEST,

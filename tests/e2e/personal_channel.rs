@@ -65,6 +65,15 @@ async fn state_of(s: &Server, id: &str, want: &str) -> Value {
 /// A harness on `backend` whose model follows `steps`, bob's webhook and its files; alice
 /// has started her task with bob on it, in [`TENANT`]. None without the backend.
 async fn started(backend: Backend, steps: Value) -> Option<(Server, Receiver, String, PathBuf)> {
+    started_with(backend, steps, &[]).await
+}
+
+/// [`started`] with `extra` arguments for the harness.
+async fn started_with(
+    backend: Backend,
+    steps: Value,
+    extra: &[&str],
+) -> Option<(Server, Receiver, String, PathBuf)> {
     let hook = Receiver::start().await;
     let dir = std::env::temp_dir().join(unique("personal"));
     std::fs::create_dir_all(&dir).expect("dir");
@@ -73,7 +82,7 @@ async fn started(backend: Backend, steps: Value) -> Option<(Server, Receiver, St
     let script = Script::new(steps);
     let model = script.model();
     let path = channels.display().to_string();
-    let args = [
+    let mut args = vec![
         "--agent",
         "llm",
         "--model",
@@ -81,6 +90,7 @@ async fn started(backend: Backend, steps: Value) -> Option<(Server, Receiver, St
         "--personal-channels",
         &path,
     ];
+    args.extend(extra);
     let s = Server::start_on(backend, &args).await?;
     let people = json!([
         participant("alice", "human", "reporter"),
@@ -656,4 +666,52 @@ async fn a_watcher_using_the_links_id_first_cannot_block_bobs_answer_on_the_embe
 #[tokio::test]
 async fn a_watcher_using_the_links_id_first_cannot_block_bobs_answer_on_dynamodb() {
     not_blocked_by_a_watcher(Backend::DynamoDb).await;
+}
+
+/// An answer link's POST must be declared JSON, like every body the harness takes (issue
+/// 48, item 1): a page's form or text/plain post, which a browser sends without asking
+/// first, is refused 415 with a valid token, where the Origin check is off
+/// (`--allowed-hosts '*'`, as in the Lambda functions); the task still waits, and the
+/// link then answers as JSON.
+#[tokio::test]
+async fn an_answer_not_declared_json_is_refused() {
+    let steps = json!([
+        {"tool_calls": [{"name": "ask_participant", "arguments": {
+            "participant_id": "bob", "question": QUESTION}}]},
+        {"text": "Painted it."}
+    ]);
+    let Some((s, hook, id, dir)) =
+        started_with(Backend::Embedded, steps, &["--allowed-hosts", "*"]).await
+    else {
+        return;
+    };
+    state_of(&s, &id, "TASK_STATE_INPUT_REQUIRED").await;
+    let told = hook.wait_until("the question", |got| !got.is_empty()).await;
+    let link = told[0].body["answer_url"]
+        .as_str()
+        .expect("a link")
+        .to_owned();
+    let (_, token) = link.split_once('#').expect("the token in the fragment");
+    let body = json!({"token": token, "text": "Red"}).to_string();
+    for content_type in [
+        Some("text/plain;charset=UTF-8"),
+        Some("application/x-www-form-urlencoded"),
+        None,
+    ] {
+        let mut post = reqwest::Client::new()
+            .post(s.endpoint("/ui/answer"))
+            .header("Origin", "http://evil.example")
+            .body(body.clone());
+        if let Some(ct) = content_type {
+            post = post.header("Content-Type", ct);
+        }
+        let resp = post.send().await.expect("POST /ui/answer");
+        assert_eq!(resp.status().as_u16(), 415, "{content_type:?}");
+    }
+    let still = state_of(&s, &id, "TASK_STATE_INPUT_REQUIRED").await;
+    assert_eq!(still["status"]["message"]["metadata"]["addressee"], "bob");
+    let (status, answer) = post_answer(&s, token, "Blue").await;
+    assert_eq!(status, 200, "{answer}");
+    state_of(&s, &id, "TASK_STATE_COMPLETED").await;
+    let _ = std::fs::remove_dir_all(&dir);
 }

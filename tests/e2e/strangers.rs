@@ -20,6 +20,7 @@ on_both_stores!(
     an_agent_participant_speaks_only_as_itself,
     a_message_id_on_the_task_is_not_taken_again,
     rotated_ids_from_one_address_write_at_most_the_quota,
+    rotated_loopback_addresses_write_at_most_the_quota,
 );
 
 async fn server(backend: Backend) -> Option<Server> {
@@ -330,7 +331,6 @@ async fn refused_messages_write_nothing_into_the_task(backend: Backend) {
 /// a new id, all from one address (127.0.0.1), are audited up to the address's hourly
 /// quota, no further (issue 48, item 5); each is still answered as a missing task.
 async fn rotated_ids_from_one_address_write_at_most_the_quota(backend: Backend) {
-    use common::store::AUDIT_ROWS_PER_PARTICIPANT_HOUR as QUOTA;
     let Some(s) = server(backend).await else {
         return;
     };
@@ -360,8 +360,14 @@ async fn rotated_ids_from_one_address_write_at_most_the_quota(backend: Backend) 
             t.await.expect("a refusal");
         }
     }
-    // Per clock hour: the run may cross one.
-    let trail = s.store().audit_trail(&id).await.expect("trail");
+    at_most_the_quota_per_hour(&s, &id, IDS).await;
+}
+
+/// The audit trail of task `id`, after `sent` refusals from rotated ids: at most the
+/// hour's quota of rows in each clock hour (the run may cross one), the quota reached.
+async fn at_most_the_quota_per_hour(s: &Server, id: &str, sent: usize) {
+    use common::store::AUDIT_ROWS_PER_PARTICIPANT_HOUR as QUOTA;
+    let trail = s.store().audit_trail(id).await.expect("trail");
     assert!(trail
         .iter()
         .all(|r| r.participant.starts_with("rotated-") && !r.accepted));
@@ -371,10 +377,62 @@ async fn rotated_ids_from_one_address_write_at_most_the_quota(backend: Backend) 
     }
     assert!(
         per_hour.values().all(|n| *n <= QUOTA),
-        "{} rows from {IDS} ids: {per_hour:?}",
+        "{} rows from {sent} ids: {per_hour:?}",
         trail.len()
     );
     assert!(per_hour.values().any(|n| *n == QUOTA), "{per_hour:?}");
+}
+
+/// A local client is not one address but the whole loopback block: on Linux any of
+/// 127.0.0.0/8 connects to a harness on 127.0.0.1. 500 refused messages to alice's task,
+/// each from a new id and a new loopback address (127.0.0.2, 127.0.0.3, …), are audited
+/// up to one address's hourly quota, no further (issue 48, item 5).
+async fn rotated_loopback_addresses_write_at_most_the_quota(backend: Backend) {
+    use std::net::{IpAddr, Ipv4Addr};
+    let source = |i: usize| IpAddr::V4(Ipv4Addr::new(127, 0, (i / 250) as u8, (i % 250 + 2) as u8));
+    if std::net::TcpListener::bind((source(0), 0)).is_err() {
+        eprintln!("skipped: this system has no loopback address but 127.0.0.1");
+        return;
+    }
+    let Some(s) = server(backend).await else {
+        return;
+    };
+    let alice = Who::header("alice");
+    let created = send(
+        &s,
+        &alice,
+        Via::Rest,
+        message_with_id(&unique("tck-input-required"), None),
+    );
+    let id = task_id(&created.await.ok()["task"]);
+    const IDS: usize = 500;
+    let url = s.endpoint("/message:send");
+    for batch in (0..IDS).collect::<Vec<_>>().chunks(25) {
+        let sends: Vec<_> = batch
+            .iter()
+            .map(|&i| {
+                let (url, id) = (url.clone(), id.clone());
+                tokio::spawn(async move {
+                    let client = reqwest::Client::builder()
+                        .local_address(source(i))
+                        .build()
+                        .expect("a client");
+                    let m = message_with_id(&format!("m-{i}"), Some(&id));
+                    let who = Who::header(&format!("rotated-{i}"));
+                    let resp = (client.post(url).headers(who.headers()))
+                        .body(send_params(m).to_string())
+                        .send()
+                        .await
+                        .expect("an answer");
+                    assert_eq!(resp.status().as_u16(), 404, "{:?}", resp.text().await);
+                })
+            })
+            .collect();
+        for t in sends {
+            t.await.expect("a refusal");
+        }
+    }
+    at_most_the_quota_per_hour(&s, &id, IDS).await;
 }
 
 // ------------------------------------------------------------------ item 3: links

@@ -58,9 +58,12 @@ impl Harness {
 }
 
 /// An address as a quota's key: an IPv4 one as it is (also when it came mapped into
-/// IPv6), an IPv6 one by its /64, the block one host is usually given whole.
+/// IPv6), an IPv6 one by its /64, the block one host is usually given whole; every
+/// loopback address as one, `loopback` (a local client may connect from any of
+/// 127.0.0.0/8, and from `::1`).
 fn peer_key(peer: IpAddr) -> String {
     match peer.to_canonical() {
+        ip if ip.is_loopback() => "loopback".to_owned(),
         IpAddr::V4(v4) => v4.to_string(),
         IpAddr::V6(v6) => {
             let prefix = u128::from(v6) & !((1u128 << 64) - 1);
@@ -76,11 +79,14 @@ mod tests {
     #[test]
     fn an_address_keys_a_quota_by_itself_or_its_64() {
         for (peer, key) in [
-            ("127.0.0.1", "127.0.0.1"),
+            ("192.0.2.7", "192.0.2.7"),
             ("::ffff:192.0.2.7", "192.0.2.7"),
             ("2001:db8:1:2:aaaa:bbbb:cccc:dddd", "2001:db8:1:2::/64"),
             ("2001:db8:1:2::1", "2001:db8:1:2::/64"),
-            ("::1", "::/64"),
+            ("127.0.0.1", "loopback"),
+            ("127.8.9.10", "loopback"),
+            ("::ffff:127.0.0.2", "loopback"),
+            ("::1", "loopback"),
         ] {
             assert_eq!(peer_key(peer.parse().unwrap()), key, "{peer}");
         }

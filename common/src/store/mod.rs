@@ -321,7 +321,8 @@ pub struct AuditRecord {
     /// Why it was refused.
     pub detail: String,
     /// Where the request came from when its participant is self-asserted (`none` mode):
-    /// its address (an IPv6 one's /64), whose hourly quota a refusal counts against too.
+    /// its address (an IPv6 one's /64; `loopback` for any loopback one), whose hourly quota
+    /// a refusal counts against too.
     /// Empty otherwise.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub peer: String,
