@@ -91,9 +91,23 @@ fn refusal(status: StatusCode, why: &str) -> Response {
 /// under a message id of the request's own that only the harness can make
 /// ([`AnswerLinks::message_id`](crate::channels::personal::AnswerLinks::message_id)), so
 /// two submits of one link are one answer and no one can take the id first.
-async fn answer(State(h): State<Arc<Harness>>, body: Bytes) -> Response {
+async fn answer(
+    State(h): State<Arc<Harness>>,
+    body: Result<Bytes, axum::extract::rejection::BytesRejection>,
+) -> Response {
     let Some(personal) = h.personal() else {
         return refusal(StatusCode::NOT_FOUND, "no personal channels here");
+    };
+    // Over the route's limit, or cut off: said in this route's words, not axum's.
+    let body = match body {
+        Ok(body) => body,
+        Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+            return refusal(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                &format!("an answer is 1 to {MAX_ANSWER_BYTES} bytes of text"),
+            )
+        }
+        Err(_) => return refusal(StatusCode::BAD_REQUEST, "the answer could not be read"),
     };
     let Ok(body) = serde_json::from_slice::<AnswerBody>(&body) else {
         return refusal(

@@ -247,27 +247,25 @@ async fn a2a<E: Operations>(h: &Harness, endpoint: Endpoint, req: Request) -> Re
     }
 }
 
-/// Errors that end a request before any A2A processing.
+/// Errors that end a request before any A2A processing: answered as the binding answers
+/// any error (see [`Refusal::error`]), with the status that says why.
 enum Refusal {
     TooLarge(usize),
-    Unreadable(String),
+    Unreadable,
 }
 
-impl IntoResponse for Refusal {
-    fn into_response(self) -> Response {
+impl Refusal {
+    /// The status and the A2A error: in the server's own words, never the HTTP stack's.
+    fn error(&self) -> (StatusCode, A2aError) {
         match self {
             Refusal::TooLarge(limit) => (
                 StatusCode::PAYLOAD_TOO_LARGE,
-                [(header::CONTENT_TYPE, "text/plain")],
-                format!("request too large (the limit is {limit} bytes)\n"),
-            )
-                .into_response(),
-            Refusal::Unreadable(e) => (
+                A2aError::InvalidRequest(format!("request too large (the limit is {limit} bytes)")),
+            ),
+            Refusal::Unreadable => (
                 StatusCode::BAD_REQUEST,
-                [(header::CONTENT_TYPE, "text/plain")],
-                format!("cannot read the request body: {e}\n"),
-            )
-                .into_response(),
+                A2aError::InvalidRequest("the request body could not be read".into()),
+            ),
         }
     }
 }
@@ -289,7 +287,8 @@ async fn read_body(h: &Harness, headers: &HeaderMap, body: Body) -> Result<Bytes
         if too_large {
             Refusal::TooLarge(limit)
         } else {
-            Refusal::Unreadable(e.to_string())
+            tracing::debug!(error = %e, "a request body could not be read");
+            Refusal::Unreadable
         }
     })
 }
@@ -440,7 +439,14 @@ async fn json_rpc<E: Operations>(h: &Harness, req: Request) -> Response {
     }
     let body = match read_body(h, &parts.headers, body).await {
         Ok(b) => b,
-        Err(refusal) => return refusal.into_response(),
+        Err(refusal) => {
+            let (status, e) = refusal.error();
+            return json_response(
+                status,
+                "application/json",
+                &jsonrpc::failure(&Value::Null, &e),
+            );
+        }
     };
     let envelope = match jsonrpc::parse_envelope(&body) {
         Ok(env) => env,
@@ -506,7 +512,10 @@ async fn rest_call<E: Operations>(
     }
     let body = match read_body(h, &parts.headers, body).await {
         Ok(b) => b,
-        Err(refusal) => return refusal.into_response(),
+        Err(refusal) => {
+            let (status, e) = refusal.error();
+            return rest_error_as(h, &e, status);
+        }
     };
     let query = parts.uri.query();
     let activated = match service_parameters(h, &parts.headers, query) {
