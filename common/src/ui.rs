@@ -19,7 +19,7 @@ use axum::Router;
 
 use crate::a2a::{Message, Part, Role, SendMessageConfiguration, SendMessageRequest};
 use crate::auth::Auth;
-use crate::channels::personal::{LinkError, ANSWER_PATH};
+use crate::channels::personal::{LinkError, ANSWER_PATH, NO_LONGER_OPEN};
 use crate::engine::medium::{Addressed, Asks};
 use crate::ext::channel::{ChannelKind, ChannelMessage};
 use crate::ops::{Caller, Harness};
@@ -87,7 +87,8 @@ fn refusal(status: StatusCode, why: &str) -> Response {
 
 /// A personal channel's answer link, used: the token proves who answers which request (no
 /// other identity is asked for), and only while that request is the one the task waits
-/// on, so a link answers once. The answer goes in as that participant's `help_reply`,
+/// on, so a link answers once: checked here to answer early, and again by the send on
+/// the record its write is conditional on, so an answer that gets in between refuses it. The answer goes in as that participant's `help_reply`,
 /// under a message id of the request's own that only the harness can make
 /// ([`AnswerLinks::message_id`](crate::channels::personal::AnswerLinks::message_id)), so
 /// two submits of one link are one answer and no one can take the id first.
@@ -144,10 +145,7 @@ async fn answer(
         }
     };
     let Some((tenant, asks)) = open else {
-        return refusal(
-            StatusCode::CONFLICT,
-            "this question was already answered or is no longer open",
-        );
+        return refusal(StatusCode::CONFLICT, NO_LONGER_OPEN);
     };
     // An answer to a question names it; the work of an assigned task is their message.
     let reply = match asks {
@@ -184,14 +182,20 @@ async fn answer(
         }),
         ..Default::default()
     };
+    // The send takes the answer only while the task still waits on the request, on the
+    // record its write is conditional on: what was read above may be stale by then.
     let caller = Caller {
         participant: Some(claim.participant.clone()),
         verified: true,
-        answer_link: true,
+        answer_link: Some(claim.request_id.clone()),
         ..Default::default()
     };
     match crate::ops::send_message::send_message(&h, request, &caller).await {
         Ok(_) => axum::Json(serde_json::json!({"answered": claim.task_id})).into_response(),
+        // Answered since, or ended: the task takes no answer to this request now.
+        Err(crate::a2a::A2aError::UnsupportedOperation(_)) => {
+            refusal(StatusCode::CONFLICT, NO_LONGER_OPEN)
+        }
         Err(e) => refusal(StatusCode::BAD_REQUEST, &e.to_string()),
     }
 }

@@ -130,6 +130,9 @@ pub struct AnswerLinks {
 /// How every answer link's message id starts; no one else may send under such an id.
 pub const ANSWER_ID_PREFIX: &str = "answer:";
 
+/// Why an answer link is refused once its request is not the one its task waits on.
+pub const NO_LONGER_OPEN: &str = "this question was already answered or is no longer open";
+
 impl std::fmt::Debug for PersonalChannels {
     // The URLs are secrets: only who has a channel.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

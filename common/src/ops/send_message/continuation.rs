@@ -112,6 +112,16 @@ async fn admitted(
         ))
         .into());
     }
+    // An answer link answers its request only while the task waits on it, judged on the
+    // record this message's write is conditional on: an answer committed since the link
+    // was checked (or a task moved on) refuses it, never takes it in as a second answer.
+    if let Some(request) = &from.caller.answer_link {
+        let open = crate::engine::medium::Addressed::of(&current)
+            .is_some_and(|r| r.request_id == *request && r.to == from.id);
+        if !open {
+            return Err(A2aError::UnsupportedOperation(NO_LONGER_OPEN.into()).into());
+        }
+    }
     if let Some(push) = from.push {
         permissions::require(&ext, from.id, Action::ManageWebhooks).map_err(A2aError::from)?;
         // Checked before the message is stored, so a webhook that cannot be attached

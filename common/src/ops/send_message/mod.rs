@@ -34,7 +34,7 @@ use crate::a2a::{
 };
 use crate::agent::llm::Reply;
 use crate::channels;
-use crate::channels::personal::ANSWER_ID_PREFIX;
+use crate::channels::personal::{ANSWER_ID_PREFIX, NO_LONGER_OPEN};
 use crate::commands::{self, Command, Invocation};
 use crate::engine::follow::{follow, EventStream, Follow};
 use crate::engine::transition::{
@@ -646,7 +646,8 @@ async fn own_voice(
     caller: &Caller,
     agent: impl FnOnce() -> bool,
 ) -> Result<(), A2aError> {
-    let refusal = if message.message_id.starts_with(ANSWER_ID_PREFIX) && !caller.answer_link {
+    let link = caller.answer_link.is_some();
+    let refusal = if message.message_id.starts_with(ANSWER_ID_PREFIX) && !link {
         A2aError::invalid_field(
             "message.messageId",
             format!(
