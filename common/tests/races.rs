@@ -14,7 +14,7 @@ use common::ext::task::{Participant, ParticipantKind, Role as ParticipantRole, T
 use common::ops::Harness;
 use common::sealing::PushKey;
 use common::store::{
-    Admit, AuditRecord, Due, DynamoStore, EmbeddedStore, InboundMessage, LoggedEvent,
+    Admit, Along, AuditRecord, Due, DynamoStore, EmbeddedStore, InboundMessage, LoggedEvent,
     PushConfigRecord, Quota, Store, StoreError, TaskPage, TaskQuery, TaskRecord,
 };
 use futures::future::BoxFuture;
@@ -73,18 +73,19 @@ impl Store for Interleaved {
         self.inner.create_task(record, events, message).await
     }
 
-    async fn commit(
+    async fn commit_along(
         &self,
         record: &TaskRecord,
         expected_version: u64,
         events: &[StreamResponse],
         message: Option<&InboundMessage>,
+        along: Along<'_>,
     ) -> Result<TaskRecord, StoreError> {
         if let Some(m) = message {
             self.run(Point::Commit(m.message.message_id.clone())).await;
         }
         (self.inner)
-            .commit(record, expected_version, events, message)
+            .commit_along(record, expected_version, events, message, along)
             .await
     }
 
