@@ -7,11 +7,14 @@ mod support;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use common::a2a::{Message, Part, Role, StreamResponse, TaskState};
+use common::a2a::{
+    Call, Message, Part, Role, SendMessageConfiguration, SendMessageRequest, StreamResponse,
+    TaskPushNotificationConfig, TaskState,
+};
 use common::config::Config;
 use common::engine::transition::{created, new_id, new_task, set_status};
 use common::ext::task::{Participant, ParticipantKind, Role as ParticipantRole, TaskExtension};
-use common::ops::Harness;
+use common::ops::{execute, Answer, Caller, Harness};
 use common::sealing::PushKey;
 use common::store::{
     Admit, Along, AuditRecord, Due, DynamoStore, EmbeddedStore, InboundMessage, LoggedEvent,
@@ -284,6 +287,24 @@ fn text_message(id: &str, text: &str) -> Message {
     }
 }
 
+/// Sends `message` as `who`, with `configuration`; the answer's JSON, or the error.
+async fn send(
+    h: &Harness,
+    who: &str,
+    message: Message,
+    configuration: Option<SendMessageConfiguration>,
+) -> Result<serde_json::Value, common::a2a::A2aError> {
+    let call = Call::SendMessage(SendMessageRequest {
+        message: Some(message),
+        configuration,
+        ..Default::default()
+    });
+    match execute(h, call, &Caller::named(who)).await? {
+        Answer::Json(body) => Ok(serde_json::from_str(body.get()).expect("JSON")),
+        Answer::Stream(_) => panic!("a blocking send streams nothing"),
+    }
+}
+
 /// Commits `change` to the task as it is now.
 async fn change(
     store: &dyn Store,
@@ -301,6 +322,85 @@ async fn change(
         .commit(&next, rec.version, &events, None)
         .await
         .expect("the conflicting write");
+}
+
+// ------------------------------------------------- a webhook past the limit, on a send
+
+/// alice's message on her task attaches a webhook while the task has one place left, and
+/// the place is taken between the send's check of the limit and its write: the send is
+/// refused naming the limit and stores nothing, the message included. Before, the message
+/// was stored, and then the webhook refused.
+#[tokio::test]
+async fn a_webhook_past_the_limit_on_a_send_stores_nothing() {
+    for (store, _dir) in stores().await {
+        let task = alices_task(store.as_ref()).await;
+        let key = PushKey::generate();
+        let config = |id: &str| TaskPushNotificationConfig {
+            id: id.into(),
+            task_id: task.task.id.clone(),
+            url: "https://hooks.example/h".into(),
+            ..Default::default()
+        };
+        let sealed = |id: &str, who: &str| {
+            let mut c = config(id);
+            PushConfigRecord {
+                sealed: key.seal(&mut c),
+                config: c,
+                creator: who.into(),
+                ..Default::default()
+            }
+        };
+        let most = common::store::MAX_CONFIGS_PER_TASK;
+        for n in 1..most {
+            let record = sealed(&format!("theirs-{n}"), "carol");
+            store.put_push_config(&record).await.expect("a config");
+        }
+        let hooked = Interleaved::new(store.clone());
+        let last = sealed("the-last", "carol");
+        hooked.at(
+            Point::ListPush(task.task.id.clone()),
+            Box::new(move |store| {
+                Box::pin(async move {
+                    store.put_push_config(&last).await.expect("the last place");
+                })
+            }),
+        );
+        let h = harness(hooked.clone(), Config::default());
+        let message_id = new_id();
+        let mut message = text_message(&message_id, "and tell my hook");
+        message.task_id = task.task.id.clone();
+        let configuration = SendMessageConfiguration {
+            task_push_notification_config: Some(TaskPushNotificationConfig {
+                id: "alices".into(),
+                url: "https://hooks.example/alice".into(),
+                ..Default::default()
+            }),
+            return_immediately: true,
+            ..Default::default()
+        };
+        let answer = send(&h, "alice", message, Some(configuration)).await;
+        let e = answer.expect_err("past the limit");
+        assert!(e.to_string().contains("the limit"), "{e}");
+        let after = store
+            .load_task(&task.task.id)
+            .await
+            .expect("load")
+            .expect("task");
+        assert_eq!(after.version, task.version, "the task was written");
+        assert!(
+            after
+                .task
+                .history
+                .iter()
+                .all(|m| m.message_id != message_id),
+            "the refused message was stored"
+        );
+        let seen = store
+            .message_task("", "alice", &message_id)
+            .await
+            .expect("read");
+        assert_eq!(seen, None, "the refused message's id was taken");
+    }
 }
 
 // ------------------------------------------------------- an answer link and its question

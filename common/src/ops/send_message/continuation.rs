@@ -157,12 +157,18 @@ async fn command_on(
         message: message.clone(),
     };
     let events = [event];
+    let webhook = webhook(h, &mut next, current, from)?;
+    let along = Along {
+        push: webhook.as_ref(),
+        ..Along::default()
+    };
     match h
         .store
-        .commit(&next, current.version, &events, Some(&inbound))
+        .commit_along(&next, current.version, &events, Some(&inbound), along)
         .await
     {
         Ok(record) => {
+            attached(h, &record, webhook.as_ref());
             audit_command(h, tenant, message, from.id, &invoked.0).await;
             Ok(Some(Stored::Task {
                 record: Box::new(record),
@@ -281,12 +287,18 @@ async fn message_on(
             replay_from: current.last_seq,
         }));
     }
+    let webhook = webhook(h, &mut next, current, from)?;
+    let along = Along {
+        push: webhook.as_ref(),
+        ..Along::default()
+    };
     match h
         .store
-        .commit(&next, current.version, &events, Some(&inbound))
+        .commit_along(&next, current.version, &events, Some(&inbound), along)
         .await
     {
         Ok(record) => {
+            attached(h, &record, webhook.as_ref());
             if continues && runs && pending.is_some() {
                 crate::metrics::record(crate::metrics::Event::HelpAnswered);
             }
@@ -303,5 +315,31 @@ async fn message_on(
         }
         Err(StoreError::Conflict { .. }) => Ok(None),
         Err(e) => Err(e.into()),
+    }
+}
+
+/// The webhook the message attaches, as its commit stores it (with the task marked, so
+/// every event from this commit on is marked for the notifier): in the same transaction,
+/// so one past the task's limit, or under someone else's id, refuses the message too.
+fn webhook(
+    h: &Harness,
+    next: &mut TaskRecord,
+    current: &TaskRecord,
+    from: &Sender<'_>,
+) -> Result<Option<PushConfigRecord>, IntakeError> {
+    let Some(config) = from.push else {
+        return Ok(None);
+    };
+    next.push = true;
+    // Handed what comes after the task as the message found it.
+    let record =
+        push_config::sealed_for(h, current.id(), config.clone(), from.id, current.last_seq)?;
+    Ok(Some(record))
+}
+
+/// Once the message's commit stored its webhook: delivered from now on.
+fn attached(h: &Harness, record: &TaskRecord, webhook: Option<&PushConfigRecord>) {
+    if webhook.is_some() {
+        push_config::delivered_soon(h, record.id());
     }
 }

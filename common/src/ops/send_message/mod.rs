@@ -47,7 +47,7 @@ use crate::ext::permissions::{self, Action};
 use crate::ext::task::{
     envelope_of, Participant, ParticipantKind, Role, TaskEnvelope, TaskExtension,
 };
-use crate::store::{AuditRecord, InboundMessage, StoreError, TaskRecord};
+use crate::store::{Along, AuditRecord, InboundMessage, PushConfigRecord, StoreError, TaskRecord};
 
 /// What intake made of a message.
 enum Intake {
@@ -437,8 +437,11 @@ async fn intake(
             settled,
         }) => {
             let record = *record;
-            let attached = push.is_some();
-            if let Some(push) = push {
+            // A message on a task attached its webhook with its own commit; the task a
+            // message creates gets it now (it has no config yet, so none can be past the
+            // limit).
+            let attached = push.is_some() && message.task_id.is_empty();
+            if let (Some(push), true) = (push, attached) {
                 push_config::attach(h, record.clone(), push, &sender, replay_from).await?;
             }
             // The drive starts from the record as committed, unless attaching the
