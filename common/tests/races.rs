@@ -324,6 +324,50 @@ async fn change(
         .expect("the conflicting write");
 }
 
+// ------------------------------------------------------- `/task` and its parent's commit
+
+/// `/task bob …` on alice's task, while the task is cancelled between the command's read
+/// and its commit: the command's commit is refused (the task changed), its retry finds the
+/// task ended, and no sub-task is left behind. Before, the sub-task was created before the
+/// parent's commit and stayed, an orphan its parent never linked.
+#[tokio::test]
+async fn a_task_command_refused_by_its_parents_commit_leaves_no_sub_task() {
+    for (store, _dir) in stores().await {
+        let parent = alices_task(store.as_ref()).await;
+        let hooked = Interleaved::new(store.clone());
+        let command_id = new_id();
+        let id = parent.task.id.clone();
+        hooked.at(
+            Point::Commit(command_id.clone()),
+            Box::new(move |store| {
+                Box::pin(async move {
+                    change(store.as_ref(), &id, |rec| {
+                        vec![set_status(rec, TaskState::Canceled, None, None)]
+                    })
+                    .await;
+                })
+            }),
+        );
+        let h = harness(hooked.clone(), Config::default());
+        let mut message = text_message(&command_id, "/task bob Check the numbers");
+        message.task_id = parent.task.id.clone();
+        let answer = send(&h, "alice", message, None).await;
+        assert!(
+            answer.is_err(),
+            "the ended task took the command: {answer:?}"
+        );
+        let child = format!("{}.1", parent.task.id);
+        let orphan = store.load_task(&child).await.expect("load");
+        assert!(orphan.is_none(), "an orphan sub-task: {orphan:?}");
+        let after = store
+            .load_task(&parent.task.id)
+            .await
+            .expect("load")
+            .expect("parent");
+        assert!(after.ext().unwrap_or_default().sub_tasks.is_empty());
+    }
+}
+
 // ------------------------------------------------- a webhook past the limit, on a send
 
 /// alice's message on her task attaches a webhook while the task has one place left, and

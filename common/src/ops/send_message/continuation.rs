@@ -158,9 +158,12 @@ async fn command_on(
     };
     let events = [event];
     let webhook = webhook(h, &mut next, current, from)?;
+    // A task the command makes (`/task`'s sub-task) is created by this commit or not at
+    // all, and announced once it is.
+    let first = reply.creates.as_ref().map(created);
     let along = Along {
+        created: (reply.creates.as_ref()).zip(first.as_ref().map(std::slice::from_ref)),
         push: webhook.as_ref(),
-        ..Along::default()
     };
     match h
         .store
@@ -168,6 +171,9 @@ async fn command_on(
         .await
     {
         Ok(record) => {
+            if let Some(child) = &reply.creates {
+                (h.engine.media()).announce_from(child, Some(from.id)).await;
+            }
             attached(h, &record, webhook.as_ref());
             audit_command(h, tenant, message, from.id, &invoked.0).await;
             Ok(Some(Stored::Task {
