@@ -93,6 +93,7 @@ pub fn config_from_env() -> Result<Config, Error> {
         // The environment freezes after its answer: the notifier function delivers.
         push_in_process: false,
         push_allow_private_urls: parse(settings::PUSH_ALLOW_PRIVATE_URLS, false)?,
+        allow_http_urls: parse(settings::ALLOW_HTTP_URLS, false)?,
         webhook_allow: var(settings::WEBHOOK_ALLOW)
             .map(|v| {
                 v.split(',')

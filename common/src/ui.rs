@@ -19,7 +19,7 @@ use axum::Router;
 
 use crate::a2a::{Message, Part, Role, SendMessageConfiguration, SendMessageRequest};
 use crate::auth::Auth;
-use crate::channels::personal::{LinkError, ANSWER_PATH};
+use crate::channels::personal::{LinkError, ANSWER_PATH, NO_LONGER_OPEN};
 use crate::engine::medium::{Addressed, Asks};
 use crate::ext::channel::{ChannelKind, ChannelMessage};
 use crate::ops::{Caller, Harness};
@@ -87,13 +87,18 @@ fn refusal(status: StatusCode, why: &str) -> Response {
 
 /// A personal channel's answer link, used: the token proves who answers which request (no
 /// other identity is asked for), and only while that request is the one the task waits
-/// on, so a link answers once. The answer goes in as that participant's `help_reply`,
+/// on, so a link answers once: checked here to answer early, and again by the send on
+/// the record its write is conditional on, so an answer that gets in between refuses it. The answer goes in as that participant's `help_reply`,
 /// under a message id of the request's own that only the harness can make
 /// ([`AnswerLinks::message_id`](crate::channels::personal::AnswerLinks::message_id)), so
 /// two submits of one link are one answer and no one can take the id first. The body must
 /// be declared JSON, like every body the harness takes: a web page's form or text post,
 /// which a browser sends without asking first, is no answer (415).
-async fn answer(State(h): State<Arc<Harness>>, headers: HeaderMap, body: Bytes) -> Response {
+async fn answer(
+    State(h): State<Arc<Harness>>,
+    headers: HeaderMap,
+    body: Result<Bytes, axum::extract::rejection::BytesRejection>,
+) -> Response {
     let Some(personal) = h.personal() else {
         return refusal(StatusCode::NOT_FOUND, "no personal channels here");
     };
@@ -104,6 +109,17 @@ async fn answer(State(h): State<Arc<Harness>>, headers: HeaderMap, body: Bytes) 
             "an answer is sent as application/json",
         );
     }
+    // Over the route's limit, or cut off: said in this route's words, not axum's.
+    let body = match body {
+        Ok(body) => body,
+        Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+            return refusal(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                &format!("an answer is 1 to {MAX_ANSWER_BYTES} bytes of text"),
+            )
+        }
+        Err(_) => return refusal(StatusCode::BAD_REQUEST, "the answer could not be read"),
+    };
     let Ok(body) = serde_json::from_slice::<AnswerBody>(&body) else {
         return refusal(
             StatusCode::BAD_REQUEST,
@@ -139,10 +155,7 @@ async fn answer(State(h): State<Arc<Harness>>, headers: HeaderMap, body: Bytes) 
         }
     };
     let Some((tenant, asks)) = open else {
-        return refusal(
-            StatusCode::CONFLICT,
-            "this question was already answered or is no longer open",
-        );
+        return refusal(StatusCode::CONFLICT, NO_LONGER_OPEN);
     };
     // An answer to a question names it; the work of an assigned task is their message.
     let reply = match asks {
@@ -179,14 +192,20 @@ async fn answer(State(h): State<Arc<Harness>>, headers: HeaderMap, body: Bytes) 
         }),
         ..Default::default()
     };
+    // The send takes the answer only while the task still waits on the request, on the
+    // record its write is conditional on: what was read above may be stale by then.
     let caller = Caller {
         participant: Some(claim.participant.clone()),
         verified: true,
-        answer_link: true,
+        answer_link: Some(claim.request_id.clone()),
         ..Default::default()
     };
     match crate::ops::send_message::send_message(&h, request, &caller).await {
         Ok(_) => axum::Json(serde_json::json!({"answered": claim.task_id})).into_response(),
+        // Answered since, or ended: the task takes no answer to this request now.
+        Err(crate::a2a::A2aError::UnsupportedOperation(_)) => {
+            refusal(StatusCode::CONFLICT, NO_LONGER_OPEN)
+        }
         Err(e) => refusal(StatusCode::BAD_REQUEST, &e.to_string()),
     }
 }

@@ -615,6 +615,215 @@ async fn a_refused_write_stores_none_of_its_message(store: Arc<dyn Store>) {
         .expect("the reply, at the right version");
 }
 
+/// What goes along a commit (issue 48, item 8) is written with it or not at all: a task
+/// it creates (`/task`'s sub-task) is created only if the commit's task is still at its
+/// version, and a taken id for it refuses the commit (a conflict naming it); a webhook it
+/// attaches is stored only with it, and one past the task's limit, or under another's
+/// id, refuses it. A refused commit stores none of its message.
+async fn what_goes_along_a_commit_is_written_with_it_or_not_at_all(store: Arc<dyn Store>) {
+    use common::store::{Along, MAX_CONFIGS_PER_TASK};
+    let parent = create(store.as_ref(), "", &uuid_like()).await;
+    let id = parent.task.id.clone();
+    let inbound = |mid: &str| InboundMessage {
+        tenant: String::new(),
+        sender: "alice".into(),
+        message: message(mid),
+    };
+    let child = |n: usize| {
+        let mut m = message(&format!("{id}.{n}:start"));
+        common::engine::transition::new_task_with_id(
+            format!("{id}.{n}"),
+            "",
+            &mut m,
+            &ext_for("alice"),
+        )
+    };
+    let (one, two) = (child(1), child(2));
+    let (first_one, first_two) = ([created(&one)], [created(&two)]);
+    fn with<'a>(c: &'a TaskRecord, first: &'a [StreamResponse; 1]) -> Along<'a> {
+        Along {
+            created: Some((c, first.as_slice())),
+            ..Along::default()
+        }
+    }
+    let stored = |mid: &str| {
+        let store = store.clone();
+        let mid = mid.to_owned();
+        async move { store.message_task("", "alice", &mid).await.expect("read") }
+    };
+    let version = |store: Arc<dyn Store>, id: String| async move {
+        store
+            .load_task(&id)
+            .await
+            .expect("load")
+            .expect("task")
+            .version
+    };
+
+    // Created with the commit.
+    let rec = (store.commit_along(
+        &parent,
+        parent.version,
+        &[],
+        Some(&inbound("m-1")),
+        with(&one, &first_one),
+    ))
+    .await
+    .expect("the commit and its sub-task");
+    let made = store
+        .load_task(one.id())
+        .await
+        .expect("load")
+        .expect("the sub-task");
+    assert_eq!(made.version, 1);
+    assert_eq!(stored("m-1").await.as_deref(), Some(id.as_str()));
+
+    // The task changed since: neither is written.
+    let stale = (store.commit_along(
+        &parent,
+        parent.version,
+        &[],
+        Some(&inbound("m-2")),
+        with(&two, &first_two),
+    ))
+    .await;
+    assert!(
+        matches!(&stale, Err(StoreError::Conflict { task_id, .. }) if *task_id == id),
+        "{stale:?}"
+    );
+    assert!(
+        store.load_task(two.id()).await.expect("load").is_none(),
+        "created by a refused commit"
+    );
+    assert_eq!(stored("m-2").await, None);
+
+    // Its id is taken: the commit is refused, naming it.
+    let taken = (store.commit_along(
+        &rec,
+        rec.version,
+        &[],
+        Some(&inbound("m-3")),
+        with(&one, &first_one),
+    ))
+    .await;
+    assert_eq!(
+        taken,
+        Err(StoreError::Conflict {
+            task_id: one.id().to_owned(),
+            expected: 0
+        })
+    );
+    assert_eq!(
+        version(store.clone(), id.clone()).await,
+        rec.version,
+        "the task was written"
+    );
+    assert_eq!(stored("m-3").await, None);
+
+    // A webhook: stored with the commit, up to the task's limit.
+    let config = |cid: &str, creator: &str| PushConfigRecord {
+        config: common::a2a::TaskPushNotificationConfig {
+            task_id: id.clone(),
+            id: cid.into(),
+            url: "https://hooks.example/h".into(),
+            ..Default::default()
+        },
+        creator: creator.into(),
+        sealed: format!("v1.{creator}"),
+        ..Default::default()
+    };
+    for n in 1..MAX_CONFIGS_PER_TASK {
+        store
+            .put_push_config(&config(&format!("c{n}"), "carol"))
+            .await
+            .expect("a config");
+    }
+    fn attach(c: &PushConfigRecord) -> Along<'_> {
+        Along {
+            push: Some(c),
+            ..Along::default()
+        }
+    }
+    let mut next = rec.clone();
+    next.push = true;
+    let alices = config("alices", "alice");
+    let rec = (store.commit_along(
+        &next,
+        rec.version,
+        &[],
+        Some(&inbound("m-4")),
+        attach(&alices),
+    ))
+    .await
+    .expect("the last place");
+    assert!(rec.push);
+    assert!(store
+        .get_push_config(&id, "alices")
+        .await
+        .expect("get")
+        .is_some());
+    let full = (store.commit_along(
+        &rec,
+        rec.version,
+        &[],
+        Some(&inbound("m-5")),
+        attach(&config("one-more", "alice")),
+    ))
+    .await;
+    assert_eq!(full, Err(StoreError::TooManyPushConfigs(id.clone())));
+    let theirs = (store.commit_along(
+        &rec,
+        rec.version,
+        &[],
+        Some(&inbound("m-6")),
+        attach(&config("c2", "alice")),
+    ))
+    .await;
+    assert!(
+        matches!(theirs, Err(StoreError::PushConfigTaken { .. })),
+        "{theirs:?}"
+    );
+    for mid in ["m-5", "m-6"] {
+        assert_eq!(stored(mid).await, None, "{mid} stored by a refused commit");
+    }
+    assert_eq!(
+        version(store.clone(), id.clone()).await,
+        rec.version,
+        "the task was written"
+    );
+    assert!(store
+        .get_push_config(&id, "one-more")
+        .await
+        .expect("get")
+        .is_none());
+    // Its creator's replacement takes no place.
+    let mut again = config("alices", "alice");
+    again.config.url = "https://hooks.example/again".into();
+    (store.commit_along(
+        &rec,
+        rec.version,
+        &[],
+        Some(&inbound("m-7")),
+        attach(&again),
+    ))
+    .await
+    .expect("a replacement by its creator");
+    let got = store
+        .get_push_config(&id, "alices")
+        .await
+        .expect("get")
+        .expect("the config");
+    assert_eq!(got.config.url, "https://hooks.example/again");
+    assert_eq!(
+        store
+            .list_push_configs(&id, None, 1000)
+            .await
+            .expect("list")
+            .len(),
+        MAX_CONFIGS_PER_TASK
+    );
+}
+
 /// The layout of a task (issue 18): long messages, turns, artifacts extended chunk by
 /// chunk, a long status message and long events all read back exactly, from a fresh
 /// load, and the record keeps committing after it.
@@ -816,6 +1025,7 @@ contract!(
     a_commit_at_a_stale_version_is_refused,
     a_repeated_message_id_is_stored_once,
     a_refused_write_stores_none_of_its_message,
+    what_goes_along_a_commit_is_written_with_it_or_not_at_all,
     list_pages_cover_every_task_once_newest_first,
     names_too_long_for_dynamodbs_keys_are_refused_alike,
     push_configs_are_kept_per_task_and_deletes_are_idempotent,

@@ -105,6 +105,16 @@ fn script_path(script: &Script) -> String {
         .to_owned()
 }
 
+/// The model id a scripted model's requests carry: `scripted:` and its file's stem.
+fn script_id(script: &Script) -> String {
+    let path = script_path(script);
+    let stem = std::path::Path::new(&path)
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .expect("a file stem");
+    format!("scripted:{stem}")
+}
+
 // ------------------------------------------------------------------- calls and answers
 
 /// How a message is sent.
@@ -501,7 +511,7 @@ async fn model_choice(backend: Backend) {
     let b = models.b.requests();
     assert_eq!(b.len(), 1, "{}", models.b.log_text());
     assert_eq!(b[0]["turn"], 1, "{}", b[0]);
-    assert_eq!(b[0]["model"], script_path(&models.b), "{}", b[0]);
+    assert_eq!(b[0]["model"], script_id(&models.b), "{}", b[0]);
     let reply = format!("Reply from alice to \"{QUESTION}\": Blue");
     assert!(user_texts(&b[0]).contains(&reply.as_str()), "{}", b[0]);
     assert_eq!(models.a.requests().len(), 2, "a was not called for task 1");
@@ -518,7 +528,7 @@ async fn model_choice(backend: Backend) {
     let a = models.a.requests();
     assert_eq!(a.len(), 3, "{}", models.a.log_text());
     assert_eq!(a[2]["turn"], 1, "{}", a[2]);
-    assert_eq!(a[2]["model"], script_path(&models.a), "{}", a[2]);
+    assert_eq!(a[2]["model"], script_id(&models.a), "{}", a[2]);
     assert_eq!(models.b.requests().len(), 1, "b was not called for task 2");
 }
 

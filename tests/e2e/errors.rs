@@ -618,3 +618,98 @@ async fn bad_input_leaves_stored_tasks_retrievable_and_the_server_serving() {
     assert_eq!(state(&r["task"]), "TASK_STATE_COMPLETED");
     assert_eq!(s.rpc_ok("ListTasks", json!({})).await["totalSize"], 2);
 }
+
+// ------------------------------------------- what is refused before any operation
+
+/// Issue 48, item 9: what is refused before any operation reads the request (a body over
+/// the limit, a path segment that is no text) is answered in the route's own error shape,
+/// never in axum's words: a JSON-RPC error on the JSON-RPC endpoint, the HTTP+JSON error
+/// body on the HTTP+JSON routes, the answer route's `{"error": …}`, and the remote
+/// callback's one answer to a reference this harness did not sign.
+#[tokio::test]
+async fn rejections_before_an_operation_are_in_the_routes_own_shape() {
+    let dir = std::env::temp_dir().join(unique("rejections"));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let channels = dir.join("channels.toml");
+    std::fs::write(&channels, "[bob]\nurl = \"http://127.0.0.1:9/hook\"\n").expect("file");
+    let agents = dir.join("agents.toml");
+    std::fs::write(
+        &agents,
+        "[agents.b]\ncard_url = \"http://127.0.0.1:9/card\"\n",
+    )
+    .expect("file");
+    let (channels, agents) = (channels.display().to_string(), agents.display().to_string());
+    let s = Server::start_with(&[
+        "--max-body-bytes",
+        "2048",
+        "--personal-channels",
+        &channels,
+        "--agents",
+        &agents,
+    ])
+    .await;
+    let big = "x".repeat(64 * 1024);
+    let internal = |text: &str| {
+        [
+            "length limit",
+            "Failed to buffer",
+            "Invalid URL",
+            "UTF-8",
+            "Cannot parse",
+        ]
+        .iter()
+        .any(|w| text.contains(w))
+    };
+
+    // JSON-RPC: a JSON-RPC error, with the limit's status.
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+        "params": send_params(user_message(&unique("m"), &big))});
+    let resp = s.rpc_raw(&default_headers(), body.to_string()).await;
+    let (status, v) = json_of(resp).await;
+    assert_eq!(status, 413, "{v}");
+    assert_rpc_error(&v, -32600, "INVALID_REQUEST");
+    assert!(!internal(&v.to_string()), "{v}");
+
+    // HTTP+JSON: the error body, its code the status.
+    let body = send_params(user_message(&unique("m"), &big));
+    let resp = s
+        .rest_raw(
+            Method::POST,
+            "/message:send",
+            &default_headers(),
+            body.to_string(),
+        )
+        .await;
+    let (status, v) = json_of(resp).await;
+    assert_rest_error(status, &v, 413, "INVALID_ARGUMENT", "INVALID_REQUEST");
+    assert!(!internal(&v.to_string()), "{v}");
+
+    // The answer route: its own refusal, naming the limit.
+    let resp = s
+        .http
+        .post(s.endpoint("/ui/answer"))
+        .header("content-type", "application/json")
+        .body(json!({"token": "t", "text": big}).to_string())
+        .send()
+        .await
+        .expect("POST /ui/answer");
+    let (status, v) = json_of(resp).await;
+    assert_eq!(status, 413, "{v}");
+    let said = v["error"].as_str().unwrap_or_default();
+    assert!(said.contains("16384 bytes"), "{v}");
+    assert!(!internal(said), "{v}");
+
+    // The remote callback: a reference that is no text is one this harness did not sign.
+    let resp = s
+        .http
+        .post(s.endpoint("/remote/callback/%FF%FE"))
+        .header("X-A2A-Notification-Token", "forged")
+        .send()
+        .await
+        .expect("POST the callback");
+    let status = resp.status().as_u16();
+    let text = resp.text().await.expect("the body");
+    assert_eq!(status, 401, "{text}");
+    assert_eq!(text, r#"{"status":"unauthorized"}"#);
+    let _ = std::fs::remove_dir_all(&dir);
+}

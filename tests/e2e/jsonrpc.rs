@@ -400,13 +400,13 @@ async fn push_notification_config_methods_create_get_list_and_delete_idempotentl
     let generated = s
         .rpc_ok(
             "CreateTaskPushNotificationConfig",
-            json!({"taskId": id, "url": "http://example.com/other"}),
+            json!({"taskId": id, "url": "https://example.com/other"}),
         )
         .await;
     let gen_id = generated["id"].as_str().expect("generated id").to_owned();
     assert!(!gen_id.is_empty() && gen_id != "cfg-1", "{generated}");
     assert_eq!(generated["taskId"], id);
-    assert_eq!(generated["url"], "http://example.com/other");
+    assert_eq!(generated["url"], "https://example.com/other");
 
     let got = s
         .rpc_ok(

@@ -43,9 +43,13 @@ async fn metrics_count_a_completed_task_its_model_calls_and_tokens() {
         content_type(&resp)
     );
     let text = resp.text().await.unwrap();
+    // A script is counted by its file's stem (issue 48, item 9).
     let model = script.model();
-    let id = model.strip_prefix("scripted:").unwrap();
-    let labelled = |name: &str| format!("{name}{{model=\"{id}\"}}");
+    let stem = std::path::Path::new(model.strip_prefix("scripted:").unwrap())
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap();
+    let labelled = |name: &str| format!("{name}{{model=\"scripted:{stem}\"}}");
     for (name, want) in [
         ("harness_tasks_created_total".to_owned(), 2.0),
         ("harness_tasks_completed_total".to_owned(), 2.0),
@@ -63,6 +67,70 @@ async fn metrics_count_a_completed_task_its_model_calls_and_tokens() {
     }
     assert!(
         sample(&text, &labelled("harness_model_tokens_in_total")).unwrap() > 0.0,
+        "{text}"
+    );
+}
+
+/// Issue 48, item 9: a scripted model is named `scripted:<its file's stem>` where anyone
+/// sees it, in `/model` and in the metrics' `model` label: its path names the operator's
+/// directories (their user name, their checkout).
+#[tokio::test]
+async fn a_scripted_models_path_is_shown_neither_in_model_nor_in_the_metrics() {
+    // Its first turn asks the sender, so the task waits for a `/model`.
+    let ask = json!({"tool_calls": [{"name": "ask_participant", "arguments": {
+        "participant_id": ANONYMOUS, "question": "Which notes?"}}]});
+    let script = Script::new(json!([ask, {"text": "Done."}]));
+    let s = llm_server(Backend::Embedded, &script)
+        .await
+        .expect("the embedded store");
+    let model = script.model();
+    let path = model.strip_prefix("scripted:").expect("a scripted model");
+    let stem = std::path::Path::new(path)
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .expect("a file stem");
+    let shown = format!("scripted:{stem}");
+    let task = s
+        .rpc_ok(
+            "SendMessage",
+            send_params(user_message(&unique("m"), "Tidy the notes.")),
+        )
+        .await;
+    let id = task["task"]["id"].as_str().expect("a task id");
+    let answer = s
+        .rpc_ok(
+            "SendMessage",
+            send_params(reply_message(&unique("m"), id, "/model")),
+        )
+        .await;
+    let reply = answer["task"]["status"]["message"]["parts"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert_eq!(
+        reply,
+        format!("model: {shown} (the default)\nchoices: "),
+        "{answer}"
+    );
+    let text = s
+        .http
+        .get(s.endpoint("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        !text.contains(path),
+        "the script's path in the metrics: {text}"
+    );
+    assert_eq!(
+        sample(
+            &text,
+            &format!("harness_model_calls_total{{model=\"{shown}\"}}")
+        ),
+        Some(1.0),
         "{text}"
     );
 }

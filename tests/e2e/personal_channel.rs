@@ -713,5 +713,53 @@ async fn an_answer_not_declared_json_is_refused() {
     let (status, answer) = post_answer(&s, token, "Blue").await;
     assert_eq!(status, 200, "{answer}");
     state_of(&s, &id, "TASK_STATE_COMPLETED").await;
+}
+
+/// Issue 48, item 9: a personal channel at a plain `http://` URL on another host, or a
+/// public URL its answer links would point at there, is refused at start-up (the post
+/// carries a link whose token answers for bob), saying why and without the channel's URL
+/// (a secret); `--allow-http-urls` takes both, and http to this machine is always taken.
+#[tokio::test]
+async fn a_personal_channel_or_answer_link_in_the_clear_is_refused_unless_allowed() {
+    let dir = std::env::temp_dir().join(unique("cleartext"));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let state = dir.join("state").display().to_string();
+    let file = |name: &str, url: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, format!("[bob]\nurl = \"{url}\"\n")).expect("file");
+        path.display().to_string()
+    };
+    let far = file("far.toml", "http://chat.example/hooks/s3cret");
+    let near = file("near.toml", "http://127.0.0.1:9/hook");
+    let args = |channels: &str, public: &str| {
+        vec![
+            "--state-dir".to_owned(),
+            state.clone(),
+            "--personal-channels".to_owned(),
+            channels.to_owned(),
+            "--public-url".to_owned(),
+            public.to_owned(),
+        ]
+    };
+    let refused = |args: Vec<String>| {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, text) = harness_e2e::start_refused(&args, &[]);
+        assert_eq!(code, Some(1), "{text}");
+        assert!(
+            text.contains("in the clear") && text.contains("HARNESS_ALLOW_HTTP_URLS"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("s3cret") && !text.contains("serving"),
+            "{text}"
+        );
+    };
+    refused(args(&far, "https://harness.example"));
+    refused(args(&near, "http://harness.example"));
+    // Allowed, or on this machine, it starts.
+    let s = Server::start_with(&["--personal-channels", &far, "--allow-http-urls"]).await;
+    drop(s);
+    let s = Server::start_with(&["--personal-channels", &near]).await;
+    drop(s);
     let _ = std::fs::remove_dir_all(&dir);
 }

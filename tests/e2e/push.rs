@@ -776,6 +776,107 @@ async fn loopback_and_localhost_webhooks_are_refused_when_private_urls_are_not_a
     assert_eq!(list["configs"], json!([]), "{list}");
 }
 
+/// Issue 48, item 9: a webhook at a plain `http://` URL on another host is refused on
+/// both bindings, by Create and by SendMessage (a new task or one it continues), naming
+/// the URL and https, and nothing is stored: its token, credentials and the task's
+/// events would cross the network in the clear. On this machine (`localhost`, a loopback
+/// address) http stays allowed, and `--allow-http-urls` allows it anywhere.
+async fn cleartext_webhooks_to_other_hosts_are_refused_unless_allowed(backend: Backend) {
+    let Some(s) = Server::start_on(backend, &[]).await else {
+        return;
+    };
+    let task = s.input_required_task().await;
+    let id = task_id(&task);
+    let says_why = |message: &Value, url: &str, context: &Value| {
+        let message = message.as_str().unwrap_or_default();
+        assert!(
+            message.contains(url)
+                && message.contains("https")
+                && message.contains("HARNESS_ALLOW_HTTP_URLS"),
+            "{context}"
+        );
+    };
+    let urls = [
+        "http://hooks.example/hook",
+        "http://203.0.113.7:8080/hook",
+        "HTTP://Hooks.Example/h",
+    ];
+    for url in urls {
+        let err = s
+            .rpc_err(
+                "CreateTaskPushNotificationConfig",
+                json!({"taskId": id, "id": "c", "url": url}),
+                -32602,
+                "INVALID_PARAMS",
+            )
+            .await;
+        says_why(&err["message"], url, &err);
+        let (st, body) = s
+            .rest_post(
+                &format!("/tasks/{id}/pushNotificationConfigs"),
+                json!({"id": "c", "url": url}),
+            )
+            .await;
+        assert_rest_error(st, &body, 400, "INVALID_ARGUMENT", "INVALID_PARAMS");
+        says_why(&body["error"]["message"], url, &body);
+    }
+    let before = s.rpc_ok("ListTasks", json!({})).await["totalSize"].clone();
+    let err = s
+        .rpc_err(
+            "SendMessage",
+            json!({"message": user_message(&unique("tck-complete-task"), "x"),
+                "configuration": {"taskPushNotificationConfig": {"url": urls[0]}}}),
+            -32602,
+            "INVALID_PARAMS",
+        )
+        .await;
+    says_why(&err["message"], urls[0], &err);
+    s.rpc_err(
+        "SendMessage",
+        json!({"message": reply_message(&unique("tck-complete-task"), &id, "x"),
+            "configuration": {"taskPushNotificationConfig": {"url": urls[0]}}}),
+        -32602,
+        "INVALID_PARAMS",
+    )
+    .await;
+    // Nothing was stored: no config, no task, the task as it was.
+    assert_eq!(state(&s.get_task(&id).await), "TASK_STATE_INPUT_REQUIRED");
+    let after = s.rpc_ok("ListTasks", json!({})).await["totalSize"].clone();
+    assert_eq!(after, before, "a refused webhook left a task behind");
+    let stored = s.store().list_push_configs(&id, None, 10).await.unwrap();
+    assert!(stored.is_empty(), "{stored:?}");
+
+    // On this machine, http is fine.
+    for (n, url) in [
+        "http://127.0.0.1:9/hook",
+        "http://localhost:9/hook",
+        "http://[::1]:9/hook",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        s.rpc_ok(
+            "CreateTaskPushNotificationConfig",
+            json!({"taskId": id, "id": format!("local-{n}"), "url": url}),
+        )
+        .await;
+    }
+
+    // Allowed, it is stored.
+    let Some(s) = Server::start_on(backend, &["--allow-http-urls"]).await else {
+        return;
+    };
+    let task = s.input_required_task().await;
+    let id = task_id(&task);
+    let created = s
+        .rpc_ok(
+            "CreateTaskPushNotificationConfig",
+            json!({"taskId": id, "id": "c", "url": urls[0]}),
+        )
+        .await;
+    assert_eq!(created["url"], urls[0], "{created}");
+}
+
 /// The four config operations over JSON-RPC on task `task`: method and params.
 fn config_calls(task: &str, url: &str) -> [(&'static str, Value); 4] {
     [
@@ -953,6 +1054,7 @@ on_both_stores!(
     a_receiver_failing_twice_then_recovering_gets_every_update_once_in_order,
     webhook_secrets_are_sealed_at_rest_and_opened_by_get_and_list,
     loopback_and_localhost_webhooks_are_refused_when_private_urls_are_not_allowed,
+    cleartext_webhooks_to_other_hosts_are_refused_unless_allowed,
     a_non_participant_cannot_touch_the_configs_of_alices_task,
 );
 

@@ -5,29 +5,8 @@
 //! card says so, every push operation answers PushNotificationNotSupported, and no key is
 //! needed.
 
-use std::process::{Command, Stdio};
-
 use harness_e2e::*;
 use serde_json::json;
-
-/// harness-local's exit and what it printed, for a start that must fail.
-fn start_refused(args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String) {
-    let out = Command::new(server_binary())
-        .args(["--listen", "127.0.0.1:0"])
-        .args(args)
-        .env_remove("HARNESS_PUSH_KEY")
-        .env_remove("HARNESS_TABLE")
-        .envs(env.iter().copied())
-        .stdin(Stdio::null())
-        .output()
-        .expect("run harness-local");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.code(), text)
-}
 
 #[tokio::test]
 async fn a_table_without_a_push_key_is_refused_at_start_up() {

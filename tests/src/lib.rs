@@ -137,6 +137,34 @@ pub async fn fresh_table(client: &aws_sdk_dynamodb::Client) -> String {
     table
 }
 
+/// harness-local's exit and what it printed, for a start that must fail: None for the
+/// exit when it was still running after [`START_TIMEOUT`] (it served), and is killed.
+pub fn start_refused(args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String) {
+    let mut child = Command::new(server_binary())
+        .args(["--listen", "127.0.0.1:0"])
+        .args(args)
+        .env_remove("HARNESS_PUSH_KEY")
+        .env_remove("HARNESS_TABLE")
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run harness-local");
+    let deadline = Instant::now() + START_TIMEOUT;
+    while child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let out = child.wait_with_output().expect("harness-local's output");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code(), text)
+}
+
 /// One running `harness-local`. Drop kills it (SIGKILL) and removes its state directory.
 pub struct Server {
     child: Option<Child>,

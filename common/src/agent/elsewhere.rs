@@ -31,7 +31,7 @@ impl DrivenElsewhere {
         let default = named.unwrap_or(crate::models::offline::NAME);
         Ok(DrivenElsewhere {
             choices: ModelChoices {
-                default: default.to_owned(),
+                default: crate::models::config::shown_name(default),
                 names: settings.catalog.names(),
             },
         })

@@ -133,7 +133,8 @@ impl LlmAgent {
         self
     }
 
-    /// The default model's name as configured (a models-file name, `<provider>:<model>`).
+    /// The default model's name as shown (a models-file name, `<provider>:<model>`; see
+    /// [`crate::models::config::shown_name`]).
     pub fn named(mut self, name: &str) -> Self {
         self.model_name = name.to_owned();
         self
@@ -175,7 +176,7 @@ impl LlmAgent {
         let built = ModelChoice {
             model: crate::models::build(&spec).await?,
             budget: spec.context_budget(self.context_tokens),
-            id: spec.model,
+            id: spec.id(),
         };
         chosen.insert(name.to_owned(), built.clone());
         Ok(built)

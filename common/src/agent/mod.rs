@@ -107,7 +107,7 @@ pub async fn build(
             Some(name) => {
                 let spec = settings.catalog.resolve(name)?;
                 let budget = spec.context_budget(fallback);
-                (crate::models::build(&spec).await?, spec.model, budget)
+                (crate::models::build(&spec).await?, spec.id(), budget)
             }
             None => {
                 tracing::warn!(
@@ -142,7 +142,9 @@ pub async fn build(
         .with_catalog(settings.catalog.clone())
         .with_turn_limit(settings.turn_limit)
         .with_context_budget(budget, fallback)
-        .named(name.unwrap_or(crate::models::offline::NAME))
+        .named(&crate::models::config::shown_name(
+            name.unwrap_or(crate::models::offline::NAME),
+        ))
         .with_notes(notes)
         .with_remotes(settings.remotes.clone());
     Ok(std::sync::Arc::new(agent))

@@ -40,6 +40,7 @@ use ring::hmac;
 use serde::Deserialize;
 
 use crate::engine::medium::{Addressed, Asks, Medium};
+use crate::https::target::{Targets, CLEARTEXT_RULE};
 use crate::push::Notifier;
 use crate::sealing::PushKey;
 use crate::store::{Quota, Store};
@@ -129,6 +130,9 @@ pub struct AnswerLinks {
 /// How every answer link's message id starts; no one else may send under such an id.
 pub const ANSWER_ID_PREFIX: &str = "answer:";
 
+/// Why an answer link is refused once its request is not the one its task waits on.
+pub const NO_LONGER_OPEN: &str = "this question was already answered or is no longer open";
+
 impl std::fmt::Debug for PersonalChannels {
     // The URLs are secrets: only who has a channel.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -168,7 +172,16 @@ impl PersonalChannels {
                     .into(),
             );
         }
-        let urls = parse_urls(text)?;
+        // Its links' tokens are posted to the channel and back to the public URL: neither
+        // in the clear, unless allowed.
+        let targets = notifier.targets();
+        if crate::config::http_url(public_url).is_some_and(|u| !targets.permits_scheme(&u)) {
+            return Err(format!(
+                "personal channels' answer links point at the public URL {public_url} \
+                 (HARNESS_PUBLIC_URL), which {CLEARTEXT_RULE}"
+            ));
+        }
+        let urls = parse_urls(text, targets)?;
         Ok(PersonalChannels {
             urls,
             links: AnswerLinks::new(key, public_url),
@@ -223,7 +236,7 @@ impl Medium for PersonalChannels {
 }
 
 /// Each participant's URL from the file's text. No error holds a URL: they are secrets.
-fn parse_urls(text: &str) -> Result<HashMap<String, Url>, String> {
+fn parse_urls(text: &str, targets: &Targets) -> Result<HashMap<String, Url>, String> {
     // The parser's messages quote values, which may be URLs: only where it went wrong.
     let entries: HashMap<String, Entry> = toml::from_str(text).map_err(|e| {
         let line = crate::config::toml_line(text, &e);
@@ -237,6 +250,9 @@ fn parse_urls(text: &str) -> Result<HashMap<String, Url>, String> {
         // Not the URL itself in the error: it is a secret.
         let url = crate::config::http_url(&entry.url)
             .ok_or_else(|| format!("[{participant}] url is not an http(s) URL"))?;
+        if !targets.permits_scheme(&url) {
+            return Err(format!("[{participant}] url {CLEARTEXT_RULE}"));
+        }
         urls.insert(participant, url);
     }
     Ok(urls)
@@ -356,12 +372,15 @@ mod tests {
             format!("[bob]\nurll = \"{secret}\"\n"),
             format!("[bob]\nurl = \"{secret}\"\n[bob]\nurl = \"{secret}\"\n"),
             "[bob]\nurl = \"ftp://hooks.example/SECRET\"\n".to_owned(),
+            // In the clear to another host (issue 48, item 9).
+            "[bob]\nurl = \"http://hooks.example/SECRET\"\n".to_owned(),
             format!("url = \"{secret}\"\n"),
         ] {
-            let err = parse_urls(&text).unwrap_err();
+            let err = parse_urls(&text, &Targets::default()).unwrap_err();
             assert!(!err.contains("SECRET"), "{err}");
         }
-        let urls = parse_urls(&format!("[bob]\nurl = \"{secret}\"\n")).unwrap();
+        let urls = parse_urls(&format!("[bob]\nurl = \"{secret}\"\n"), &Targets::default());
+        let urls = urls.unwrap();
         assert_eq!(urls["bob"].as_str(), secret);
     }
 

@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 
 use super::{Command, CommandError, CommandRegistry, CommandSpec, Invocation, Reply};
-use crate::channels::subtask::{self, CreateError, ParticipantTask};
+use crate::channels::subtask::{self, ParticipantTask};
 use crate::ext::participant;
 use crate::ext::permissions::Action;
 use crate::ext::task::{Role, TaskExtension};
@@ -188,18 +188,15 @@ async fn task(call: &mut Invocation<'_>, arguments: &str) -> Result<Reply, Comma
             }
             let child = subtask::sub_task(parent, &request, call.sender);
             let id = child.task.id.clone();
-            match subtask::create(call.store, &child, &parent.task.id).await {
-                Ok(()) => {}
-                Err(CreateError::Taken(id)) => {
-                    return Ok(Reply::text(format!("task id {id} is taken")))
-                }
-                Err(CreateError::Store(e)) => return Err(e.into()),
+            // Its id may be another's (a sub-task the agent made and has yet to link): the
+            // commit that creates it is refused then too, and this read, tried again, says
+            // so. Created, linked and announced with the parent's commit, never before it.
+            let admit: &crate::store::Admit = &|_| true;
+            if (call.store.load_view(&id, Some(0), false, admit).await?).is_some() {
+                return Ok(Reply::text(format!("task id {id} is taken")));
             }
             subtask::link(parent, &id, None);
-            call.engine
-                .media()
-                .announce_from(&child, Some(call.sender))
-                .await;
+            call.creates = Some(child);
             id
         }
         None => {

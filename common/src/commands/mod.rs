@@ -41,7 +41,9 @@ impl CommandSpec {
 /// What a command may use: the store, the engine (its agent and pushed media), the
 /// registry it was found in, the ids no participant may be or look like, how many tasks
 /// a sender may assign to others an hour, who sent it, and the task it was sent on (None
-/// without a task id). Changes it makes to `task` are committed with its reply.
+/// without a task id). Changes it makes to `task` are committed with its reply, and so is
+/// a task it makes on `task` (`creates`): created by that commit, or not at all, so a
+/// commit refused (the task changed meanwhile) leaves no task behind.
 pub struct Invocation<'a> {
     pub store: &'a dyn crate::store::Store,
     pub engine: &'a crate::engine::Engine,
@@ -52,6 +54,8 @@ pub struct Invocation<'a> {
     pub tenant: &'a str,
     pub context_id: &'a str,
     pub task: Option<&'a mut TaskRecord>,
+    /// A task to create with the commit of `task` (as the store's `Along::created`).
+    pub creates: Option<TaskRecord>,
 }
 
 /// A command's answer: the text of the reply, and the task it created, if any.

@@ -130,6 +130,10 @@ pub struct Config {
     /// Address ranges webhooks may reach although they are private or special-purpose
     /// (one internal receiver, while the SSRF protection blocks the rest).
     pub webhook_allow: Vec<crate::https::target::Cidr>,
+    /// Whether webhooks and personal channels may be plain `http://` URLs on other hosts
+    /// than this machine (off: https, so their tokens and answer links never cross the
+    /// network in the clear).
+    pub allow_http_urls: bool,
     /// The MCP servers whose tools the agent may call ([`crate::mcp`]).
     pub mcp_servers: Option<Source>,
     /// The registry of remote agents tasks may delegate to ([`crate::remote::registry`]).
@@ -191,6 +195,7 @@ impl Default for Config {
             push_in_process: true,
             push_allow_private_urls: false,
             webhook_allow: Vec::new(),
+            allow_http_urls: false,
             personal_channels: None,
             tasks_for_others_per_hour: DEFAULT_TASKS_FOR_OTHERS_PER_HOUR,
             posts_per_sender_per_hour: DEFAULT_POSTS_PER_SENDER_PER_HOUR,
@@ -233,6 +238,7 @@ impl Config {
     /// The addresses outbound calls (webhooks, remote agents, MCP servers) may reach.
     pub fn targets(&self) -> crate::https::target::Targets {
         crate::https::target::Targets::new(self.push_allow_private_urls, self.webhook_allow.clone())
+            .with_cleartext(self.allow_http_urls)
     }
 }
 

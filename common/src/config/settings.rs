@@ -379,6 +379,13 @@ pub const WEBHOOK_ALLOW: Setting = both(
     "address ranges (comma-separated CIDRs) webhooks may reach although private",
 );
 
+pub const ALLOW_HTTP_URLS: Setting = both(
+    "HARNESS_ALLOW_HTTP_URLS",
+    Some("allow-http-urls"),
+    "`false`",
+    "webhooks and personal channels at plain `http://` URLs on other hosts than this machine",
+);
+
 // Identity.
 
 pub const AUTH: Setting = Setting {
@@ -511,6 +518,7 @@ pub const SETTINGS: &[Setting] = &[
     PUSH_KEY,
     PUSH_ALLOW_PRIVATE_URLS,
     WEBHOOK_ALLOW,
+    ALLOW_HTTP_URLS,
     AUTH,
     JWKS_URL,
     JWT_ISSUER,

@@ -176,14 +176,36 @@ pub struct Targets {
     allow_private: bool,
     /// Ranges the operator allows although [`BLOCKED`] holds them (one internal receiver).
     allow: Vec<Cidr>,
+    /// Whether a plain `http://` URL may name another host than this machine.
+    cleartext: bool,
 }
+
+/// Why a plain `http://` URL to another host is refused, and how to allow it.
+pub const CLEARTEXT_RULE: &str = "is plain http:// to another host, so what is sent there \
+     (its token, an answer link) would cross the network in the clear: use https (http:// \
+     is taken only for this machine, localhost or a loopback address, unless \
+     HARNESS_ALLOW_HTTP_URLS is set)";
 
 impl Targets {
     pub fn new(allow_private: bool, allow: Vec<Cidr>) -> Self {
         Targets {
             allow_private,
             allow,
+            cleartext: false,
         }
+    }
+
+    /// Lets plain `http://` URLs name any host (`HARNESS_ALLOW_HTTP_URLS`).
+    pub fn with_cleartext(mut self, allowed: bool) -> Self {
+        self.cleartext = allowed;
+        self
+    }
+
+    /// Whether `url` may be called: https, or plain http to this machine (see
+    /// [`on_this_machine`]) or anywhere when allowed. Webhooks and personal channels ask
+    /// this where they are configured ([`CLEARTEXT_RULE`] says why not).
+    pub fn permits_scheme(&self, url: &Url) -> bool {
+        url.scheme() != "http" || self.cleartext || on_this_machine(url)
     }
 
     /// Whether a webhook may be delivered to `ip`: it is in no blocked range, or in a
@@ -192,6 +214,14 @@ impl Targets {
         let ip = canonical(ip);
         self.allow_private || blocked(ip).is_none() || self.allow.iter().any(|c| c.contains(ip))
     }
+}
+
+/// Whether `url` names this machine: `localhost`, or a loopback address however written
+/// (an IPv4-mapped one too). A name that merely resolves to one is not.
+pub fn on_this_machine(url: &Url) -> bool {
+    let host = url.host_str().unwrap_or_default();
+    host.eq_ignore_ascii_case("localhost")
+        || literal(url).is_some_and(|ip| canonical(ip).is_loopback())
 }
 
 /// The address a URL's host is written as, if it is one.
@@ -208,6 +238,34 @@ mod tests {
 
     fn ip(s: &str) -> IpAddr {
         s.parse().unwrap()
+    }
+
+    #[test]
+    fn plain_http_reaches_only_this_machine_unless_allowed() {
+        let strict = Targets::new(true, vec![]);
+        let open = Targets::new(true, vec![]).with_cleartext(true);
+        let url = |s: &str| Url::parse(s).unwrap();
+        for local in [
+            "http://localhost:9/h",
+            "http://LOCALHOST/h",
+            "http://127.0.0.1/h",
+            "http://127.1.2.3/h",
+            "http://2130706433/h",
+            "http://[::1]/h",
+            "http://[::ffff:127.0.0.1]/h",
+            "https://hooks.example/h",
+        ] {
+            assert!(strict.permits_scheme(&url(local)), "{local}");
+        }
+        for far in [
+            "http://hooks.example/h",
+            "http://localhost.hooks.example/h",
+            "http://10.0.0.5/h",
+            "http://[::2]/h",
+        ] {
+            assert!(!strict.permits_scheme(&url(far)), "{far}");
+            assert!(open.permits_scheme(&url(far)), "{far}");
+        }
     }
 
     /// Every blocked range, with an address inside it (its first, last, and one between)

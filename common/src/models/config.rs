@@ -106,7 +106,36 @@ pub struct ModelSpec {
     pub credentials: Credentials,
 }
 
+/// How a model named `name` (a catalog name, `<provider>:<model>`, `scripted:<path>`) is
+/// shown to participants (`/model`): as named, but a script as `scripted:<its file's stem>`.
+/// Its path is the operator's, and names their directories (a user name, a checkout); the
+/// stem still tells their scripts apart.
+pub fn shown_name(name: &str) -> String {
+    match name.strip_prefix("scripted:") {
+        Some(path) => format!("scripted:{}", script_stem(path)),
+        None => name.to_owned(),
+    }
+}
+
+/// The file stem of a script's path (the path itself when it has none).
+fn script_stem(path: &str) -> &str {
+    std::path::Path::new(path)
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or(path)
+}
+
 impl ModelSpec {
+    /// The model id its requests carry, which the metrics count its calls under: the
+    /// provider's id, and for a script `scripted:<its file's stem>`, not its path (see
+    /// [`shown_name`]).
+    pub fn id(&self) -> String {
+        match self.provider {
+            Provider::Scripted => format!("scripted:{}", script_stem(&self.model)),
+            _ => self.model.clone(),
+        }
+    }
+
     /// `<provider>:<model>`: a model named by itself.
     pub fn inline(s: &str) -> Option<Self> {
         let (provider, model) = s.split_once(':')?;
@@ -284,6 +313,19 @@ model = "anthropic.claude-3-5-haiku-20241022-v1:0"
             c.resolve("scripted:/tmp/s.json").expect("inline").provider,
             Provider::Scripted
         );
+    }
+
+    #[test]
+    fn a_script_is_shown_and_counted_by_its_files_stem_never_its_path() {
+        let c = ModelCatalog::default();
+        let script = c.resolve("scripted:/home/ann/work/s.json").expect("inline");
+        assert_eq!(script.id(), "scripted:s");
+        assert_eq!(shown_name("scripted:/home/ann/work/s.json"), "scripted:s");
+        let hosted = c.resolve("openai:gpt-4o-mini").expect("inline");
+        assert_eq!(hosted.id(), "gpt-4o-mini");
+        for name in ["openai:gpt-4o-mini", "gpt", "offline"] {
+            assert_eq!(shown_name(name), name);
+        }
     }
 
     #[test]

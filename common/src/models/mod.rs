@@ -122,7 +122,7 @@ pub const CALL_TIMEOUT: Duration = Duration::from_secs(120);
 const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
 
 /// The model a spec names, with the shared retry policy around it (requests carry
-/// `spec.model` as `ChatRequest::model`). A missing API key
+/// [`config::ModelSpec::id`] as `ChatRequest::model`). A missing API key
 /// or an unreadable script is refused here, before any task uses the model.
 pub async fn build(spec: &config::ModelSpec) -> Result<std::sync::Arc<dyn Model>, String> {
     let model = build_unmetered(spec).await?;

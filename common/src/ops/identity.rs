@@ -248,9 +248,11 @@ pub struct Caller {
     /// When the token that proved it stops being accepted (its `exp` plus the leeway): a
     /// stream it opened ends then, as if it were a stranger's. None without a token.
     pub token_expires: Option<std::time::Instant>,
-    /// An answer link's (`ui::answer`, the link's token verified): its message may use
-    /// the link's message id, which no one else's may.
-    pub answer_link: bool,
+    /// An answer link's (`ui::answer`, the link's token verified): the id of the request
+    /// it answers. Its message may use the link's message id, which no one else's may, and
+    /// is taken only while the task waits on that request (checked on the record its write
+    /// is conditional on).
+    pub answer_link: Option<String>,
 }
 
 impl Caller {

@@ -34,22 +34,19 @@ const DEFAULT_PAGE_SIZE: usize = 50;
 
 /// Stores `config` for the task `rec` (which must be the caller's) as `creator`'s, with
 /// its secrets sealed, to be handed the task's events after seq `delivered`. Used by
-/// CreateTaskPushNotificationConfig and by SendMessage's `taskPushNotificationConfig`,
-/// each of which has checked the URL and, where the task could have configs already (a
-/// task a message creates has none), asked [`may_attach`], before anything was stored.
+/// CreateTaskPushNotificationConfig and by a SendMessage's `taskPushNotificationConfig`
+/// on the task it creates (one the message continues is attached by its commit:
+/// [`sealed_for`]), each of which has checked the URL and, where the task could have
+/// configs already, asked [`may_attach`], before anything was stored.
 pub(crate) async fn attach(
     h: &Harness,
     mut rec: TaskRecord,
-    mut config: TaskPushNotificationConfig,
+    config: TaskPushNotificationConfig,
     creator: &str,
     delivered: u64,
 ) -> Result<TaskPushNotificationConfig, A2aError> {
-    let notifier = h.notifier()?;
-    config.task_id = rec.task.id.clone();
-    config.tenant.clear();
-    if config.id.is_empty() {
-        config.id = new_id();
-    }
+    let config = for_task(rec.id(), config);
+    let record = h.notifier()?.seal(config.clone(), creator, delivered);
     // The task is marked first, so every event committed after the config exists is
     // marked too (the table's stream passes only marked events to the notifier); events
     // in between are caught up by the config's own insert.
@@ -61,21 +58,51 @@ pub(crate) async fn attach(
             Err(StoreError::Conflict { .. }) => {
                 rec = h
                     .store
-                    .load_task(&config.task_id)
+                    .load_task(rec.id())
                     .await?
-                    .ok_or_else(|| A2aError::task_not_found(&config.task_id))?;
+                    .ok_or_else(|| A2aError::task_not_found(rec.id()))?;
             }
             Err(e) => return Err(e.into()),
         }
     }
-    h.store
-        .put_push_config(&notifier.seal(config.clone(), creator, delivered))
-        .await?;
-    if h.config.push_in_process {
-        let (notifier, task_id) = (notifier.clone(), config.task_id.clone());
+    h.store.put_push_config(&record).await?;
+    delivered_soon(h, rec.id());
+    Ok(config)
+}
+
+/// The record that attaches `config` to the task `task_id` as `creator`'s: its secrets
+/// sealed, its id given when it has none, to be handed the task's events after seq
+/// `delivered`. Stored by [`attach`], or by the commit of a message on the task
+/// ([`crate::store::Along::push`]), which marks the task and stores the config with the
+/// message, or nothing: a config past the task's limit refuses the message too.
+pub(crate) fn sealed_for(
+    h: &Harness,
+    task_id: &str,
+    config: TaskPushNotificationConfig,
+    creator: &str,
+    delivered: u64,
+) -> Result<crate::store::PushConfigRecord, A2aError> {
+    let config = for_task(task_id, config);
+    Ok(h.notifier()?.seal(config, creator, delivered))
+}
+
+/// `config` as the task `task_id`'s, with an id of its own when it has none.
+fn for_task(task_id: &str, mut config: TaskPushNotificationConfig) -> TaskPushNotificationConfig {
+    config.task_id = task_id.to_owned();
+    config.tenant.clear();
+    if config.id.is_empty() {
+        config.id = new_id();
+    }
+    config
+}
+
+/// Once a config is stored: its task's events delivered now, where this process delivers
+/// (the local server; the notifier function does in AWS).
+pub(crate) fn delivered_soon(h: &Harness, task_id: &str) {
+    if let (true, Ok(notifier)) = (h.config.push_in_process, h.notifier()) {
+        let (notifier, task_id) = (notifier.clone(), task_id.to_owned());
         tokio::spawn(async move { notifier.deliver_logged(&task_id).await });
     }
-    Ok(config)
 }
 
 /// Whether `creator` may attach `config` to the task `task_id` now: under the task's

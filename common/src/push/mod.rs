@@ -93,6 +93,11 @@ impl Notifier {
         Ok(self.client.get_or_init(|| client))
     }
 
+    /// Where this notifier may call (see [`target`]).
+    pub fn targets(&self) -> &Targets {
+        &self.targets
+    }
+
     /// Refuses a config this server will not call (see [`target`]).
     pub fn check(&self, config: &TaskPushNotificationConfig) -> Result<(), A2aError> {
         webhook_url::check(&self.targets, config)

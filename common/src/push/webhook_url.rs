@@ -7,7 +7,7 @@ use std::net::{IpAddr, Ipv4Addr};
 use reqwest::Url;
 
 use crate::a2a::{A2aError, TaskPushNotificationConfig};
-use crate::https::target::{literal, Targets};
+use crate::https::target::{literal, Targets, CLEARTEXT_RULE};
 
 /// Whether `url` names a user (and maybe a password) before its host: an `@` in the part
 /// after the scheme, up to the path, query or fragment. Read from the text, so an
@@ -52,6 +52,9 @@ pub fn check(targets: &Targets, config: &TaskPushNotificationConfig) -> Result<(
              which this server does not call",
         ));
     }
+    if !targets.permits_scheme(&url) {
+        return Err(bad(CLEARTEXT_RULE));
+    }
     if let Some(auth) = &config.authentication {
         if auth.scheme.is_empty() {
             return Err(A2aError::invalid_field(
@@ -88,7 +91,8 @@ mod tests {
         ] {
             let e = check(&strict, &config(url)).unwrap_err().to_string();
             assert!(e.contains("loopback or private"), "{url}: {e}");
-            check(&Targets::new(true, vec![]), &config(url)).unwrap();
+            let private = Targets::new(true, vec![]).with_cleartext(true);
+            check(&private, &config(url)).unwrap();
         }
         for url in ["ftp://hooks.example/x", "file:///etc/passwd", "not a url"] {
             assert!(
@@ -97,7 +101,18 @@ mod tests {
             );
         }
         check(&strict, &config("https://hooks.example/x")).unwrap();
-        let one = Targets::new(false, vec!["10.0.0.5/32".parse().unwrap()]);
+        // Plain http reaches only this machine, unless allowed (issue 48, item 9).
+        let e = check(&strict, &config("http://hooks.example/x"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("in the clear") && e.contains("https"), "{e}");
+        check(
+            &strict.clone().with_cleartext(true),
+            &config("http://hooks.example/x"),
+        )
+        .unwrap();
+        check(&Targets::new(true, vec![]), &config("http://127.0.0.1:9/x")).unwrap();
+        let one = Targets::new(false, vec!["10.0.0.5/32".parse().unwrap()]).with_cleartext(true);
         check(&one, &config("http://10.0.0.5/x")).unwrap();
         assert!(check(&one, &config("http://10.0.0.6/x")).is_err());
     }

@@ -274,47 +274,46 @@ async fn route<E: Operations>(h: &Harness, endpoint: Endpoint, req: Request) -> 
     }
 }
 
-/// Errors that end a request before any A2A processing.
+/// Errors that end a request before any A2A processing: answered as the binding answers
+/// any error (see [`Refusal::error`]), with the status that says why.
 enum Refusal {
     TooLarge(usize),
     /// The body sent nothing for the listener's idle timeout ([`connections`]).
     Stalled,
-    Unreadable(String),
-    /// A body not declared JSON: each binding answers it its own way.
+    Unreadable,
+    /// A body not declared JSON: 415 on HTTP+JSON, -32005 in HTTP 200 on JSON-RPC.
     NotJson(A2aError),
 }
 
-impl IntoResponse for Refusal {
-    fn into_response(self) -> Response {
+impl Refusal {
+    /// The status and the A2A error: in the server's own words, never the HTTP stack's.
+    fn error(&self) -> (StatusCode, A2aError) {
         match self {
             Refusal::TooLarge(limit) => (
                 StatusCode::PAYLOAD_TOO_LARGE,
-                [(header::CONTENT_TYPE, "text/plain")],
-                format!("request too large (the limit is {limit} bytes)\n"),
-            )
-                .into_response(),
+                A2aError::InvalidRequest(format!("request too large (the limit is {limit} bytes)")),
+            ),
+            Refusal::Unreadable => (
+                StatusCode::BAD_REQUEST,
+                A2aError::InvalidRequest("the request body could not be read".into()),
+            ),
             Refusal::Stalled => (
                 StatusCode::REQUEST_TIMEOUT,
-                [
-                    (header::CONTENT_TYPE, "text/plain"),
-                    (header::CONNECTION, "close"),
-                ],
-                "the request body stopped arriving (nothing came for the idle timeout)\n",
-            )
-                .into_response(),
-            Refusal::Unreadable(e) => (
-                StatusCode::BAD_REQUEST,
-                [(header::CONTENT_TYPE, "text/plain")],
-                format!("cannot read the request body: {e}\n"),
-            )
-                .into_response(),
-            Refusal::NotJson(e) => (
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                [(header::CONTENT_TYPE, "text/plain")],
-                format!("{e}\n"),
-            )
-                .into_response(),
+                A2aError::InvalidRequest(
+                    "the request body stopped arriving (nothing came for the idle timeout)".into(),
+                ),
+            ),
+            // Plain HTTP says 415 for a body type the route cannot read (spec §0).
+            Refusal::NotJson(e) => (StatusCode::UNSUPPORTED_MEDIA_TYPE, e.clone()),
         }
+    }
+
+    /// A stalled body's connection is closed: what is left of the body never comes.
+    fn closing(&self, mut resp: Response) -> Response {
+        if matches!(self, Refusal::Stalled) {
+            (resp.headers_mut()).insert(header::CONNECTION, HeaderValue::from_static("close"));
+        }
+        resp
     }
 }
 
@@ -344,7 +343,8 @@ async fn read_body(
         } else if caused_by::<tower_http::timeout::TimeoutError>(&e) {
             Refusal::Stalled
         } else {
-            Refusal::Unreadable(e.to_string())
+            tracing::debug!(error = %e, "a request body could not be read");
+            Refusal::Unreadable
         }
     })?;
     // A chunked body declares no length: what came decides.
@@ -507,7 +507,15 @@ async fn json_rpc<E: Operations>(h: &Harness, req: Request) -> Response {
     let body = match read_body(h, &parts.headers, body, true).await {
         Ok(b) => b,
         Err(Refusal::NotJson(e)) => return rpc_error(&Value::Null, &e),
-        Err(refusal) => return refusal.into_response(),
+        Err(refusal) => {
+            let (status, e) = refusal.error();
+            let resp = json_response(
+                status,
+                "application/json",
+                &jsonrpc::failure(&Value::Null, &e),
+            );
+            return refusal.closing(resp);
+        }
     };
     let envelope = match jsonrpc::parse_envelope(&body) {
         Ok(env) => env,
@@ -564,11 +572,10 @@ async fn rest_call<E: Operations>(
     };
     let body = match read_body(h, &parts.headers, body, route.takes_body()).await {
         Ok(b) => b,
-        // Plain HTTP says 415 for a body type the route cannot read (spec §0).
-        Err(Refusal::NotJson(e)) => {
-            return rest_error_as(h, &e, StatusCode::UNSUPPORTED_MEDIA_TYPE)
+        Err(refusal) => {
+            let (status, e) = refusal.error();
+            return refusal.closing(rest_error_as(h, &e, status));
         }
-        Err(refusal) => return refusal.into_response(),
     };
     let query = parts.uri.query();
     let activated = match service_parameters(h, &parts.headers) {

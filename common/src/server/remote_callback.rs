@@ -13,6 +13,7 @@
 
 use std::sync::Arc;
 
+use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -35,11 +36,16 @@ fn answer(status: StatusCode, text: &str) -> Response {
 
 pub async fn handle(
     State(h): State<Arc<Harness>>,
-    Path(reference): Path<String>,
+    reference: Result<Path<String>, PathRejection>,
     headers: HeaderMap,
 ) -> Response {
     let Some(remotes) = h.remotes() else {
         return answer(StatusCode::NOT_FOUND, "not found");
+    };
+    // A reference that is no text (its escapes not UTF-8) is none this harness signed:
+    // refused like any other, not in axum's words.
+    let Ok(Path(reference)) = reference else {
+        return forged();
     };
     let token = (headers.get(TOKEN_HEADER))
         .and_then(|v| v.to_str().ok())

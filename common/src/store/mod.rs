@@ -414,6 +414,19 @@ pub enum StoreError {
     ReadOnly,
 }
 
+/// What a commit writes besides its task, in the same transaction ([`Store::commit_along`]):
+/// what a change of one task makes that must not outlive, or come without, that change.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Along<'a> {
+    /// A task it creates (the sub-task a `/task` command makes), with its first events, as
+    /// [`Store::create_task`] stores one: refused with `Conflict` naming it (`expected` 0)
+    /// if its id exists.
+    pub created: Option<(&'a TaskRecord, &'a [StreamResponse])>,
+    /// A webhook it attaches (a message's `taskPushNotificationConfig`), as
+    /// [`Store::put_push_config`] stores one, refused as that refuses.
+    pub push: Option<&'a PushConfigRecord>,
+}
+
 /// A check of a task's head (without its parts) before anything more is read.
 pub type Admit<'a> = dyn Fn(&TaskRecord) -> bool + Send + Sync + 'a;
 
@@ -436,6 +449,22 @@ pub trait Store: Send + Sync + 'static {
         expected_version: u64,
         events: &[StreamResponse],
         message: Option<&InboundMessage>,
+    ) -> Result<TaskRecord, StoreError> {
+        let along = Along::default();
+        (self.commit_along(record, expected_version, events, message, along)).await
+    }
+
+    /// [`Store::commit`], and in the same transaction what `along` holds: a task it
+    /// creates, a webhook it attaches. All of it or none: a refusal of any part (the
+    /// task changed, the new task's id is taken, the webhook is past its task's limit)
+    /// writes nothing.
+    async fn commit_along(
+        &self,
+        record: &TaskRecord,
+        expected_version: u64,
+        events: &[StreamResponse],
+        message: Option<&InboundMessage>,
+        along: Along<'_>,
     ) -> Result<TaskRecord, StoreError>;
 
     /// Stores a message that created no task (a direct reply), if its id is new.

@@ -8,7 +8,7 @@
 use async_trait::async_trait;
 
 use super::{
-    Admit, AuditRecord, Due, InboundMessage, LoggedEvent, PushConfigRecord, Quota, Store,
+    Admit, Along, AuditRecord, Due, InboundMessage, LoggedEvent, PushConfigRecord, Quota, Store,
     StoreError, TaskPage, TaskQuery, TaskRecord,
 };
 use crate::a2a::StreamResponse;
@@ -28,12 +28,13 @@ impl<S: Store> Store for ReadOnly<S> {
         Err(StoreError::ReadOnly)
     }
 
-    async fn commit(
+    async fn commit_along(
         &self,
         _: &TaskRecord,
         _: u64,
         _: &[StreamResponse],
         _: Option<&InboundMessage>,
+        _: Along<'_>,
     ) -> Result<TaskRecord, StoreError> {
         Err(StoreError::ReadOnly)
     }

@@ -145,6 +145,11 @@ struct Args {
     /// --push-allow-private-urls false blocks the rest. Repeatable or comma-separated.
     #[arg(long = settings::WEBHOOK_ALLOW.long(), env = settings::WEBHOOK_ALLOW.env, value_delimiter = ',')]
     webhook_allow: Vec<common::https::target::Cidr>,
+    /// Allow webhooks and personal channels at plain `http://` URLs on other hosts than
+    /// this machine (off: https, so their tokens and answer links never cross the network
+    /// in the clear; http to localhost or a loopback address is always taken).
+    #[arg(long = settings::ALLOW_HTTP_URLS.long(), env = settings::ALLOW_HTTP_URLS.env, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    allow_http_urls: bool,
     /// Participants' own webhooks (a TOML file, one `[participant]` table with `url`):
     /// each request addressed to them (a question, a task assigned) is posted there with a
     /// link to answer it.
@@ -295,6 +300,7 @@ async fn run() -> Result<(), common::lambda::Error> {
         },
         push_allow_private_urls: args.push_allow_private_urls,
         webhook_allow: args.webhook_allow,
+        allow_http_urls: args.allow_http_urls,
         remote_agents: args.remote_agents.clone().map(common::config::Source::File),
         mcp_servers: args.mcp_servers.clone().map(common::config::Source::File),
         personal_channels: args.personal_channels.map(common::config::Source::File),

@@ -3,10 +3,12 @@
 
 use super::*;
 
-/// A command's answer, as the message (and status update metadata) it goes back in.
+/// A command's answer, as the message (and status update metadata) it goes back in, and
+/// the task it creates with that answer's commit.
 pub(super) struct CommandAnswer {
     pub(super) message: Message,
     pub(super) metadata: serde_json::Map<String, serde_json::Value>,
+    pub(super) creates: Option<TaskRecord>,
 }
 
 /// Runs a command for `sender`, on `task` when it was sent on one (its changes to the
@@ -29,6 +31,7 @@ pub(super) async fn run_command(
         tenant,
         context_id: &message.context_id,
         task,
+        creates: None,
     };
     let reply = match command.run(&mut call, arguments).await {
         Ok(reply) => reply,
@@ -37,6 +40,7 @@ pub(super) async fn run_command(
             return Err(e.into());
         }
     };
+    let creates = call.creates.take();
     let metadata = commands::reply_metadata(name, &reply);
     let answer = Message {
         message_id: new_id(),
@@ -50,6 +54,7 @@ pub(super) async fn run_command(
     Ok(CommandAnswer {
         message: answer,
         metadata,
+        creates,
     })
 }
 

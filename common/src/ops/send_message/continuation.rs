@@ -112,6 +112,16 @@ async fn admitted(
         ))
         .into());
     }
+    // An answer link answers its request only while the task waits on it, judged on the
+    // record this message's write is conditional on: an answer committed since the link
+    // was checked (or a task moved on) refuses it, never takes it in as a second answer.
+    if let Some(request) = &from.caller.answer_link {
+        let open = crate::engine::medium::Addressed::of(&current)
+            .is_some_and(|r| r.request_id == *request && r.to == from.id);
+        if !open {
+            return Err(A2aError::UnsupportedOperation(NO_LONGER_OPEN.into()).into());
+        }
+    }
     if let Some(push) = from.push {
         permissions::require(&ext, from.id, Action::ManageWebhooks).map_err(A2aError::from)?;
         // Checked before the message is stored, so a webhook that cannot be attached
@@ -150,12 +160,24 @@ async fn command_on(
         message: message.clone(),
     };
     let events = [event];
+    let webhook = webhook(h, &mut next, current, from)?;
+    // A task the command makes (`/task`'s sub-task) is created by this commit or not at
+    // all, and announced once it is.
+    let first = reply.creates.as_ref().map(created);
+    let along = Along {
+        created: (reply.creates.as_ref()).zip(first.as_ref().map(std::slice::from_ref)),
+        push: webhook.as_ref(),
+    };
     match h
         .store
-        .commit(&next, current.version, &events, Some(&inbound))
+        .commit_along(&next, current.version, &events, Some(&inbound), along)
         .await
     {
         Ok(record) => {
+            if let Some(child) = &reply.creates {
+                (h.engine.media()).announce_from(child, Some(from.id)).await;
+            }
+            attached(h, &record, webhook.as_ref());
             audit_command(h, tenant, message, from.id, &invoked.0).await;
             Ok(Some(Stored::Task {
                 record: Box::new(record),
@@ -274,12 +296,18 @@ async fn message_on(
             replay_from: current.last_seq,
         }));
     }
+    let webhook = webhook(h, &mut next, current, from)?;
+    let along = Along {
+        push: webhook.as_ref(),
+        ..Along::default()
+    };
     match h
         .store
-        .commit(&next, current.version, &events, Some(&inbound))
+        .commit_along(&next, current.version, &events, Some(&inbound), along)
         .await
     {
         Ok(record) => {
+            attached(h, &record, webhook.as_ref());
             if continues && runs && pending.is_some() {
                 crate::metrics::record(crate::metrics::Event::HelpAnswered);
             }
@@ -296,5 +324,31 @@ async fn message_on(
         }
         Err(StoreError::Conflict { .. }) => Ok(None),
         Err(e) => Err(e.into()),
+    }
+}
+
+/// The webhook the message attaches, as its commit stores it (with the task marked, so
+/// every event from this commit on is marked for the notifier): in the same transaction,
+/// so one past the task's limit, or under someone else's id, refuses the message too.
+fn webhook(
+    h: &Harness,
+    next: &mut TaskRecord,
+    current: &TaskRecord,
+    from: &Sender<'_>,
+) -> Result<Option<PushConfigRecord>, IntakeError> {
+    let Some(config) = from.push else {
+        return Ok(None);
+    };
+    next.push = true;
+    // Handed what comes after the task as the message found it.
+    let record =
+        push_config::sealed_for(h, current.id(), config.clone(), from.id, current.last_seq)?;
+    Ok(Some(record))
+}
+
+/// Once the message's commit stored its webhook: delivered from now on.
+fn attached(h: &Harness, record: &TaskRecord, webhook: Option<&PushConfigRecord>) {
+    if webhook.is_some() {
+        push_config::delivered_soon(h, record.id());
     }
 }

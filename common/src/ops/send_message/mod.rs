@@ -34,7 +34,7 @@ use crate::a2a::{
 };
 use crate::agent::llm::Reply;
 use crate::channels;
-use crate::channels::personal::ANSWER_ID_PREFIX;
+use crate::channels::personal::{ANSWER_ID_PREFIX, NO_LONGER_OPEN};
 use crate::commands::{self, Command, Invocation};
 use crate::engine::follow::{follow, EventStream, Follow, Subscription};
 use crate::engine::transition::{
@@ -47,7 +47,7 @@ use crate::ext::permissions::{self, Action};
 use crate::ext::task::{
     envelope_of, Participant, ParticipantKind, Role, TaskEnvelope, TaskExtension,
 };
-use crate::store::{AuditRecord, InboundMessage, StoreError, TaskRecord};
+use crate::store::{Along, AuditRecord, InboundMessage, PushConfigRecord, StoreError, TaskRecord};
 
 /// What intake made of a message.
 enum Intake {
@@ -490,8 +490,11 @@ async fn take_in(
             settled,
         }) => {
             let record = *record;
-            let attached = push.is_some();
-            if let Some(push) = push {
+            // A message on a task attached its webhook with its own commit; the task a
+            // message creates gets it now (it has no config yet, so none can be past the
+            // limit).
+            let attached = push.is_some() && message.task_id.is_empty();
+            if let (Some(push), true) = (push, attached) {
                 push_config::attach(h, record.clone(), push, &sender, replay_from).await?;
             }
             // The drive starts from the record as committed, unless attaching the
@@ -701,7 +704,8 @@ async fn own_voice(
     caller: &Caller,
     agent: impl FnOnce() -> bool,
 ) -> Result<(), A2aError> {
-    let refusal = if message.message_id.starts_with(ANSWER_ID_PREFIX) && !caller.answer_link {
+    let link = caller.answer_link.is_some();
+    let refusal = if message.message_id.starts_with(ANSWER_ID_PREFIX) && !link {
         A2aError::invalid_field(
             "message.messageId",
             format!(

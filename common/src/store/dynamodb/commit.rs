@@ -19,7 +19,9 @@ use super::schema::TTL_ATTRIBUTE;
 use super::DynamoStore;
 use crate::a2a::StreamResponse;
 use crate::store::layout;
-use crate::store::{counting_conflicts, ended_by, InboundMessage, Store, StoreError, TaskRecord};
+use crate::store::{
+    counting_conflicts, ended_by, Along, InboundMessage, Store, StoreError, TaskRecord,
+};
 
 /// Most items in one transaction, and most bytes (DynamoDB's limits: 100 and 4 MB, less a
 /// margin for what the estimate of an item's size leaves out).
@@ -147,10 +149,10 @@ impl DynamoStore {
     }
 
     /// The items of a commit of `rec`: its head first, put on `condition` (an expression
-    /// and its values), the message (when given) last. A commit that ends the task gives
-    /// its events their expiry, and the earlier ones theirs when it can (see
-    /// [`Self::earlier_events_expiry`]); the plan says whether the task's items still
-    /// need theirs after it.
+    /// and its values). A commit that ends the task gives its events their expiry, and the
+    /// earlier ones theirs when it can (see [`Self::earlier_events_expiry`]); the plan says
+    /// whether the task's items still need theirs after it. [`Self::sealed`] adds the
+    /// message.
     fn commit_items(
         &self,
         rec: &TaskRecord,
@@ -158,7 +160,6 @@ impl DynamoStore {
         (condition, values): (&str, Option<Item>),
         first_seq: u64,
         events: &[StreamResponse],
-        message: Option<&InboundMessage>,
     ) -> Result<CommitPlan, StoreError> {
         let ends = ended_by(events).is_some();
         let at = ends.then(|| self.events_expiry(rec));
@@ -181,15 +182,6 @@ impl DynamoStore {
         let earlier = earlier.filter(|e| fits(e.len()));
         let expire_after = ends && earlier.is_none();
         items.extend(earlier.unwrap_or_default());
-        if let Some(m) = message {
-            items.push(self.message_put(m, &rec.task.id)?);
-        }
-        let bytes: usize = (items.iter())
-            .filter_map(|i| i.put().map(|p| item_bytes(p.item())))
-            .sum();
-        if items.len() > MAX_TRANSACTION_ITEMS || bytes > MAX_TRANSACTION_BYTES {
-            return Err(StoreError::TooLarge(rec.task.id.clone()));
-        }
         Ok(CommitPlan {
             items,
             chunked,
@@ -197,14 +189,36 @@ impl DynamoStore {
         })
     }
 
-    /// Runs a transaction whose first item is the task; a failed condition on it is a
-    /// conflict, on the message (the last item, when given) a duplicate.
+    /// `items` with the message (when given) last, as [`Self::transact`] reads them, if
+    /// they fit one transaction (`TooLarge` naming the task if not).
+    fn sealed(
+        &self,
+        mut items: Vec<TransactWriteItem>,
+        message: Option<&InboundMessage>,
+        task_id: &str,
+    ) -> Result<Vec<TransactWriteItem>, StoreError> {
+        if let Some(m) = message {
+            items.push(self.message_put(m, task_id)?);
+        }
+        let bytes: usize = (items.iter())
+            .filter_map(|i| i.put().map(|p| item_bytes(p.item())))
+            .sum();
+        if items.len() > MAX_TRANSACTION_ITEMS || bytes > MAX_TRANSACTION_BYTES {
+            return Err(StoreError::TooLarge(task_id.to_owned()));
+        }
+        Ok(items)
+    }
+
+    /// Runs a transaction whose first item is the task; a failed condition on the message
+    /// (the last item, when given) is a duplicate, else on the first item of `refusals`
+    /// whose condition failed that refusal, else a conflict.
     async fn transact(
         &self,
         items: Vec<TransactWriteItem>,
         task_id: &str,
         expected: u64,
         message: Option<&InboundMessage>,
+        refusals: &[(usize, StoreError)],
     ) -> Result<(), StoreError> {
         let count = items.len();
         let result = self
@@ -259,6 +273,9 @@ impl DynamoStore {
                 });
             }
         }
+        if let Some((_, refusal)) = refusals.iter().find(|(i, _)| failed(*i)) {
+            return Err(refusal.clone());
+        }
         if (0..count).any(failed) {
             return Err(conflict);
         }
@@ -284,11 +301,9 @@ impl DynamoStore {
         events: &[StreamResponse],
         message: Option<&InboundMessage>,
     ) -> Result<TaskRecord, StoreError> {
-        let mut rec = record.created(events.len());
-        let split = layout::split(&rec)?;
-        let condition = "attribute_not_exists(pk)";
-        let plan = self.commit_items(&rec, &split, (condition, None), 0, events, message)?;
-        counting_conflicts(self.transact(plan.items, &rec.task.id, 0, message).await)?;
+        let (mut rec, plan, split) = self.new_task_items(record, events)?;
+        let items = self.sealed(plan.items, message, &rec.task.id)?;
+        counting_conflicts(self.transact(items, &rec.task.id, 0, message, &[]).await)?;
         rec.stored = split.stored;
         rec.stored.events_chunked = plan.chunked;
         self.signals.created(&rec, ended_by(events));
@@ -298,14 +313,31 @@ impl DynamoStore {
         Ok(rec)
     }
 
-    /// [`Store::commit`]: on the condition that the head is still at the version and
-    /// last seq it was read at.
+    /// A new task's record as created with `events`, its items (on the condition that it
+    /// is new), and its split.
+    fn new_task_items(
+        &self,
+        record: &TaskRecord,
+        events: &[StreamResponse],
+    ) -> Result<(TaskRecord, CommitPlan, layout::Split), StoreError> {
+        let rec = record.created(events.len());
+        let split = layout::split(&rec)?;
+        let condition = "attribute_not_exists(pk)";
+        let plan = self.commit_items(&rec, &split, (condition, None), 0, events)?;
+        Ok((rec, plan, split))
+    }
+
+    /// [`Store::commit_along`]: on the condition that the head is still at the version and
+    /// last seq it was read at, with what goes along in the same transaction. A webhook
+    /// goes as a new config (counted under its task's limit) and, when one with its id
+    /// exists, again as that config's replacement, by its creator only.
     pub(super) async fn commit_at(
         &self,
         record: &TaskRecord,
         expected_version: u64,
         events: &[StreamResponse],
         message: Option<&InboundMessage>,
+        along: Along<'_>,
     ) -> Result<TaskRecord, StoreError> {
         let (mut rec, first_seq) = record.committed(expected_version, events.len());
         let split = layout::split(&rec)?;
@@ -315,13 +347,58 @@ impl DynamoStore {
         ]);
         let condition = "version = :v AND last_seq = :s";
         let head = (condition, Some(values));
-        let plan = self.commit_items(&rec, &split, head, first_seq, events, message)?;
-        counting_conflicts(
-            self.transact(plan.items, &rec.task.id, expected_version, message)
-                .await,
-        )?;
+        let plan = self.commit_items(&rec, &split, head, first_seq, events)?;
+        let mut items = plan.items;
+        // The task changed: a conflict, whatever else failed with it.
+        let mut refusals = vec![(
+            0,
+            StoreError::Conflict {
+                task_id: rec.task.id.clone(),
+                expected: expected_version,
+            },
+        )];
+        let mut child = None;
+        if let Some((created, child_events)) = along.created {
+            let (child_rec, child_plan, child_split) =
+                self.new_task_items(created, child_events)?;
+            let taken = StoreError::Conflict {
+                task_id: child_rec.task.id.clone(),
+                expected: 0,
+            };
+            refusals.push((items.len(), taken));
+            items.extend(child_plan.items);
+            child = Some((child_rec, child_plan.chunked, child_split.stored));
+        }
+        let id = rec.task.id.clone();
+        let outcome = match along.push {
+            None => {
+                let items = self.sealed(items, message, &id)?;
+                (self.transact(items, &id, expected_version, message, &refusals)).await
+            }
+            // First as a new config; when one with its id exists, as its replacement.
+            Some(push) => {
+                let mut new = true;
+                loop {
+                    let mut tried = items.clone();
+                    let mut refusals = refusals.clone();
+                    refusals.extend(self.push_refusals(push, new, tried.len()));
+                    tried.extend(self.push_items(push, new)?);
+                    let tried = self.sealed(tried, message, &id)?;
+                    match (self.transact(tried, &id, expected_version, message, &refusals)).await {
+                        Err(StoreError::PushConfigTaken { .. }) if new => new = false,
+                        outcome => break outcome,
+                    }
+                }
+            }
+        };
+        counting_conflicts(outcome)?;
         rec.stored = split.stored;
         rec.stored.events_chunked = plan.chunked;
+        if let Some((mut child, chunked, stored)) = child {
+            child.stored = stored;
+            child.stored.events_chunked = chunked;
+            self.signals.created(&child, None);
+        }
         self.signals.committed(&rec, ended_by(events));
         if plan.expire_after {
             self.expire_finished_logged(&rec).await;

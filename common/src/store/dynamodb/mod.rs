@@ -68,7 +68,7 @@ use tokio::sync::broadcast;
 
 use super::layout::Want;
 use super::{
-    Admit, AuditRecord, Due, InboundMessage, LoggedEvent, PushConfigRecord, Quota, Store,
+    Admit, Along, AuditRecord, Due, InboundMessage, LoggedEvent, PushConfigRecord, Quota, Store,
     StoreError, TaskPage, TaskQuery, TaskRecord, DEFAULT_RETENTION,
 };
 use crate::a2a::StreamResponse;
@@ -134,14 +134,15 @@ impl Store for DynamoStore {
         self.create(record, events, message).await
     }
 
-    async fn commit(
+    async fn commit_along(
         &self,
         record: &TaskRecord,
         expected_version: u64,
         events: &[StreamResponse],
         message: Option<&InboundMessage>,
+        along: Along<'_>,
     ) -> Result<TaskRecord, StoreError> {
-        self.commit_at(record, expected_version, events, message)
+        self.commit_at(record, expected_version, events, message, along)
             .await
     }
 

@@ -17,6 +17,14 @@ use crate::store::{PushConfigRecord, StoreError};
 /// The sort key of a task's count of push configs (`configs`), which keeps the limit.
 const PUSH_COUNT: &str = "COUNT#PUSH";
 
+/// The refusal of `record` when a config with its id is someone else's.
+fn taken(record: &PushConfigRecord) -> StoreError {
+    StoreError::PushConfigTaken {
+        task_id: record.config.task_id.clone(),
+        id: record.config.id.clone(),
+    }
+}
+
 /// Why a small transaction did not go through.
 enum Refused {
     /// Each item's condition: whether it failed (at least one did).
@@ -75,47 +83,13 @@ impl DynamoStore {
             .condition_expression("attribute_exists(pk)")
             .build()
             .map_err(corrupt)?;
-        let taken = || StoreError::PushConfigTaken {
-            task_id: task_id.clone(),
-            id: record.config.id.clone(),
-        };
         // First as a new config, counted under the task's limit in the same transaction;
-        // one whose id exists is replaced instead, by its creator only (configs written
-        // before creators were kept have none, and are no one's), counting no more.
+        // one whose id exists is replaced instead (see `push_items`).
         for new in [true, false] {
-            let config = Put::builder()
-                .table_name(&self.table)
-                .set_item(Some(push_item(record)?));
-            let config = if new {
-                config.condition_expression("attribute_not_exists(pk)")
-            } else if record.creator.is_empty() {
-                return Err(taken());
-            } else {
-                config
-                    .condition_expression("creator = :creator")
-                    .expression_attribute_values(":creator", s(&record.creator))
-            }
-            .build()
-            .map_err(corrupt)?;
-            let mut items = vec![
-                TransactWriteItem::builder()
-                    .condition_check(task.clone())
-                    .build(),
-                TransactWriteItem::builder().put(config).build(),
-            ];
-            if new {
-                let count = Update::builder()
-                    .table_name(&self.table)
-                    .key("pk", s(task_pk(task_id)))
-                    .key("sk", s(PUSH_COUNT))
-                    .update_expression("ADD configs :one")
-                    .condition_expression("attribute_not_exists(configs) OR configs < :most")
-                    .expression_attribute_values(":one", n(1))
-                    .expression_attribute_values(":most", n(crate::store::MAX_CONFIGS_PER_TASK))
-                    .build()
-                    .map_err(corrupt)?;
-                items.push(TransactWriteItem::builder().update(count).build());
-            }
+            let mut items = vec![TransactWriteItem::builder()
+                .condition_check(task.clone())
+                .build()];
+            items.extend(self.push_items(record, new)?);
             let failed = match self.transact_small(items).await {
                 Ok(()) => return Ok(()),
                 Err(Refused::Store(e)) => return Err(e),
@@ -124,16 +98,75 @@ impl DynamoStore {
             let failed = |i: usize| failed.get(i).copied().unwrap_or(false);
             if failed(0) {
                 return Err(StoreError::NoTask(task_id.clone()));
-            } else if failed(1) && new {
-                continue;
-            } else if failed(1) {
-                return Err(taken());
-            } else if failed(2) {
-                return Err(StoreError::TooManyPushConfigs(task_id.clone()));
             }
-            return Err(corrupt("a refused condition of no item"));
+            match self
+                .push_refusals(record, new, 1)
+                .into_iter()
+                .find(|(i, _)| failed(*i))
+            {
+                Some((_, StoreError::PushConfigTaken { .. })) if new => continue,
+                Some((_, refusal)) => return Err(refusal),
+                None => return Err(corrupt("a refused condition of no item")),
+            }
         }
-        Err(taken())
+        Err(taken(record))
+    }
+
+    /// The items that store `record`: as a new config (`new`: on the condition that its id
+    /// is new, counted under its task's limit), or as the replacement of the config with its
+    /// id, by that config's creator only (configs written before creators were kept have
+    /// none, and are no one's: `PushConfigTaken`), counting no more.
+    pub(super) fn push_items(
+        &self,
+        record: &PushConfigRecord,
+        new: bool,
+    ) -> Result<Vec<TransactWriteItem>, StoreError> {
+        let config = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(push_item(record)?));
+        let config = if new {
+            config.condition_expression("attribute_not_exists(pk)")
+        } else if record.creator.is_empty() {
+            return Err(taken(record));
+        } else {
+            config
+                .condition_expression("creator = :creator")
+                .expression_attribute_values(":creator", s(&record.creator))
+        }
+        .build()
+        .map_err(corrupt)?;
+        let mut items = vec![TransactWriteItem::builder().put(config).build()];
+        if new {
+            let count = Update::builder()
+                .table_name(&self.table)
+                .key("pk", s(task_pk(&record.config.task_id)))
+                .key("sk", s(PUSH_COUNT))
+                .update_expression("ADD configs :one")
+                .condition_expression("attribute_not_exists(configs) OR configs < :most")
+                .expression_attribute_values(":one", n(1))
+                .expression_attribute_values(":most", n(crate::store::MAX_CONFIGS_PER_TASK))
+                .build()
+                .map_err(corrupt)?;
+            items.push(TransactWriteItem::builder().update(count).build());
+        }
+        Ok(items)
+    }
+
+    /// What a failed condition on each of [`Self::push_items`] means, at its index in a
+    /// transaction where they start at `at`: the config's id is taken (for a new config:
+    /// try its replacement), or the task has as many configs as it may.
+    pub(super) fn push_refusals(
+        &self,
+        record: &PushConfigRecord,
+        new: bool,
+        at: usize,
+    ) -> Vec<(usize, StoreError)> {
+        let mut refusals = vec![(at, taken(record))];
+        if new {
+            let full = StoreError::TooManyPushConfigs(record.config.task_id.clone());
+            refusals.push((at + 1, full));
+        }
+        refusals
     }
 
     /// [`Store::get_push_config`](crate::store::Store::get_push_config).

@@ -43,7 +43,7 @@ use tokio::sync::broadcast;
 use super::layout::Want;
 use super::view_cache::ViewCache;
 use super::{
-    Admit, AuditRecord, Due, InboundMessage, LoggedEvent, PushConfigRecord, Quota, Store,
+    Admit, Along, AuditRecord, Due, InboundMessage, LoggedEvent, PushConfigRecord, Quota, Store,
     StoreError, TaskPage, TaskQuery, TaskRecord,
 };
 use crate::a2a::StreamResponse;
@@ -227,14 +227,15 @@ impl Store for EmbeddedStore {
         self.create(record, events, message).await
     }
 
-    async fn commit(
+    async fn commit_along(
         &self,
         record: &TaskRecord,
         expected_version: u64,
         events: &[StreamResponse],
         message: Option<&InboundMessage>,
+        along: Along<'_>,
     ) -> Result<TaskRecord, StoreError> {
-        self.commit_at(record, expected_version, events, message)
+        self.commit_at(record, expected_version, events, message, along)
             .await
     }
 

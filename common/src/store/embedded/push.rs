@@ -2,7 +2,7 @@
 //! limit in one write transaction, so no other writer comes between the count and the
 //! insert.
 
-use rusqlite::{params, OptionalExtension};
+use rusqlite::{params, Connection, OptionalExtension};
 
 use super::connection::backend;
 use super::rows::to_json;
@@ -31,56 +31,8 @@ impl EmbeddedStore {
 
     /// [`Store::put_push_config`](crate::store::Store::put_push_config).
     pub(super) async fn put_push(&self, record: &PushConfigRecord) -> Result<(), StoreError> {
-        keys::push_sk(&record.config.id)?;
         let r = record.clone();
-        self.write(move |conn| {
-            // Read and written in one write transaction: no other writer comes between.
-            let existing = conn
-                .prepare_cached("SELECT config FROM push_configs WHERE task_id = ?1 AND id = ?2")
-                .and_then(|mut stmt| {
-                    stmt.query_row(params![r.config.task_id, r.config.id], |row| {
-                        row.get::<_, String>(0)
-                    })
-                })
-                .optional()
-                .map_err(backend)?;
-            if let Some(json) = existing {
-                let creator = PushConfigRecord::from_stored(&json, 0)?.creator;
-                if creator.is_empty() || creator != r.creator {
-                    return Err(StoreError::PushConfigTaken {
-                        task_id: r.config.task_id.clone(),
-                        id: r.config.id.clone(),
-                    });
-                }
-            } else {
-                let count: i64 = conn
-                    .prepare_cached("SELECT COUNT(*) FROM push_configs WHERE task_id = ?1")
-                    .and_then(|mut stmt| {
-                        stmt.query_row(params![r.config.task_id], |row| row.get(0))
-                    })
-                    .map_err(backend)?;
-                if count as usize >= crate::store::MAX_CONFIGS_PER_TASK {
-                    return Err(StoreError::TooManyPushConfigs(r.config.task_id.clone()));
-                }
-            }
-            let stored = conn
-                .execute(
-                    "INSERT OR REPLACE INTO push_configs (task_id, id, config, delivered) \
-                     SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM tasks WHERE id = ?1)",
-                    params![
-                        r.config.task_id,
-                        r.config.id,
-                        to_json(&r)?,
-                        r.delivered as i64
-                    ],
-                )
-                .map_err(backend)?;
-            if stored == 0 {
-                return Err(StoreError::NoTask(r.config.task_id.clone()));
-            }
-            Ok(())
-        })
-        .await
+        self.write(move |conn| put_push_row(conn, &r)).await
     }
 
     /// [`Store::get_push_config`](crate::store::Store::get_push_config).
@@ -179,4 +131,53 @@ impl EmbeddedStore {
         })
         .await
     }
+}
+
+/// Writes `r` as [`Store::put_push_config`](crate::store::Store::put_push_config) says, in
+/// the write transaction `conn` is in: read and written in it, so no other writer comes
+/// between the count and the insert.
+pub(super) fn put_push_row(conn: &Connection, r: &PushConfigRecord) -> Result<(), StoreError> {
+    keys::push_sk(&r.config.id)?;
+    let existing = conn
+        .prepare_cached("SELECT config FROM push_configs WHERE task_id = ?1 AND id = ?2")
+        .and_then(|mut stmt| {
+            stmt.query_row(params![r.config.task_id, r.config.id], |row| {
+                row.get::<_, String>(0)
+            })
+        })
+        .optional()
+        .map_err(backend)?;
+    if let Some(json) = existing {
+        let creator = PushConfigRecord::from_stored(&json, 0)?.creator;
+        if creator.is_empty() || creator != r.creator {
+            return Err(StoreError::PushConfigTaken {
+                task_id: r.config.task_id.clone(),
+                id: r.config.id.clone(),
+            });
+        }
+    } else {
+        let count: i64 = conn
+            .prepare_cached("SELECT COUNT(*) FROM push_configs WHERE task_id = ?1")
+            .and_then(|mut stmt| stmt.query_row(params![r.config.task_id], |row| row.get(0)))
+            .map_err(backend)?;
+        if count as usize >= crate::store::MAX_CONFIGS_PER_TASK {
+            return Err(StoreError::TooManyPushConfigs(r.config.task_id.clone()));
+        }
+    }
+    let stored = conn
+        .execute(
+            "INSERT OR REPLACE INTO push_configs (task_id, id, config, delivered) \
+             SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM tasks WHERE id = ?1)",
+            params![
+                r.config.task_id,
+                r.config.id,
+                to_json(r)?,
+                r.delivered as i64
+            ],
+        )
+        .map_err(backend)?;
+    if stored == 0 {
+        return Err(StoreError::NoTask(r.config.task_id.clone()));
+    }
+    Ok(())
 }
