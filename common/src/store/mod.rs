@@ -372,6 +372,10 @@ pub enum StoreError {
     /// 400 KB). Permanent: the same write never succeeds on a retry.
     #[error("task {0} would be larger than the store holds")]
     TooLarge(String),
+    /// The write would grow the task past one of its bounds
+    /// ([`TaskBounds`](crate::config::TaskBounds)). Permanent: it never fits on a retry.
+    #[error("task {task_id} would pass its bound of {bound}")]
+    TaskFull { task_id: String, bound: Bound },
     /// A push config with this id exists and another participant created it.
     #[error("push notification config {id} of task {task_id} was created by someone else")]
     PushConfigTaken { task_id: String, id: String },
@@ -390,6 +394,34 @@ pub enum StoreError {
     /// A write (or a read no read-only operation makes) through [`ReadOnly`].
     #[error("this function's store is read-only")]
     ReadOnly,
+}
+
+/// Which of a task's bounds ([`TaskBounds`](crate::config::TaskBounds)) a write would
+/// pass, and its value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bound {
+    Messages(u64),
+    Bytes(u64),
+}
+
+impl Bound {
+    /// The setting that sets it.
+    pub fn setting(self) -> &'static str {
+        match self {
+            Bound::Messages(_) => crate::config::settings::TASK_MAX_MESSAGES.env,
+            Bound::Bytes(_) => crate::config::settings::TASK_MAX_BYTES.env,
+        }
+    }
+}
+
+impl std::fmt::Display for Bound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Bound::Messages(1) => f.write_str("1 message"),
+            Bound::Messages(n) => write!(f, "{n} messages"),
+            Bound::Bytes(n) => write!(f, "{n} bytes"),
+        }
+    }
 }
 
 /// A check of a task's head (without its parts) before anything more is read.

@@ -422,9 +422,13 @@ async fn intake(
                     settled: false,
                 })
             }
-            // Someone wrote to the task between its read and the run's write: the
-            // message is taken in the ordinary way, its write first.
-            Err(IntakeError::Store(StoreError::Conflict { .. })) => stage = false,
+            // Someone wrote to the task between its read and the run's write, or the
+            // message and the answer together would pass the task's bounds: the message
+            // is taken in the ordinary way, its write first (refused alone only if it
+            // alone passes them; an answer past them then fails the task).
+            Err(IntakeError::Store(StoreError::Conflict { .. } | StoreError::TaskFull { .. })) => {
+                stage = false
+            }
             Err(e) => break Err(e),
         }
     };

@@ -285,7 +285,7 @@ impl DynamoStore {
         message: Option<&InboundMessage>,
     ) -> Result<TaskRecord, StoreError> {
         let mut rec = record.created(events.len());
-        let split = layout::split(&rec)?;
+        let split = layout::split(&rec, &self.bounds)?;
         let condition = "attribute_not_exists(pk)";
         let plan = self.commit_items(&rec, &split, (condition, None), 0, events, message)?;
         counting_conflicts(self.transact(plan.items, &rec.task.id, 0, message).await)?;
@@ -308,7 +308,7 @@ impl DynamoStore {
         message: Option<&InboundMessage>,
     ) -> Result<TaskRecord, StoreError> {
         let (mut rec, first_seq) = record.committed(expected_version, events.len());
-        let split = layout::split(&rec)?;
+        let split = layout::split(&rec, &self.bounds)?;
         let values = HashMap::from([
             (":v".to_owned(), n(expected_version)),
             (":s".to_owned(), n(first_seq - 1)),

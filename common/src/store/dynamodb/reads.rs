@@ -96,7 +96,8 @@ impl DynamoStore {
     /// parts now (batches, outside any commit: more than one transaction could hold), so
     /// the record's next commit writes only its head and what is new.
     async fn write_out_inline_parts(&self, rec: &mut TaskRecord) -> Result<(), StoreError> {
-        let split = layout::split(rec)?;
+        // What it already holds is not refused: it is only moved.
+        let split = layout::split(rec, &crate::config::TaskBounds::NONE)?;
         if split.parts.is_empty() {
             return Ok(());
         }

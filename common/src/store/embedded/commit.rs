@@ -23,7 +23,7 @@ impl EmbeddedStore {
         message: Option<&InboundMessage>,
     ) -> Result<TaskRecord, StoreError> {
         let mut rec = record.created(events.len());
-        let row = HeadRow::of(&rec, self.unlisted.as_deref())?;
+        let row = HeadRow::of(&rec, self.unlisted.as_deref(), &self.bounds)?;
         let ended = ended_by(events);
         let events = event_rows(events)?;
         let message = message.map(InboundRow::of).transpose()?;
@@ -58,7 +58,7 @@ impl EmbeddedStore {
         message: Option<&InboundMessage>,
     ) -> Result<TaskRecord, StoreError> {
         let (mut rec, first_seq) = record.committed(expected_version, events.len());
-        let row = HeadRow::of(&rec, self.unlisted.as_deref())?;
+        let row = HeadRow::of(&rec, self.unlisted.as_deref(), &self.bounds)?;
         let ended = ended_by(events);
         let events = event_rows(events)?;
         let message = message.map(InboundRow::of).transpose()?;

@@ -113,9 +113,13 @@ pub(super) struct HeadRow {
 }
 
 impl HeadRow {
-    /// The row of `rec`, whose listing leaves out `unlisted`.
-    pub(super) fn of(rec: &TaskRecord, unlisted: Option<&str>) -> Result<Self, StoreError> {
-        let split = layout::split(rec)?;
+    /// The row of `rec`, whose listing leaves out `unlisted`, if it stays within `bounds`.
+    pub(super) fn of(
+        rec: &TaskRecord,
+        unlisted: Option<&str>,
+        bounds: &crate::config::TaskBounds,
+    ) -> Result<Self, StoreError> {
+        let split = layout::split(rec, bounds)?;
         // The listing as this write stores it (computed once, by the split).
         let mut now = split
             .stored
