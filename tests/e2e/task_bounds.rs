@@ -3,7 +3,10 @@
 //! message past either is refused with -32602 naming the bound, and nothing is stored
 //! (the attack added 1 MiB messages to one task until it held 40 MB); an agent
 //! whose write would pass them fails its task cleanly instead; a full task can still be
-//! canceled. On both stores; the bounds are small here so the tests are quick.
+//! canceled. Answers hold at most the default history (20 messages) when the request
+//! names no `historyLength`, and at most `RESPONSE_BYTES` (4 MiB) of history: GetTask
+//! leaves the oldest out, ListTasks ends its page early and its `nextPageToken` goes on.
+//! On both stores; the bounds are small here so the tests are quick.
 
 use harness_e2e::participants::{participant, rpc_as, task_envelope_part};
 use harness_e2e::*;
@@ -12,6 +15,8 @@ use serde_json::{json, Value};
 on_both_stores!(
     a_member_cannot_grow_a_task_past_its_bounds,
     an_agent_write_past_the_bounds_fails_the_task_cleanly,
+    answers_hold_the_default_history,
+    answers_hold_at_most_the_byte_budget_of_history,
 );
 
 const ALICE: &str = "alice";
@@ -144,4 +149,125 @@ async fn an_agent_write_past_the_bounds_fails_the_task_cleanly(backend: Backend)
         1,
         "the client's message is kept: {read}"
     );
+}
+
+/// Without `historyLength` GetTask, ListTasks and SendMessage's task hold the last 20
+/// messages; an explicit `historyLength` still gets what it asks for.
+async fn answers_hold_the_default_history(backend: Backend) {
+    let Some(s) = Server::start_on(backend, &[]).await else {
+        return;
+    };
+    let id = open_task(&s).await;
+    for i in 0..24 {
+        let answer = remark(&s, &id, &unique("remark"), &format!("remark {i}")).await;
+        assert!(answer.get("error").is_none(), "{answer}");
+    }
+    // Her first message and 25 remarks.
+    let message = json!({"messageId": unique("last"), "role": "ROLE_USER", "taskId": id,
+                         "parts": [{"text": "remark 24"}]});
+    let sent = rpc_as(&s, Some(ALICE), "SendMessage", send_params(message)).await;
+    let lengths = |task: &Value| task["history"].as_array().map_or(0, Vec::len);
+    assert_eq!(lengths(&sent["result"]["task"]), 20, "SendMessage: {sent}");
+    let got = rpc_as(&s, Some(ALICE), "GetTask", json!({"id": id})).await;
+    let history = got["result"]["history"].as_array().expect("history");
+    assert_eq!(history.len(), 20, "GetTask");
+    assert_eq!(
+        history.last().and_then(|m| m["parts"][0]["text"].as_str()),
+        Some("remark 24"),
+        "the newest are kept"
+    );
+    let listed = rpc_as(&s, Some(ALICE), "ListTasks", json!({})).await;
+    assert_eq!(
+        lengths(&listed["result"]["tasks"][0]),
+        20,
+        "ListTasks: {listed}"
+    );
+    let all = rpc_as(
+        &s,
+        Some(ALICE),
+        "GetTask",
+        json!({"id": id, "historyLength": 26}),
+    )
+    .await;
+    assert_eq!(lengths(&all["result"]), 26, "an explicit historyLength");
+    let listed = rpc_as(&s, Some(ALICE), "ListTasks", json!({"historyLength": 30})).await;
+    assert_eq!(lengths(&listed["result"]["tasks"][0]), 26);
+}
+
+/// Three tasks of six 900 KB remarks each (5.4 MB): GetTask holds the newest four (3.6 MB;
+/// a fifth would pass 4 MiB), whatever `historyLength` asks; ListTasks holds one such task
+/// a page, and its pages go on until every task was listed once.
+async fn answers_hold_at_most_the_byte_budget_of_history(backend: Backend) {
+    let Some(s) = Server::start_on(backend, &[]).await else {
+        return;
+    };
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        let id = open_task(&s).await;
+        for i in 0..6 {
+            let text = format!("{i}{}", "z".repeat(900_000));
+            let answer = remark(&s, &id, &unique("remark"), &text).await;
+            assert!(
+                answer.get("error").is_none(),
+                "remark {i}: {}",
+                answer["error"]
+            );
+        }
+        ids.push(id);
+    }
+    let budget = 4 * 1024 * 1024;
+    for params in [
+        json!({"id": ids[0]}),
+        json!({"id": ids[0], "historyLength": 100}),
+    ] {
+        let (len, v) = participants_rpc(&s, "GetTask", params).await;
+        let history = v["result"]["history"].as_array().expect("history");
+        let firsts: Vec<&str> = history
+            .iter()
+            .filter_map(|m| m["parts"][0]["text"].as_str())
+            .map(|t| &t[..1])
+            .collect();
+        assert_eq!(firsts, ["2", "3", "4", "5"], "the newest four");
+        assert!(len < budget + 64 * 1024, "GetTask answered {len} bytes");
+    }
+    let mut listed = Vec::new();
+    let mut token = String::new();
+    for page in 0.. {
+        assert!(page < 10, "ListTasks never ended");
+        let params = json!({"pageToken": token, "historyLength": 100, "pageSize": 10});
+        let (len, v) = participants_rpc(&s, "ListTasks", params).await;
+        let tasks = v["result"]["tasks"].as_array().expect("tasks");
+        assert_eq!(
+            tasks.len(),
+            1,
+            "one such task a page: {}",
+            v["result"]["nextPageToken"]
+        );
+        assert!(len < budget + 64 * 1024, "ListTasks answered {len} bytes");
+        listed.push(task_id(&tasks[0]));
+        token = v["result"]["nextPageToken"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        if token.is_empty() {
+            break;
+        }
+    }
+    listed.sort();
+    ids.sort();
+    assert_eq!(listed, ids, "every task listed once");
+}
+
+/// A JSON-RPC call as alice: the answer body's length and the envelope.
+async fn participants_rpc(s: &Server, method: &str, params: Value) -> (usize, Value) {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let resp = s
+        .rpc_raw(
+            &harness_e2e::participants::headers_as(Some(ALICE)),
+            body.to_string(),
+        )
+        .await;
+    let text = resp.text().await.expect("body");
+    let value = serde_json::from_str(&text).expect("JSON");
+    (text.len(), value)
 }

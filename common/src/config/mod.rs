@@ -90,6 +90,16 @@ impl TaskBounds {
     };
 }
 
+/// History an answer holds when its request names no `historyLength` (GetTask,
+/// ListTasks, SendMessage's task, the Task a stream starts with).
+pub const DEFAULT_HISTORY_LENGTH: usize = 20;
+/// Most history messages an answer holds: a larger `historyLength` is taken as this.
+pub const MAX_HISTORY_LENGTH: usize = 1000;
+/// Most bytes of history (as stored JSON) one answer holds: older messages are left out
+/// first. A ListTasks page also ends early, before the tasks it holds pass this many
+/// bytes of stored JSON together (its `nextPageToken` goes on from there).
+pub const RESPONSE_BYTES: usize = 4 * 1024 * 1024;
+
 #[derive(Debug, Clone)]
 pub struct Config {
     /// Base URL clients reach the server at; the card's interfaces point here. Empty: the

@@ -409,6 +409,9 @@ pub struct Want {
     pub artifacts: bool,
     /// The agent's conversation (only a whole record, which can be committed, has it).
     pub turns: bool,
+    /// Most bytes of history parts read: the store reads them newest first and stops
+    /// before this many ([`Want::keeping`] says how many it kept). None: no budget.
+    pub history_bytes: Option<usize>,
 }
 
 impl Want {
@@ -417,13 +420,25 @@ impl Want {
         history: None,
         artifacts: true,
         turns: true,
+        history_bytes: None,
     };
 
+    /// A reader's view: at most [`RESPONSE_BYTES`](crate::config::RESPONSE_BYTES) of
+    /// history, whatever `history` asks.
     pub fn view(history: Option<usize>, artifacts: bool) -> Want {
         Want {
             history,
             artifacts,
             turns: false,
+            history_bytes: Some(crate::config::RESPONSE_BYTES),
+        }
+    }
+
+    /// The want once a budgeted read of the history kept its newest `n` messages.
+    pub fn keeping(self, n: usize) -> Want {
+        Want {
+            history: Some(n),
+            ..self
         }
     }
 

@@ -238,9 +238,31 @@ pub struct TaskQuery {
     pub waiting: bool,
     pub page_size: usize,
     pub cursor: Option<Cursor>,
-    /// Each task's last this many messages (all when None), as in [`Store::load_view`].
+    /// Each task's last this many messages (all when None), within the bytes
+    /// [`Store::load_view`] reads.
     pub history: Option<usize>,
     pub artifacts: bool,
+}
+
+/// What a ListTasks page has taken of [`RESPONSE_BYTES`](crate::config::RESPONSE_BYTES):
+/// the stored JSON of its tasks as read. Its first task always goes in (a page moves on).
+#[derive(Debug, Default)]
+pub struct PageBytes {
+    spent: usize,
+    tasks: usize,
+}
+
+impl PageBytes {
+    /// Whether a task read from `bytes` of stored JSON goes in the page; once one does not,
+    /// the page ends before it.
+    pub fn takes(&mut self, bytes: usize) -> bool {
+        if self.tasks > 0 && self.spent + bytes > crate::config::RESPONSE_BYTES {
+            return false;
+        }
+        self.spent += bytes;
+        self.tasks += 1;
+        true
+    }
 }
 
 /// Position after the last task of a page: newest status first, ties by id.
@@ -473,11 +495,12 @@ pub trait Store: Send + Sync + 'static {
         admit: &Admit<'_>,
     ) -> Result<Option<TaskRecord>, StoreError>;
 
-    /// What a reader asks of the task: its last `history` messages (all when None), its
-    /// artifacts if `artifacts`, never the agent's conversation. Reads only those parts (a
-    /// bounded read for a bounded `history`), and none unless `admit` passes the head (the
-    /// caller's visibility check, so a stranger's request costs one read). A view cannot
-    /// be committed.
+    /// What a reader asks of the task: its last `history` messages (all when None) but no
+    /// more of the newest than hold [`RESPONSE_BYTES`](crate::config::RESPONSE_BYTES)
+    /// together, its artifacts if `artifacts`, never the agent's conversation. Reads only
+    /// those parts (the history newest first, no further than that), and none unless
+    /// `admit` passes the head (the caller's visibility check, so a stranger's request
+    /// costs one read). A view cannot be committed.
     async fn load_view(
         &self,
         task_id: &str,
@@ -494,6 +517,10 @@ pub trait Store: Send + Sync + 'static {
         limit: usize,
     ) -> Result<Vec<LoggedEvent>, StoreError>;
 
+    /// A page of the query's tasks, each read as [`Store::load_view`] reads it; the page
+    /// ends early, before a task that would take it past
+    /// [`RESPONSE_BYTES`](crate::config::RESPONSE_BYTES) of stored JSON ([`PageBytes`]),
+    /// and its cursor goes on from there.
     async fn list_tasks(&self, query: &TaskQuery) -> Result<TaskPage, StoreError>;
 
     /// Creates the config `(record.config.task_id, record.config.id)`, or replaces it if
