@@ -146,7 +146,7 @@ async fn of_two_writers_racing_for_the_last_room_one_commits(store: Arc<dyn Stor
 }
 
 /// A full task still ends: its final status may pass the bounds by one short message
-/// (`layout::ENDING_ALLOWANCE`); one that passes them further is refused.
+/// (`store::ENDING_ALLOWANCE`); one that passes them further is refused.
 async fn a_full_task_still_ends(store: Arc<dyn Store>) {
     let mut rec = create(store.as_ref()).await;
     for _ in 0..3 {

@@ -9,7 +9,7 @@
 //! cost follows what changed, not the size of the task. Both stores keep this layout.
 //!
 //! The split is also where a task's bounds ([`TaskBounds`]) are kept: it knows what the
-//! record holds ([`Size`]) against what the store held when it was read, and both stores
+//! record holds ([`Size`](super::bounds::Size)) against what the store held when it was read, and both stores
 //! make it inside their conditional write, so of two writers that read the same version
 //! only one commits, and the other's retry is measured again: no race passes a bound.
 
@@ -18,7 +18,8 @@ use std::hash::{Hash, Hasher};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
 
-use super::{Bound, StoreError, TaskRecord};
+use super::bounds::Size;
+use super::{StoreError, TaskRecord};
 use crate::a2a::{Task, TaskStatus};
 use crate::config::TaskBounds;
 
@@ -28,45 +29,6 @@ pub const STATUS_INLINE_BYTES: usize = 4 * 1024;
 /// envelope, the agent's bookkeeping). A commit that would make it larger is refused as
 /// too large, so no head item passes 64 KB.
 pub const HEAD_BYTES: usize = 48 * 1024;
-
-/// What a task holds, as its bounds count it: its messages (the history and the status
-/// message) and the bytes of stored JSON of those, its artifacts and the agent's
-/// conversation.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Size {
-    pub messages: u64,
-    pub bytes: u64,
-}
-
-/// How far the write that ends a task may take it past its bounds: its final status
-/// message, if that is short. A full task can still fail (the engine's notice), be
-/// canceled or complete with a short answer; it never grows after it has ended.
-pub const ENDING_ALLOWANCE: Size = Size {
-    messages: 1,
-    bytes: STATUS_INLINE_BYTES as u64,
-};
-
-impl Size {
-    /// The bound a task growing from `was` to `self` passes, if any: only growth is
-    /// refused, so a task already past a bound (lowered since) can still be written
-    /// (its lease, a cancel).
-    pub fn passes(self, was: Size, bounds: &TaskBounds, ending: bool) -> Option<Bound> {
-        let slack = if ending {
-            ENDING_ALLOWANCE
-        } else {
-            Size::default()
-        };
-        let past =
-            |now: u64, was: u64, max: u64, slack: u64| now > was && now > max.saturating_add(slack);
-        if past(self.messages, was.messages, bounds.messages, slack.messages) {
-            Some(Bound::Messages(bounds.messages))
-        } else if past(self.bytes, was.bytes, bounds.bytes, slack.bytes) {
-            Some(Bound::Bytes(bounds.bytes))
-        } else {
-            None
-        }
-    }
-}
 
 /// What a part holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -246,7 +208,8 @@ pub fn task_head<S: Serializer>(task: &Task, s: S) -> Result<S::Ok, S::Error> {
 
 /// The head and the parts of `rec` that changed since it was read. History and the
 /// conversation only grow: a record whose lists are shorter than what was stored, or a
-/// view, is refused; so is one that grows past `bounds` (`TaskFull`, see [`Size::passes`]).
+/// view, is refused; so is one that grows past `bounds` (`TaskFull`, see
+/// [`Size::passes`]).
 pub fn split(rec: &TaskRecord, bounds: &TaskBounds) -> Result<Split, StoreError> {
     let was = &rec.stored;
     let (history, turns) = (&rec.task.history, &rec.agent.conversation);
@@ -579,6 +542,7 @@ mod tests {
     use super::*;
     use crate::a2a::{Artifact, Message, Part as A2aPart, TaskState};
     use crate::store::conversation::ChatMessage;
+    use crate::store::Bound;
 
     fn message(text: &str) -> Message {
         Message {

@@ -4,6 +4,7 @@
 //! that was read, a state change and its events are written together, events take the
 //! next gap-free sequence numbers, and a message is stored only if its id is new.
 
+mod bounds;
 pub mod conversation;
 pub mod dynamodb;
 #[cfg(feature = "embedded-store")]
@@ -14,6 +15,7 @@ mod read_only;
 #[cfg(feature = "embedded-store")]
 mod view_cache;
 
+pub use bounds::{Bound, PageBytes, Size, ENDING_ALLOWANCE};
 pub use dynamodb::DynamoStore;
 #[cfg(feature = "embedded-store")]
 pub use embedded::{Durability, EmbeddedStore};
@@ -244,27 +246,6 @@ pub struct TaskQuery {
     pub artifacts: bool,
 }
 
-/// What a ListTasks page has taken of [`RESPONSE_BYTES`](crate::config::RESPONSE_BYTES):
-/// the stored JSON of its tasks as read. Its first task always goes in (a page moves on).
-#[derive(Debug, Default)]
-pub struct PageBytes {
-    spent: usize,
-    tasks: usize,
-}
-
-impl PageBytes {
-    /// Whether a task read from `bytes` of stored JSON goes in the page; once one does not,
-    /// the page ends before it.
-    pub fn takes(&mut self, bytes: usize) -> bool {
-        if self.tasks > 0 && self.spent + bytes > crate::config::RESPONSE_BYTES {
-            return false;
-        }
-        self.spent += bytes;
-        self.tasks += 1;
-        true
-    }
-}
-
 /// Position after the last task of a page: newest status first, ties by id.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cursor {
@@ -416,34 +397,6 @@ pub enum StoreError {
     /// A write (or a read no read-only operation makes) through [`ReadOnly`].
     #[error("this function's store is read-only")]
     ReadOnly,
-}
-
-/// Which of a task's bounds ([`TaskBounds`](crate::config::TaskBounds)) a write would
-/// pass, and its value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Bound {
-    Messages(u64),
-    Bytes(u64),
-}
-
-impl Bound {
-    /// The setting that sets it.
-    pub fn setting(self) -> &'static str {
-        match self {
-            Bound::Messages(_) => crate::config::settings::TASK_MAX_MESSAGES.env,
-            Bound::Bytes(_) => crate::config::settings::TASK_MAX_BYTES.env,
-        }
-    }
-}
-
-impl std::fmt::Display for Bound {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Bound::Messages(1) => f.write_str("1 message"),
-            Bound::Messages(n) => write!(f, "{n} messages"),
-            Bound::Bytes(n) => write!(f, "{n} bytes"),
-        }
-    }
 }
 
 /// A check of a task's head (without its parts) before anything more is read.
