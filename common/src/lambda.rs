@@ -161,6 +161,15 @@ fn retention_days() -> Result<u64, Error> {
     parse(settings::AUDIT_RETENTION_DAYS, 30)
 }
 
+/// How large a task may grow (`HARNESS_TASK_MAX_MESSAGES`, `HARNESS_TASK_MAX_BYTES`).
+fn task_bounds() -> Result<crate::config::TaskBounds, Error> {
+    let defaults = crate::config::TaskBounds::default();
+    Ok(crate::config::TaskBounds {
+        messages: parse(settings::TASK_MAX_MESSAGES, defaults.messages)?,
+        bytes: parse(settings::TASK_MAX_BYTES, defaults.bytes)?,
+    })
+}
+
 /// The store the environment names, with its SDK client built once per cold start.
 pub async fn store_from_env() -> Result<Arc<dyn Store>, Error> {
     Ok(match open_store().await? {
@@ -201,7 +210,8 @@ async fn open_store() -> Result<Opened, Error> {
             let keep = (days > 0).then(|| Duration::from_secs(days * 24 * 3600));
             let store = dynamo_store(table, retention_days()?).await;
             Ok(Opened::Dynamo(
-                store.with_task_retention(keep).with_unlisted(unlisted),
+                (store.with_task_retention(keep).with_unlisted(unlisted))
+                    .with_bounds(task_bounds()?),
             ))
         }
         #[cfg(feature = "embedded-store")]
@@ -209,7 +219,8 @@ async fn open_store() -> Result<Opened, Error> {
             let dir = var(settings::STATE_DIR).unwrap_or_else(|| ".harness".into());
             let store = crate::store::EmbeddedStore::open(std::path::Path::new(&dir))?
                 .with_retention(Duration::from_secs(retention_days()? * 24 * 3600))
-                .with_unlisted(unlisted);
+                .with_unlisted(unlisted)
+                .with_bounds(task_bounds()?);
             Ok(Opened::Embedded(store))
         }
         #[cfg(not(feature = "embedded-store"))]

@@ -14,9 +14,13 @@ const COMMANDS = 'https://madarauchiha-314.github.io/tiny-harness/a2a/ext/comman
 const TERMINAL = ['TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STATE_CANCELED', 'TASK_STATE_REJECTED'];
 const INTERRUPTED = ['TASK_STATE_INPUT_REQUIRED', 'TASK_STATE_AUTH_REQUIRED'];
 const LIST_EVERY_MS = 2000;
+/// The messages of the open task the page shows (the newest): what it asks GetTask for.
+const HISTORY_SHOWN = 50;
+/// How long a burst of the open task's events is gathered before it is read again once.
+const RELOAD_AFTER_MS = 250;
 
 const $ = (id) => document.getElementById(id);
-const state = { who: null, token: null, tokenMode: false, claim: null, waiting: new Set(), rpcPath: '/', commands: [], open: null, stream: null, seq: 0, listTimer: null };
+const state = { who: null, token: null, tokenMode: false, claim: null, waiting: new Set(), rpcPath: '/', commands: [], open: null, stream: null, seq: 0, listTimer: null, reloading: false, reloadAgain: false };
 
 /// An element with text content only; children appended in order.
 function el(tag, text, cls) {
@@ -331,13 +335,37 @@ async function renderTask(task) {
 }
 
 async function loadTask(id) {
-  const task = await rpc('GetTask', { id });
+  const task = await rpc('GetTask', { id, historyLength: HISTORY_SHOWN });
   if (state.open === id) await renderTask(task);
   return task;
 }
 
-/// Follows the open task: SubscribeToTask over SSE; every event reloads the task (so the
-/// page shows exactly what GetTask does), until the task ends or another is opened. A
+/// Reads the open task again once its events stop coming for a moment: a burst of events
+/// is one GetTask, never one each, and never two at once (an event during a read asks for
+/// one more after it).
+function reloadSoon(id) {
+  if (state.reloading) {
+    state.reloadAgain = true;
+    return;
+  }
+  state.reloading = true;
+  setTimeout(async () => {
+    try {
+      if (state.open === id) await loadTask(id);
+    } catch (e) {
+      showError(e);
+    }
+    state.reloading = false;
+    if (state.reloadAgain) {
+      state.reloadAgain = false;
+      reloadSoon(id);
+    }
+  }, RELOAD_AFTER_MS);
+}
+
+/// Follows the open task: SubscribeToTask over SSE; its events read the task again, a burst
+/// of them once (so the page shows what GetTask does), until the task ends or another is
+/// opened. A
 /// stream closes when the task waits on someone (an interrupted state): until it moves
 /// on, the task is read again every few seconds, then followed again. A stream that ends
 /// at once (refused, say) is tried again later and later, never in a tight loop.
@@ -374,7 +402,7 @@ async function stream(id, ctrl) {
       let cut;
       while ((cut = buffer.indexOf('\n\n')) >= 0) {
         buffer = buffer.slice(cut + 2);
-        if (state.open === id) await loadTask(id);
+        if (state.open === id) reloadSoon(id);
       }
     }
   } catch (e) {

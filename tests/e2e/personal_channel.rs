@@ -713,6 +713,7 @@ async fn an_answer_not_declared_json_is_refused() {
     let (status, answer) = post_answer(&s, token, "Blue").await;
     assert_eq!(status, 200, "{answer}");
     state_of(&s, &id, "TASK_STATE_COMPLETED").await;
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Issue 48, item 9: a personal channel at a plain `http://` URL on another host, or a

@@ -13,6 +13,8 @@ storage), as two people on two machines would.
    same round trip works, the token is in no URL or storage, and a forged token (alice's
    name, another key's signature) is refused in words and shows none of her tasks.
 4. A draft typed while the previous message is on its way is kept when its answer comes.
+5. The page asks for what it shows (a `historyLength`), and a burst of events on the open
+   task's stream reads the task a few times, not once an event.
 
 A screenshot of each step goes to $HARNESS_UI_ARTIFACTS (default: a temporary folder,
 printed).
@@ -286,6 +288,43 @@ def test_a_draft_typed_while_a_message_is_on_its_way_stays(browser, harness):
         held[0].continue_()
     expect(alice.locator('#conversation')).to_contain_text('first message', timeout=WAIT_MS)
     expect(box).to_have_value('a second thought')
+
+
+def test_the_inbox_asks_for_what_it_shows_and_reads_a_burst_of_events_once(browser, harness):
+    """Every GetTask of the open task names the history the page shows, and 20 events at
+    once on its stream (a stand-in answers SubscribeToTask) read the task a few times, not
+    once an event (before: 21 reads, each of the whole history)."""
+    alice = person(browser, harness, 'alice')
+    gets = []
+    alice.on('request', lambda r: gets.append(json.loads(r.post_data))
+             if 'GetTask' in (r.post_data or '') else None)
+    burst = ''.join(
+        f'data: {{"jsonrpc":"2.0","id":1,"result":{{"statusUpdate":{{"taskId":"{n}"}}}}}}\n\n'
+        for n in range(20))
+    served = []
+
+    def twenty_events(route):
+        if 'SubscribeToTask' in (route.request.post_data or ''):
+            served.append(len(gets))
+            route.fulfill(status=200, headers={'Content-Type': 'text/event-stream'}, body=burst)
+        else:
+            route.continue_()
+
+    alice.route(f'{harness}/', twenty_events)
+    start_task(alice, 'Bursts', 'Read me once a burst', 'bob watcher')
+    expect(alice.locator('#detail-heading')).to_have_text('Bursts', timeout=WAIT_MS)
+    deadline = time.monotonic() + WAIT_MS / 1000
+    while not served and time.monotonic() < deadline:
+        alice.wait_for_timeout(50)
+    assert served, 'the page never subscribed'
+    # Long enough for 20 reads one after another; the page reads the task again every
+    # 2 s besides while it waits on bob.
+    alice.wait_for_timeout(3000)
+    after = len(gets) - served[0]
+    assert after <= 6, f'{after} reads of the task for 20 events'
+    opened = [g for g in gets if g['params'].get('historyLength') != 0]
+    assert opened, 'the page read the open task'
+    assert all(g['params'].get('historyLength') == 50 for g in opened), opened
 
 
 def test_the_page_forbids_inline_script(harness):

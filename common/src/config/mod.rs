@@ -91,6 +91,51 @@ impl Default for Connections {
     }
 }
 
+/// Most messages one task holds unless configured otherwise (`HARNESS_TASK_MAX_MESSAGES`).
+pub const DEFAULT_TASK_MAX_MESSAGES: u64 = 1000;
+/// Most bytes one task holds unless configured otherwise (`HARNESS_TASK_MAX_BYTES`): 8 MiB.
+pub const DEFAULT_TASK_MAX_BYTES: u64 = 8 * 1024 * 1024;
+
+/// How large one task may grow, kept by the store's own conditional write (so two
+/// concurrent writers cannot pass it between them): its messages (the history and the
+/// status message) and its bytes (the stored JSON of those messages, its artifacts and the
+/// agent's conversation). A write that would grow a task past either is refused and
+/// stores nothing; one that ends the task may pass them by its final status message (see
+/// `store::layout`), so a full task can still fail, complete or be canceled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TaskBounds {
+    pub messages: u64,
+    pub bytes: u64,
+}
+
+impl Default for TaskBounds {
+    fn default() -> Self {
+        TaskBounds {
+            messages: DEFAULT_TASK_MAX_MESSAGES,
+            bytes: DEFAULT_TASK_MAX_BYTES,
+        }
+    }
+}
+
+impl TaskBounds {
+    /// No bound: what the store writes when it rewrites a task it already holds in
+    /// another layout.
+    pub const NONE: TaskBounds = TaskBounds {
+        messages: u64::MAX,
+        bytes: u64::MAX,
+    };
+}
+
+/// History an answer holds when its request names no `historyLength` (GetTask,
+/// ListTasks, SendMessage's task, the Task a stream starts with).
+pub const DEFAULT_HISTORY_LENGTH: usize = 20;
+/// Most history messages an answer holds: a larger `historyLength` is taken as this.
+pub const MAX_HISTORY_LENGTH: usize = 1000;
+/// Most bytes of history (as stored JSON) one answer holds: older messages are left out
+/// first. A ListTasks page also ends early, before the tasks it holds pass this many
+/// bytes of stored JSON together (its `nextPageToken` goes on from there).
+pub const RESPONSE_BYTES: usize = 4 * 1024 * 1024;
+
 #[derive(Debug, Clone)]
 pub struct Config {
     /// Base URL clients reach the server at; the card's interfaces point here. Empty: the

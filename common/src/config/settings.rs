@@ -168,6 +168,18 @@ pub const MAX_BODY_BYTES: Setting = both(
     "`1048576`",
     "largest request body",
 );
+pub const TASK_MAX_MESSAGES: Setting = both(
+    "HARNESS_TASK_MAX_MESSAGES",
+    Some("task-max-messages"),
+    "`1000`",
+    "most messages one task holds (its history and status message); a send past it is refused",
+);
+pub const TASK_MAX_BYTES: Setting = both(
+    "HARNESS_TASK_MAX_BYTES",
+    Some("task-max-bytes"),
+    "`8388608`",
+    "most bytes one task holds (its messages, artifacts and the agent's conversation, as stored JSON); a send past it is refused",
+);
 pub const MAX_BLOCKING_WAIT_SECONDS: Setting = Setting {
     env: "HARNESS_MAX_BLOCKING_WAIT_SECONDS",
     flag: None,
@@ -487,6 +499,8 @@ pub const SETTINGS: &[Setting] = &[
     REST_CONTENT_TYPE,
     REQUIRED_EXTENSIONS,
     MAX_BODY_BYTES,
+    TASK_MAX_MESSAGES,
+    TASK_MAX_BYTES,
     MAX_BLOCKING_WAIT_SECONDS,
     RATE_LIMIT_PER_MINUTE,
     HEADER_READ_TIMEOUT_SECONDS,

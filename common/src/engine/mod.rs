@@ -355,13 +355,20 @@ impl Engine {
             // Cut off: handed over, which the release below makes the wake-up.
             Ok(()) | Err(RunError::Ended(_)) | Err(RunError::CutOff) => {}
             Err(RunError::LeaseLost) => return Ok(None),
-            Err(RunError::Store(StoreError::TooLarge(_))) => {
+            Err(RunError::Store(e @ (StoreError::TooLarge(_) | StoreError::TaskFull { .. }))) => {
                 // Permanent: the step's write will never fit, so the task fails (a small
-                // commit of its own, which gives up the lease) and no drive calls its model
-                // again.
-                let why =
-                    "A step of the task was larger than the store can write at once, so it stopped";
-                let msg = run.agent_message(&failure_notice(why, &"a commit was too large"));
+                // commit of its own, which gives up the lease, and which a full task takes:
+                // it ends the task) and no drive calls its model again.
+                let why = match &e {
+                    StoreError::TaskFull { bound, .. } => format!(
+                        "The task reached its bound of {bound} ({}), so it stopped",
+                        bound.setting()
+                    ),
+                    _ => "A step of the task was larger than the store can write at once, \
+                          so it stopped"
+                        .to_owned(),
+                };
+                let msg = run.agent_message(&failure_notice(&why, &e));
                 // The agent's bookkeeping is of no use to a failed task, and may be what no
                 // longer fits its head.
                 let failed = run

@@ -186,23 +186,88 @@ pub fn add_artifact(
     })
 }
 
-/// The task as a client sees it: the last `history_length` messages (all when None,
-/// none when 0) and artifacts only when asked for. It takes the task, so a caller done
-/// with its record gives it up rather than copying it.
-pub fn view(mut t: Task, history_length: Option<usize>, include_artifacts: bool) -> Task {
-    if let Some(n) = history_length {
-        let skip = t.history.len().saturating_sub(n);
-        t.history.drain(..skip);
+/// The task as a client sees it: at most the last `history_length` messages (none when
+/// 0), and of those only as many of the newest as hold at most
+/// [`RESPONSE_BYTES`](crate::config::RESPONSE_BYTES) of JSON together (what a store's
+/// view reads); artifacts only when asked for. It takes the task, so a caller done with
+/// its record gives it up rather than copying it.
+pub fn view(mut t: Task, history_length: usize, include_artifacts: bool) -> Task {
+    let mut keep = 0;
+    let mut bytes = 0;
+    for m in t.history.iter().rev().take(history_length) {
+        bytes += json_len(m);
+        if bytes > crate::config::RESPONSE_BYTES {
+            break;
+        }
+        keep += 1;
     }
+    let skip = t.history.len() - keep;
+    t.history.drain(..skip);
     if !include_artifacts {
         t.artifacts.clear();
     }
     t
 }
 
+/// The length of `v` as JSON, counted without printing it anywhere.
+fn json_len<T: serde::Serialize>(v: &T) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // A message always prints (its maps have string keys); a failure counts what it wrote.
+    let _ = serde_json::to_writer(&mut count, v);
+    count.0
+}
+
 #[cfg(test)]
 mod tests {
-    use super::new_id;
+    use super::{json_len, new_id, view};
+    use crate::a2a::{Message, Part, Task};
+
+    /// A client's view holds the newest messages, as many as asked and no more of them
+    /// than fit the answer's bytes.
+    #[test]
+    fn a_view_holds_the_newest_messages_that_fit_the_answer() {
+        let message = |n: usize, len: usize| Message {
+            message_id: n.to_string(),
+            parts: vec![Part::text("x".repeat(len))],
+            ..Default::default()
+        };
+        let ids = |t: &Task| {
+            t.history
+                .iter()
+                .map(|m| m.message_id.clone())
+                .collect::<Vec<_>>()
+        };
+        let small = Task {
+            history: (0..30).map(|n| message(n, 10)).collect(),
+            ..Default::default()
+        };
+        assert_eq!(ids(&view(small.clone(), 3, false)), ["27", "28", "29"]);
+        assert!(view(small.clone(), 0, false).history.is_empty());
+        assert_eq!(view(small, 100, false).history.len(), 30);
+        let third = crate::config::RESPONSE_BYTES / 3;
+        let big = Task {
+            history: (0..5).map(|n| message(n, third - 100)).collect(),
+            ..Default::default()
+        };
+        let kept = view(big, 100, false);
+        assert_eq!(ids(&kept), ["2", "3", "4"]);
+        let bytes: usize = kept.history.iter().map(json_len).sum();
+        assert!(bytes <= crate::config::RESPONSE_BYTES);
+        assert_eq!(
+            json_len(&kept.history[0]),
+            serde_json::to_string(&kept.history[0]).map_or(0, |j| j.len())
+        );
+    }
 
     /// Ids made in the same millisecond share their timestamp and nothing else: the 12
     /// bits after the version (`rand_a`) match between two of them once in 4,096, where a

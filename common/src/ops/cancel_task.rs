@@ -31,7 +31,11 @@ pub async fn cancel_task(
             Ok(stored) => {
                 h.engine.wake_parents_logged(&stored).await;
                 cancel_handed_on(h, &stored).await;
-                return Ok(view(stored.task, None, true));
+                return Ok(view(
+                    stored.task,
+                    crate::config::DEFAULT_HISTORY_LENGTH,
+                    true,
+                ));
             }
             // The task moved on meanwhile: decide again on its fresh state.
             Err(StoreError::Conflict { .. }) => continue,

@@ -14,6 +14,12 @@ impl From<StoreError> for A2aError {
                 "the task would be larger than the store takes: a task's own data (its \
                  metadata and task envelope) is at most 48 KB, one commit at most 4 MB; send less",
             ),
+            StoreError::TaskFull { bound, .. } => A2aError::invalid_params(format!(
+                "the task is full: it holds at most {bound} ({}; a task's bytes are its \
+                 messages', artifacts' and agent conversation's stored JSON), and this would \
+                 pass that; nothing was stored. Start a new task to go on",
+                bound.setting()
+            )),
             StoreError::KeyTooLong(what) => A2aError::invalid_params(format!(
                 "{what}: too long for the task store's keys (at most 2048 bytes in a partition \
                  key and 1024 in a sort key, DynamoDB's bounds, which every store keeps; a \

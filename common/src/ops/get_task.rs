@@ -1,4 +1,5 @@
-//! GetTask: the task with at most `historyLength` recent messages.
+//! GetTask: the task with at most `historyLength` recent messages (by default 20), of at
+//! most 4 MiB (`config::RESPONSE_BYTES`) together.
 
 use super::{Caller, Harness};
 use crate::a2a::{validate, A2aError, GetTaskRequest, Task};
@@ -7,9 +8,9 @@ use crate::engine::transition::view;
 #[tracing::instrument(skip_all, fields(task_id = %req.id))]
 pub async fn get_task(h: &Harness, req: GetTaskRequest, caller: &Caller) -> Result<Task, A2aError> {
     validate::required_id(&req.id, "id")?;
-    let history = validate::history_length(req.history_length, "historyLength")?;
+    let history = super::history_length(req.history_length, "historyLength")?;
     let rec = h
-        .visible_view(&req.tenant, &req.id, caller, history, true)
+        .visible_view(&req.tenant, &req.id, caller, Some(history), true)
         .await?;
     Ok(view(rec.task, history, true))
 }

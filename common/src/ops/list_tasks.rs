@@ -36,7 +36,7 @@ pub async fn list_tasks(
     caller: &Caller,
 ) -> Result<ListTasksResponse, A2aError> {
     let page_size = validate::page_size(req.page_size, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)?;
-    let history = validate::history_length(req.history_length, "historyLength")?;
+    let history = super::history_length(req.history_length, "historyLength")?;
     // No identity sees no tasks (fail closed); a participant sees only theirs.
     let Some(participant) = caller.participant.clone() else {
         return Ok(ListTasksResponse {
@@ -58,7 +58,7 @@ pub async fn list_tasks(
         } else {
             Some(decode_cursor(&req.page_token)?)
         },
-        history,
+        history: Some(history),
         artifacts: include_artifacts,
     };
     let page = h.store.list_tasks(&query).await?;

@@ -33,6 +33,16 @@ pub enum Answer {
     Stream(crate::engine::follow::EventStream),
 }
 
+/// How many history messages an answer holds for a request's `historyLength`: the
+/// default ([`DEFAULT_HISTORY_LENGTH`](crate::config::DEFAULT_HISTORY_LENGTH)) when it
+/// names none, at most [`MAX_HISTORY_LENGTH`](crate::config::MAX_HISTORY_LENGTH) (the spec
+/// asks for "at most" that many), and a negative one refused.
+fn history_length(n: Option<i32>, field: &str) -> Result<usize, A2aError> {
+    use crate::config::{DEFAULT_HISTORY_LENGTH, MAX_HISTORY_LENGTH};
+    let n = crate::a2a::validate::history_length(n, field)?;
+    Ok(n.unwrap_or(DEFAULT_HISTORY_LENGTH).min(MAX_HISTORY_LENGTH))
+}
+
 fn json<T: serde::Serialize>(v: T) -> Result<Answer, A2aError> {
     serde_json::value::to_raw_value(&v)
         .map(Answer::Json)

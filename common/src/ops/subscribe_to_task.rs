@@ -13,8 +13,10 @@ pub async fn subscribe_to_task(
     caller: &Caller,
 ) -> Result<EventStream, A2aError> {
     validate::required_id(&req.id, "id")?;
+    // The Task it starts with holds the history an answer holds by default.
+    let history = crate::config::DEFAULT_HISTORY_LENGTH;
     let rec = h
-        .visible_view(&req.tenant, &req.id, caller, None, true)
+        .visible_view(&req.tenant, &req.id, caller, Some(history), true)
         .await?;
     if rec.state().is_terminal() {
         return Err(A2aError::UnsupportedOperation(format!(
@@ -29,7 +31,7 @@ pub async fn subscribe_to_task(
         Follow {
             task_id: rec.task.id.clone(),
             may_see: h.visibility(&req.tenant, caller.id()),
-            first: StreamResponse::task(view(rec.task.clone(), None, true)),
+            first: StreamResponse::task(view(rec.task.clone(), history, true)),
             // The current Task already holds every earlier event's effect: replaying them
             // would show each state twice (and an old WORKING after the snapshot).
             after: rec.last_seq,

@@ -7,14 +7,21 @@
 //! written again when a chunk extends it; a long status message is a part of its own. A
 //! commit writes the head and the parts that changed since the record was read, so its
 //! cost follows what changed, not the size of the task. Both stores keep this layout.
+//!
+//! The split is also where a task's bounds ([`TaskBounds`]) are kept: it knows what the
+//! record holds ([`Size`](super::bounds::Size)) against what the store held when it was read, and both stores
+//! make it inside their conditional write, so of two writers that read the same version
+//! only one commits, and the other's retry is measured again: no race passes a bound.
 
 use std::hash::{Hash, Hasher};
 
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
 
+use super::bounds::Size;
 use super::{StoreError, TaskRecord};
 use crate::a2a::{Task, TaskStatus};
+use crate::config::TaskBounds;
 
 /// Longest status message (as JSON) the head holds; a longer one is a part of its own.
 pub const STATUS_INLINE_BYTES: usize = 4 * 1024;
@@ -100,6 +107,12 @@ pub struct Stored {
     /// (a task written before the store kept count): its events' keys cannot be told
     /// from its last seq alone.
     pub events_chunked: Option<bool>,
+    /// Bytes of the stored history and conversation parts (they only grow, and a commit
+    /// does not print them again).
+    history_bytes: u64,
+    turn_bytes: u64,
+    /// What the task held, as its bounds count it.
+    size: Size,
 }
 
 /// What a listing index keeps of a task: who may list it, and where it sorts and filters.
@@ -137,6 +150,11 @@ impl PartialEq for Stored {
 impl Stored {
     pub fn is_partial(&self) -> bool {
         self.partial
+    }
+
+    /// What the stored task holds, as its bounds count it.
+    pub fn size(&self) -> Size {
+        self.size
     }
 }
 
@@ -190,8 +208,9 @@ pub fn task_head<S: Serializer>(task: &Task, s: S) -> Result<S::Ok, S::Error> {
 
 /// The head and the parts of `rec` that changed since it was read. History and the
 /// conversation only grow: a record whose lists are shorter than what was stored, or a
-/// view, is refused.
-pub fn split(rec: &TaskRecord) -> Result<Split, StoreError> {
+/// view, is refused; so is one that grows past `bounds` (`TaskFull`, see
+/// [`Size::passes`]).
+pub fn split(rec: &TaskRecord, bounds: &TaskBounds) -> Result<Split, StoreError> {
     let was = &rec.stored;
     let (history, turns) = (&rec.task.history, &rec.agent.conversation);
     if was.partial {
@@ -210,23 +229,31 @@ pub fn split(rec: &TaskRecord) -> Result<Split, StoreError> {
         )));
     }
     let mut parts = Vec::new();
-    let mut once = |kind, index: usize, json| {
+    let (mut history_bytes, mut turn_bytes) = (was.history_bytes, was.turn_bytes);
+    let mut once = |kind, index: usize, json: String| {
+        let bytes = json.len() as u64;
         parts.push(Part {
             kind,
             index: index as u64,
             json,
             once: true,
-        })
+        });
+        bytes
     };
     for (i, m) in history.iter().enumerate().skip(was.history) {
-        once(PartKind::History, i, to_json(m)?);
+        history_bytes += once(PartKind::History, i, to_json(m)?);
     }
     for (i, t) in turns.iter().enumerate().skip(was.turns) {
-        once(PartKind::Turn, i, to_json(t)?);
+        turn_bytes += once(PartKind::Turn, i, to_json(t)?);
     }
+    let mut size = Size {
+        messages: history.len() as u64,
+        bytes: history_bytes + turn_bytes,
+    };
     let mut artifacts = Vec::with_capacity(rec.task.artifacts.len());
     for (i, a) in rec.task.artifacts.iter().enumerate() {
         let json = to_json(a)?;
+        size.bytes += json.len() as u64;
         let print = fingerprint(&json);
         if was.artifacts.get(i) != Some(&print) {
             parts.push(Part {
@@ -241,6 +268,8 @@ pub fn split(rec: &TaskRecord) -> Result<Split, StoreError> {
     let mut status = None;
     if let Some(m) = rec.task.status.as_ref().and_then(|s| s.message.as_ref()) {
         let json = to_json(m)?;
+        size.messages += 1;
+        size.bytes += json.len() as u64;
         if json.len() > STATUS_INLINE_BYTES {
             let print = fingerprint(&json);
             if was.status != Some(print) {
@@ -285,6 +314,12 @@ pub fn split(rec: &TaskRecord) -> Result<Split, StoreError> {
     if head.len() > HEAD_BYTES {
         return Err(StoreError::TooLarge(rec.id().to_owned()));
     }
+    if let Some(bound) = size.passes(was.size, bounds, rec.state().is_terminal()) {
+        return Err(StoreError::TaskFull {
+            task_id: rec.id().to_owned(),
+            bound,
+        });
+    }
     Ok(Split {
         head,
         counts,
@@ -297,6 +332,9 @@ pub fn split(rec: &TaskRecord) -> Result<Split, StoreError> {
             partial: false,
             listing: Some(Listing::of(rec)),
             events_chunked: rec.stored.events_chunked,
+            history_bytes,
+            turn_bytes,
+            size,
         },
     })
 }
@@ -334,6 +372,9 @@ pub struct Want {
     pub artifacts: bool,
     /// The agent's conversation (only a whole record, which can be committed, has it).
     pub turns: bool,
+    /// Most bytes of history parts read: the store reads them newest first and stops
+    /// before this many ([`Want::keeping`] says how many it kept). None: no budget.
+    pub history_bytes: Option<usize>,
 }
 
 impl Want {
@@ -342,13 +383,25 @@ impl Want {
         history: None,
         artifacts: true,
         turns: true,
+        history_bytes: None,
     };
 
+    /// A reader's view: at most [`RESPONSE_BYTES`](crate::config::RESPONSE_BYTES) of
+    /// history, whatever `history` asks.
     pub fn view(history: Option<usize>, artifacts: bool) -> Want {
         Want {
             history,
             artifacts,
             turns: false,
+            history_bytes: Some(crate::config::RESPONSE_BYTES),
+        }
+    }
+
+    /// The want once a budgeted read of the history kept its newest `n` messages.
+    pub fn keeping(self, n: usize) -> Want {
+        Want {
+            history: Some(n),
+            ..self
         }
     }
 
@@ -396,8 +449,16 @@ pub fn attach(
     parts.sort_by_key(|(kind, index, _)| (*kind, *index));
     let mut artifacts = Vec::new();
     let mut status = None;
+    let (mut bytes, mut history_bytes, mut turn_bytes) = (0u64, 0u64, 0u64);
     for (kind, _, json) in &parts {
         let bad = |e: serde_json::Error| corrupt(format!("{kind:?} part: {e}"));
+        let len = json.len() as u64;
+        bytes += len;
+        match kind {
+            PartKind::History => history_bytes += len,
+            PartKind::Turn => turn_bytes += len,
+            PartKind::Artifact | PartKind::Status => {}
+        }
         match kind {
             PartKind::Artifact => {
                 rec.task
@@ -442,6 +503,15 @@ pub fn attach(
         // A head from before this layout has its lists inline and nothing as parts: the
         // next commit writes them all.
         let inline = counts == &Counts::default();
+        let message = rec.task.status.as_ref().and_then(|s| s.message.as_ref());
+        if let (Some(m), None) = (message, status) {
+            // The status message the head holds.
+            bytes += to_json(m)?.len() as u64;
+        }
+        let size = Size {
+            messages: rec.task.history.len() as u64 + u64::from(message.is_some()),
+            bytes,
+        };
         Stored {
             history: if inline { 0 } else { rec.task.history.len() },
             turns: if inline {
@@ -454,6 +524,9 @@ pub fn attach(
             partial: false,
             listing: None,
             events_chunked: None,
+            history_bytes: if inline { 0 } else { history_bytes },
+            turn_bytes: if inline { 0 } else { turn_bytes },
+            size: if inline { Size::default() } else { size },
         }
     } else {
         Stored {
@@ -469,6 +542,7 @@ mod tests {
     use super::*;
     use crate::a2a::{Artifact, Message, Part as A2aPart, TaskState};
     use crate::store::conversation::ChatMessage;
+    use crate::store::Bound;
 
     fn message(text: &str) -> Message {
         Message {
@@ -507,7 +581,7 @@ mod tests {
     #[test]
     fn a_commit_writes_only_what_changed_and_the_head_holds_no_lists() {
         let rec = record();
-        let first = split(&rec).expect("split");
+        let first = split(&rec, &TaskBounds::default()).expect("split");
         assert_eq!(first.parts.len(), 3, "two messages and a turn");
         assert!(!first.head.contains("\"history\":[") && !first.head.contains("turn-text"));
         let mut back = round_trip(&first);
@@ -516,13 +590,13 @@ mod tests {
         back.stored = first.stored;
         back.task.history.push(message("c"));
         back.add_test_artifact("x", "one");
-        let second = split(&back).expect("split");
+        let second = split(&back, &TaskBounds::default()).expect("split");
         let kinds: Vec<_> = second.parts.iter().map(|p| (p.kind, p.index)).collect();
         assert_eq!(kinds, [(PartKind::History, 2), (PartKind::Artifact, 0)]);
 
         back.stored = second.stored;
         back.task.artifacts[0].parts.push(A2aPart::text("two"));
-        let third = split(&back).expect("split");
+        let third = split(&back, &TaskBounds::default()).expect("split");
         let kinds: Vec<_> = third.parts.iter().map(|p| (p.kind, p.index)).collect();
         assert_eq!(
             kinds,
@@ -547,7 +621,7 @@ mod tests {
             "owner",
             std::time::Duration::from_secs(30),
         ));
-        let s = split(&rec).expect("split");
+        let s = split(&rec, &TaskBounds::default()).expect("split");
         assert_eq!(round_trip(&s), rec);
     }
 
@@ -556,20 +630,92 @@ mod tests {
         let mut rec = record();
         let long = message(&"x".repeat(STATUS_INLINE_BYTES));
         rec.task.status.as_mut().expect("status").message = Some(long.clone());
-        let s = split(&rec).expect("split");
+        let s = split(&rec, &TaskBounds::default()).expect("split");
         assert!(s.counts.status && s.head.len() < STATUS_INLINE_BYTES);
         assert!(s.parts.iter().any(|p| p.kind == PartKind::Status));
         assert_eq!(round_trip(&s), rec);
     }
 
     #[test]
+    fn a_task_is_measured_as_its_bounds_count_it_whether_split_or_read() {
+        let mut rec = record();
+        rec.add_test_artifact("x", "one");
+        let status = message("status");
+        rec.task.status.as_mut().expect("status").message = Some(status.clone());
+        let s = split(&rec, &TaskBounds::NONE).expect("split");
+        let parts: u64 = s.parts.iter().map(|p| p.json.len() as u64).sum();
+        let inline = serde_json::to_string(&status).expect("json").len() as u64;
+        let size = Size {
+            messages: 3,
+            bytes: parts + inline,
+        };
+        assert_eq!(s.stored.size(), size, "two history messages and the status");
+        assert_eq!(round_trip(&s).stored.size(), size, "read back whole");
+    }
+
+    #[test]
+    fn only_growth_past_a_bound_is_refused_and_an_ending_passes_by_its_status() {
+        let bounds = TaskBounds {
+            messages: 3,
+            bytes: 1_000_000,
+        };
+        let full = {
+            let mut rec = round_trip(&split(&record(), &bounds).expect("two messages"));
+            rec.task.history.push(message("c"));
+            rec.stored = split(&rec, &bounds).expect("three: the bound").stored;
+            rec
+        };
+        let mut more = full.clone();
+        more.task.history.push(message("d"));
+        let refused = split(&more, &bounds);
+        assert!(
+            matches!(
+                refused,
+                Err(StoreError::TaskFull {
+                    bound: Bound::Messages(3),
+                    ..
+                })
+            ),
+            "{refused:?}"
+        );
+        let bytes = TaskBounds {
+            bytes: 10,
+            ..TaskBounds::NONE
+        };
+        assert!(matches!(
+            split(&more, &bytes),
+            Err(StoreError::TaskFull {
+                bound: Bound::Bytes(10),
+                ..
+            })
+        ));
+        // A write that does not grow the task (its lease, say) goes in past a bound
+        // lowered since.
+        let lowered = TaskBounds {
+            messages: 1,
+            ..bounds
+        };
+        assert!(split(&full, &lowered).is_ok());
+        // The write that ends it may add one short status message, and no more.
+        let mut ended = full.clone();
+        ended.task.status = Some(TaskStatus {
+            state: TaskState::Failed,
+            message: Some(message("the task is full")),
+            ..Default::default()
+        });
+        assert!(split(&ended, &bounds).is_ok());
+        ended.task.history.push(message("e"));
+        assert!(split(&ended, &bounds).is_err());
+    }
+
+    #[test]
     fn shrinking_lists_and_views_are_refused() {
         let rec = record();
-        let s = split(&rec).expect("split");
+        let s = split(&rec, &TaskBounds::default()).expect("split");
         let mut back = round_trip(&s);
         back.stored = s.stored;
         back.task.history.pop();
-        assert!(split(&back).is_err());
+        assert!(split(&back, &TaskBounds::default()).is_err());
 
         let (mut view, counts) = decode_head(&s.head).expect("head");
         let last = s
@@ -580,7 +726,7 @@ mod tests {
             .collect();
         attach(&mut view, &counts, Want::view(Some(1), false), last).expect("view");
         assert_eq!(view.task.history, vec![message("b")]);
-        assert!(view.stored.is_partial() && split(&view).is_err());
+        assert!(view.stored.is_partial() && split(&view, &TaskBounds::default()).is_err());
     }
 
     #[test]
@@ -594,7 +740,13 @@ mod tests {
         let (mut back, counts) = decode_head(&old.to_string()).expect("head");
         attach(&mut back, &counts, Want::WHOLE, Vec::new()).expect("attach");
         assert_eq!(back, rec);
-        assert_eq!(split(&back).expect("split").parts.len(), 3);
+        assert_eq!(
+            split(&back, &TaskBounds::default())
+                .expect("split")
+                .parts
+                .len(),
+            3
+        );
     }
 
     impl TaskRecord {

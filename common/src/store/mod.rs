@@ -4,6 +4,7 @@
 //! that was read, a state change and its events are written together, events take the
 //! next gap-free sequence numbers, and a message is stored only if its id is new.
 
+mod bounds;
 pub mod conversation;
 pub mod dynamodb;
 #[cfg(feature = "embedded-store")]
@@ -14,6 +15,7 @@ mod read_only;
 #[cfg(feature = "embedded-store")]
 mod view_cache;
 
+pub use bounds::{Bound, PageBytes, Size, ENDING_ALLOWANCE};
 pub use dynamodb::DynamoStore;
 #[cfg(feature = "embedded-store")]
 pub use embedded::{Durability, EmbeddedStore};
@@ -238,7 +240,8 @@ pub struct TaskQuery {
     pub waiting: bool,
     pub page_size: usize,
     pub cursor: Option<Cursor>,
-    /// Each task's last this many messages (all when None), as in [`Store::load_view`].
+    /// Each task's last this many messages (all when None), within the bytes
+    /// [`Store::load_view`] reads.
     pub history: Option<usize>,
     pub artifacts: bool,
 }
@@ -394,6 +397,10 @@ pub enum StoreError {
     /// 400 KB). Permanent: the same write never succeeds on a retry.
     #[error("task {0} would be larger than the store holds")]
     TooLarge(String),
+    /// The write would grow the task past one of its bounds
+    /// ([`TaskBounds`](crate::config::TaskBounds)). Permanent: it never fits on a retry.
+    #[error("task {task_id} would pass its bound of {bound}")]
+    TaskFull { task_id: String, bound: Bound },
     /// A push config with this id exists and another participant created it.
     #[error("push notification config {id} of task {task_id} was created by someone else")]
     PushConfigTaken { task_id: String, id: String },
@@ -492,11 +499,12 @@ pub trait Store: Send + Sync + 'static {
         admit: &Admit<'_>,
     ) -> Result<Option<TaskRecord>, StoreError>;
 
-    /// What a reader asks of the task: its last `history` messages (all when None), its
-    /// artifacts if `artifacts`, never the agent's conversation. Reads only those parts (a
-    /// bounded read for a bounded `history`), and none unless `admit` passes the head (the
-    /// caller's visibility check, so a stranger's request costs one read). A view cannot
-    /// be committed.
+    /// What a reader asks of the task: its last `history` messages (all when None) but no
+    /// more of the newest than hold [`RESPONSE_BYTES`](crate::config::RESPONSE_BYTES)
+    /// together, its artifacts if `artifacts`, never the agent's conversation. Reads only
+    /// those parts (the history newest first, no further than that), and none unless
+    /// `admit` passes the head (the caller's visibility check, so a stranger's request
+    /// costs one read). A view cannot be committed.
     async fn load_view(
         &self,
         task_id: &str,
@@ -513,6 +521,10 @@ pub trait Store: Send + Sync + 'static {
         limit: usize,
     ) -> Result<Vec<LoggedEvent>, StoreError>;
 
+    /// A page of the query's tasks, each read as [`Store::load_view`] reads it; the page
+    /// ends early, before a task that would take it past
+    /// [`RESPONSE_BYTES`](crate::config::RESPONSE_BYTES) of stored JSON ([`PageBytes`]),
+    /// and its cursor goes on from there.
     async fn list_tasks(&self, query: &TaskQuery) -> Result<TaskPage, StoreError>;
 
     /// Creates the config `(record.config.task_id, record.config.id)`, or replaces it if

@@ -101,6 +101,14 @@ struct Args {
     /// Largest request body in bytes.
     #[arg(long = settings::MAX_BODY_BYTES.long(), env = settings::MAX_BODY_BYTES.env, default_value_t = 1024 * 1024)]
     max_body_bytes: usize,
+    /// Most messages one task holds (its history and its status message); a message that
+    /// would pass it is refused (-32602), nothing stored.
+    #[arg(long = settings::TASK_MAX_MESSAGES.long(), env = settings::TASK_MAX_MESSAGES.env, default_value_t = common::config::DEFAULT_TASK_MAX_MESSAGES, value_parser = clap::value_parser!(u64).range(1..))]
+    task_max_messages: u64,
+    /// Most bytes one task holds (its messages, artifacts and the agent's conversation, as
+    /// stored JSON); a message that would pass it is refused (-32602), nothing stored.
+    #[arg(long = settings::TASK_MAX_BYTES.long(), env = settings::TASK_MAX_BYTES.env, default_value_t = common::config::DEFAULT_TASK_MAX_BYTES, value_parser = clap::value_parser!(u64).range(1..))]
+    task_max_bytes: u64,
     /// Requests per minute per peer address (0, the default: unlimited, since a local
     /// harness serves its own scripts and test runs; a deployment throttles at API Gateway).
     #[arg(long = settings::RATE_LIMIT_PER_MINUTE.long(), env = settings::RATE_LIMIT_PER_MINUTE.env, default_value_t = 0)]
@@ -330,13 +338,18 @@ async fn run() -> Result<(), common::lambda::Error> {
             .transpose()?,
     };
     let agent = common::agent::build(args.agent, &settings).await?;
+    let bounds = common::config::TaskBounds {
+        messages: args.task_max_messages,
+        bytes: args.task_max_bytes,
+    };
     let (store, undelivered): (Arc<dyn Store>, Vec<String>) = match &args.table {
         // A DynamoDB table (AWS, or DynamoDB Local through AWS_ENDPOINT_URL_DYNAMODB).
         // Webhook deliveries a stop cut off resume with their task's next commit.
         Some(table) => (
             Arc::new(
                 (common::lambda::dynamo_store(table.clone(), 30).await)
-                    .with_unlisted(&config.agent_id),
+                    .with_unlisted(&config.agent_id)
+                    .with_bounds(bounds),
             ),
             Vec::new(),
         ),
@@ -347,7 +360,8 @@ async fn run() -> Result<(), common::lambda::Error> {
                 Durability::Process
             };
             let store = EmbeddedStore::open_with(&args.state_dir, durability)?
-                .with_unlisted(&config.agent_id);
+                .with_unlisted(&config.agent_id)
+                .with_bounds(bounds);
             let undelivered = store.push_backlog().await?;
             (Arc::new(store), undelivered)
         }

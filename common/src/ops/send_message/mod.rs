@@ -36,6 +36,7 @@ use crate::agent::llm::Reply;
 use crate::channels;
 use crate::channels::personal::{ANSWER_ID_PREFIX, NO_LONGER_OPEN};
 use crate::commands::{self, Command, Invocation};
+use crate::config::DEFAULT_HISTORY_LENGTH;
 use crate::engine::follow::{follow, EventStream, Follow, Subscription};
 use crate::engine::transition::{
     accept_message, agent_message, await_assignee, created, new_id, new_task, set_status, view,
@@ -71,7 +72,7 @@ struct Accepted {
     intake: Intake,
     /// Who the message is from: the participant a stream of it follows the task as.
     sender: String,
-    history: Option<usize>,
+    history: usize,
     return_immediately: bool,
     /// A streaming send's place among its task's streams, when the task was there before
     /// the message (see [`Place`]).
@@ -159,7 +160,7 @@ async fn settled_elsewhere(
     rec: TaskRecord,
     admit: &crate::store::Admit<'_>,
     deadline: Option<std::time::Instant>,
-    history: Option<usize>,
+    history: usize,
 ) -> Result<TaskRecord, A2aError> {
     use crate::engine::follow::{POLL_MAX, POLL_MIN};
     let now = std::time::Instant::now();
@@ -173,7 +174,9 @@ async fn settled_elsewhere(
         let settled = head.as_ref().is_none_or(|t| t.state().ends_stream());
         let left = until.saturating_duration_since(std::time::Instant::now());
         if settled || left.is_zero() {
-            let task = (h.store).load_view(rec.id(), history, true, admit).await?;
+            let task = (h.store)
+                .load_view(rec.id(), Some(history), true, admit)
+                .await?;
             return Ok(task.unwrap_or(rec));
         }
         tokio::time::sleep(poll.min(left)).await;
@@ -205,7 +208,7 @@ pub async fn send_streaming_message(
         } => Follow {
             task_id: record.task.id.clone(),
             may_see,
-            first: StreamResponse::task(view(record.task.clone(), None, true)),
+            first: StreamResponse::task(view(record.task.clone(), DEFAULT_HISTORY_LENGTH, true)),
             after: replay_from,
             replay_until: if run.is_some() {
                 replay_from
@@ -227,7 +230,7 @@ pub async fn send_streaming_message(
             }),
             task_id: record.task.id.clone(),
             may_see,
-            first: StreamResponse::task(view(record.task.clone(), None, true)),
+            first: StreamResponse::task(view(record.task.clone(), DEFAULT_HISTORY_LENGTH, true)),
             after: record.last_seq,
             replay_until: record.last_seq,
             settled: record.state().ends_stream(),
@@ -339,7 +342,7 @@ async fn take_in(
     let envelope = envelope_of(&message)?;
     let command = h.commands.invoked(&message);
     let config = req.configuration.unwrap_or_default();
-    let history = validate::history_length(config.history_length, "configuration.historyLength")?;
+    let history = super::history_length(config.history_length, "configuration.historyLength")?;
     let accepted = |intake| Accepted {
         intake,
         sender: sender.clone(),
@@ -475,9 +478,13 @@ async fn take_in(
                     settled: false,
                 })
             }
-            // Someone wrote to the task between its read and the run's write: the
-            // message is taken in the ordinary way, its write first.
-            Err(IntakeError::Store(StoreError::Conflict { .. })) => stage = false,
+            // Someone wrote to the task between its read and the run's write, or the
+            // message and the answer together would pass the task's bounds: the message
+            // is taken in the ordinary way, its write first (refused alone only if it
+            // alone passes them; an answer past them then fails the task).
+            Err(IntakeError::Store(StoreError::Conflict { .. } | StoreError::TaskFull { .. })) => {
+                stage = false
+            }
             Err(e) => break Err(e),
         }
     };

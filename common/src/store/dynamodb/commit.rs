@@ -321,7 +321,7 @@ impl DynamoStore {
         events: &[StreamResponse],
     ) -> Result<(TaskRecord, CommitPlan, layout::Split), StoreError> {
         let rec = record.created(events.len());
-        let split = layout::split(&rec)?;
+        let split = layout::split(&rec, &self.bounds)?;
         let condition = "attribute_not_exists(pk)";
         let plan = self.commit_items(&rec, &split, (condition, None), 0, events)?;
         Ok((rec, plan, split))
@@ -340,7 +340,7 @@ impl DynamoStore {
         along: Along<'_>,
     ) -> Result<TaskRecord, StoreError> {
         let (mut rec, first_seq) = record.committed(expected_version, events.len());
-        let split = layout::split(&rec)?;
+        let split = layout::split(&rec, &self.bounds)?;
         let values = HashMap::from([
             (":v".to_owned(), n(expected_version)),
             (":s".to_owned(), n(first_seq - 1)),

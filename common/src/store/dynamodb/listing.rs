@@ -14,7 +14,12 @@ use super::items::{
 use super::schema::{INDEX, LISTED};
 use super::DynamoStore;
 use crate::store::layout::{self, Listing, Want};
-use crate::store::{Cursor, Store, StoreError, TaskPage, TaskQuery, TaskRecord};
+use crate::store::{Cursor, PageBytes, Store, StoreError, TaskPage, TaskQuery, TaskRecord};
+
+/// Tasks of a ListTasks page whose parts are read at once: each read holds up to a page's
+/// bytes of history ([`RESPONSE_BYTES`](crate::config::RESPONSE_BYTES)), so this many
+/// bound what a page takes in memory while it is read.
+const READS_AT_ONCE: usize = 4;
 
 impl DynamoStore {
     /// The listing index's writes in a commit of `rec`: every member's item again when
@@ -219,7 +224,11 @@ impl DynamoStore {
                 ),
             ])
         });
-        while tasks.len() <= q.page_size {
+        // Tasks in order until the next would pass the page's bytes (the first always goes
+        // in): the page ends there, and the next one starts after it.
+        let mut page = PageBytes::default();
+        let mut full = false;
+        while tasks.len() <= q.page_size && !full {
             let out = query()
                 .scan_index_forward(false)
                 .limit((q.page_size + 1 - tasks.len()) as i32)
@@ -235,19 +244,28 @@ impl DynamoStore {
                 ids.push(id);
             }
             let heads = self.heads(&ids).await?;
-            let page = (heads.iter()).map(|item| self.with_parts(item, want, &admit));
-            tasks.extend(
-                futures::future::try_join_all(page)
-                    .await?
+            for group in heads.chunks(READS_AT_ONCE) {
+                let reads = (group.iter()).map(|item| self.sized(item, want, &admit));
+                for (rec, bytes) in (futures::future::try_join_all(reads).await?)
                     .into_iter()
-                    .flatten(),
-            );
+                    .flatten()
+                {
+                    if !page.takes(bytes) {
+                        full = true;
+                        break;
+                    }
+                    tasks.push(rec);
+                }
+                if full {
+                    break;
+                }
+            }
             start = out.last_evaluated_key().cloned();
             if start.is_none() {
                 break;
             }
         }
-        let next = if tasks.len() > q.page_size {
+        let next = if full || tasks.len() > q.page_size {
             tasks.truncate(q.page_size);
             tasks.last().map(|t| Cursor {
                 status_millis: (listed_at.get(t.id()).copied())

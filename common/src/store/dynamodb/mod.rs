@@ -87,6 +87,8 @@ pub struct DynamoStore {
     /// nearly every task, which no client may speak as (so none lists its tasks). Its
     /// items would cost one more write a transition, all on one index key a tenant.
     unlisted: Option<String>,
+    /// How large a task may grow (kept by each commit's split).
+    bounds: crate::config::TaskBounds,
     signals: super::Signals,
 }
 
@@ -100,6 +102,7 @@ impl DynamoStore {
             retention: DEFAULT_RETENTION,
             task_retention: None,
             unlisted: None,
+            bounds: Default::default(),
             signals: Default::default(),
         }
     }
@@ -119,6 +122,13 @@ impl DynamoStore {
     /// Leaves `participant`'s tasks out of the listing index (the harness's own id).
     pub fn with_unlisted(mut self, participant: impl Into<String>) -> Self {
         self.unlisted = Some(participant.into());
+        self
+    }
+
+    /// How large a task may grow ([`TaskBounds::default`](crate::config::TaskBounds)
+    /// unless set).
+    pub fn with_bounds(mut self, bounds: crate::config::TaskBounds) -> Self {
+        self.bounds = bounds;
         self
     }
 }

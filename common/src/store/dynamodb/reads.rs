@@ -61,6 +61,66 @@ impl DynamoStore {
             .collect()
     }
 
+    /// Task `task_id`'s history messages at the indexes `range`, newest first, while they
+    /// hold at most `budget` bytes together (one Query, read backwards, paged no further
+    /// than the budget), as `attach` takes them.
+    async fn read_newest_history(
+        &self,
+        task_id: &str,
+        range: std::ops::Range<u64>,
+        budget: usize,
+    ) -> Result<Vec<(PartKind, u64, String)>, StoreError> {
+        let kind = PartKind::History;
+        let mut items = Vec::new();
+        let mut read = 0;
+        let mut start: Option<Item> = None;
+        loop {
+            let out = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("pk = :pk AND sk BETWEEN :from AND :to")
+                .expression_attribute_values(":pk", s(task_pk(task_id)))
+                .expression_attribute_values(":from", s(part_sk(kind, range.start)))
+                .expression_attribute_values(
+                    ":to",
+                    s(format!("{}~~", part_sk(kind, range.end.saturating_sub(1)))),
+                )
+                .scan_index_forward(false)
+                .consistent_read(true)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(unavailable)?;
+            for item in out.items() {
+                read += item
+                    .get("data")
+                    .and_then(|d| d.as_s().ok())
+                    .map_or(0, String::len);
+                items.push(item.clone());
+            }
+            start = out.last_evaluated_key().cloned();
+            if start.is_none() || read > budget {
+                break;
+            }
+        }
+        // In sort order again: a message's continuations follow it (one whose first item
+        // the budget left unread is left out).
+        items.reverse();
+        let mut spent = 0;
+        let mut parts = Vec::new();
+        for (item, payload) in joined(&items)?.into_iter().rev() {
+            spent += payload.len();
+            if spent > budget {
+                break;
+            }
+            let sk = get_s(item, "sk")?;
+            let index = sk[part_prefix(kind).len()..].parse().map_err(corrupt)?;
+            parts.push((kind, index, payload));
+        }
+        Ok(parts)
+    }
+
     /// The record of a head item with the parts `want` asks for (one Query per kind, run
     /// together); None, with nothing more read, unless `admit` passes the head.
     pub(super) async fn with_parts(
@@ -69,16 +129,40 @@ impl DynamoStore {
         want: Want,
         admit: &Admit<'_>,
     ) -> Result<Option<TaskRecord>, StoreError> {
+        Ok(self.sized(item, want, admit).await?.map(|(rec, _)| rec))
+    }
+
+    /// [`Self::with_parts`], and the bytes of stored JSON it was read from. History within
+    /// a budget (`want.history_bytes`) is read newest first, no further than the budget.
+    pub(super) async fn sized(
+        &self,
+        item: &Item,
+        mut want: Want,
+        admit: &Admit<'_>,
+    ) -> Result<Option<(TaskRecord, usize)>, StoreError> {
         let (mut rec, counts) = decode_head(item)?;
         if !admit(&rec) {
             return Ok(None);
         }
-        let reads = PartKind::ALL
-            .into_iter()
+        let id = &rec.task.id;
+        let reads = (PartKind::ALL.into_iter())
             .filter(|k| want.reads(*k, &counts))
-            .map(|k| self.read_parts(&rec.task.id, k, want.range(k, &counts)));
-        let parts = futures::future::try_join_all(reads).await?;
-        layout::attach(&mut rec, &counts, want, parts.concat())?;
+            .map(|k| async move {
+                let range = want.range(k, &counts);
+                match (k, want.history_bytes) {
+                    (PartKind::History, Some(budget)) => {
+                        self.read_newest_history(id, range, budget).await
+                    }
+                    _ => self.read_parts(id, k, range).await,
+                }
+            });
+        let parts = futures::future::try_join_all(reads).await?.concat();
+        if want.history_bytes.is_some() {
+            let kept = parts.iter().filter(|p| p.0 == PartKind::History).count();
+            want = want.keeping(kept);
+        }
+        let bytes = get_s(item, "record")?.len() + parts.iter().map(|p| p.2.len()).sum::<usize>();
+        layout::attach(&mut rec, &counts, want, parts)?;
         if want == Want::WHOLE {
             if counts == Counts::default() {
                 self.write_out_inline_parts(&mut rec).await?;
@@ -89,14 +173,15 @@ impl DynamoStore {
                 .and_then(|v| v.as_n().ok())
                 .map(|v| v != "0");
         }
-        Ok(Some(rec))
+        Ok(Some((rec, bytes)))
     }
 
     /// A head written before the layout holds its lists inline: they are written out as
     /// parts now (batches, outside any commit: more than one transaction could hold), so
     /// the record's next commit writes only its head and what is new.
     async fn write_out_inline_parts(&self, rec: &mut TaskRecord) -> Result<(), StoreError> {
-        let split = layout::split(rec)?;
+        // What it already holds is not refused: it is only moved.
+        let split = layout::split(rec, &crate::config::TaskBounds::NONE)?;
         if split.parts.is_empty() {
             return Ok(());
         }

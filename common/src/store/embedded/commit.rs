@@ -12,6 +12,7 @@ use super::push::put_push_row;
 use super::rows::{append_events, event_rows, HeadRow};
 use super::EmbeddedStore;
 use crate::a2a::StreamResponse;
+use crate::config::TaskBounds;
 use crate::store::layout::Stored;
 use crate::store::view_cache::Changed;
 use crate::store::{counting_conflicts, ended_by, Along, InboundMessage, StoreError, TaskRecord};
@@ -28,9 +29,10 @@ impl NewTask {
         record: &TaskRecord,
         events: &[StreamResponse],
         unlisted: Option<&str>,
+        bounds: &TaskBounds,
     ) -> Result<(TaskRecord, NewTask), StoreError> {
         let rec = record.created(events.len());
-        let row = HeadRow::of(&rec, unlisted)?;
+        let row = HeadRow::of(&rec, unlisted, bounds)?;
         let events = event_rows(events)?;
         Ok((rec, NewTask { row, events }))
     }
@@ -57,7 +59,7 @@ impl EmbeddedStore {
         events: &[StreamResponse],
         message: Option<&InboundMessage>,
     ) -> Result<TaskRecord, StoreError> {
-        let (mut rec, new) = NewTask::of(record, events, self.unlisted.as_deref())?;
+        let (mut rec, new) = NewTask::of(record, events, self.unlisted.as_deref(), &self.bounds)?;
         let ended = ended_by(events);
         let message = message.map(InboundRow::of).transpose()?;
         let stored = self
@@ -86,12 +88,14 @@ impl EmbeddedStore {
         along: Along<'_>,
     ) -> Result<TaskRecord, StoreError> {
         let (mut rec, first_seq) = record.committed(expected_version, events.len());
-        let row = HeadRow::of(&rec, self.unlisted.as_deref())?;
+        let row = HeadRow::of(&rec, self.unlisted.as_deref(), &self.bounds)?;
         let ended = ended_by(events);
         let events = event_rows(events)?;
         let message = message.map(InboundRow::of).transpose()?;
         let created = (along.created)
-            .map(|(child, events)| NewTask::of(child, events, self.unlisted.as_deref()))
+            .map(|(child, events)| {
+                NewTask::of(child, events, self.unlisted.as_deref(), &self.bounds)
+            })
             .transpose()?;
         let (mut child, new) = created.unzip();
         let push = along.push.cloned();

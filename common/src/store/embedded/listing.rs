@@ -8,7 +8,7 @@ use super::connection::{backend, in_snapshot};
 use super::rows::{decode_record, row_record};
 use super::EmbeddedStore;
 use crate::store::layout::{Listing, Want};
-use crate::store::{Cursor, StoreError, TaskPage, TaskQuery};
+use crate::store::{Cursor, PageBytes, StoreError, TaskPage, TaskQuery};
 
 /// The participant ids a task's listing rows are keyed by, as one column of its row
 /// (`unlist` reads it): `\n<id>\n<id>\n` (ids hold no control characters).
@@ -138,20 +138,26 @@ impl EmbeddedStore {
                 args.len()
             );
             let want = Want::view(q.history, q.artifacts);
-            let mut tasks = in_snapshot(conn, |conn| {
+            // Tasks in order until the next would pass the page's bytes (the first always
+            // goes in): the page ends there, and the next one starts after it.
+            let (mut tasks, full) = in_snapshot(conn, |conn| {
                 let mut stmt = conn.prepare(&sql).map_err(backend)?;
                 let rows = stmt
                     .query_map(rusqlite::params_from_iter(args.iter()), row_record)
                     .map_err(backend)?;
-                rows.filter_map(|r| {
-                    (r.map_err(backend))
-                        .and_then(|h| decode_record(conn, h, want, &|_| true))
-                        .map(|loaded| loaded.map(|(rec, _)| rec))
-                        .transpose()
-                })
-                .collect::<Result<Vec<_>, _>>()
+                let (mut tasks, mut page) = (Vec::new(), PageBytes::default());
+                for row in rows {
+                    let head = row.map_err(backend)?;
+                    if let Some((rec, bytes)) = decode_record(conn, head, want, &|_| true)? {
+                        if !page.takes(bytes) {
+                            return Ok((tasks, true));
+                        }
+                        tasks.push(rec);
+                    }
+                }
+                Ok((tasks, false))
             })?;
-            let next = if tasks.len() > q.page_size {
+            let next = if full || tasks.len() > q.page_size {
                 tasks.truncate(q.page_size);
                 tasks.last().map(|t| Cursor {
                     status_millis: t.status_millis(),

@@ -69,6 +69,8 @@ pub struct EmbeddedStore {
     /// a member of nearly every task, which no client may speak as, so none lists its
     /// tasks. Its rows were half of a new task's listing writes.
     unlisted: Option<String>,
+    /// How large a task may grow (kept by each commit's split).
+    bounds: crate::config::TaskBounds,
 }
 
 /// When a commit is acknowledged (SQLite's `synchronous` setting in WAL mode).
@@ -200,6 +202,7 @@ impl EmbeddedStore {
             views: Arc::new(ViewCache::open(dir)?),
             retention: super::DEFAULT_RETENTION,
             unlisted: None,
+            bounds: Default::default(),
         })
     }
 
@@ -212,6 +215,13 @@ impl EmbeddedStore {
     /// Leaves `participant`'s tasks out of the listing (the harness's own id).
     pub fn with_unlisted(mut self, participant: impl Into<String>) -> Self {
         self.unlisted = Some(participant.into());
+        self
+    }
+
+    /// How large a task may grow ([`TaskBounds::default`](crate::config::TaskBounds)
+    /// unless set).
+    pub fn with_bounds(mut self, bounds: crate::config::TaskBounds) -> Self {
+        self.bounds = bounds;
         self
     }
 }

@@ -54,11 +54,12 @@ pub(super) fn row_record(row: &rusqlite::Row<'_>) -> rusqlite::Result<(String, i
 
 /// A record from its head row, with the parts `want` asks for read from `task_parts`, and
 /// the bytes of JSON it was read from; None (and nothing more read) unless `admit` passes
-/// the head.
+/// the head. History within a budget (`want.history_bytes`) is read newest first, and no
+/// further than the budget.
 pub(super) fn decode_record(
     conn: &Connection,
     (json, version, last_seq): (String, i64, i64),
-    want: Want,
+    mut want: Want,
     admit: &Admit<'_>,
 ) -> Result<Option<(TaskRecord, usize)>, StoreError> {
     let (mut rec, counts) = layout::decode_head(&json)?;
@@ -80,6 +81,11 @@ pub(super) fn decode_record(
         }
         let range = want.range(kind, &counts);
         let (from, to) = (range.start as i64, range.end as i64);
+        if let (PartKind::History, Some(budget)) = (kind, want.history_bytes) {
+            let kept = newest_history(conn, &rec.task.id, from, to, budget, &mut parts)?;
+            want = want.keeping(kept);
+            continue;
+        }
         let rows = stmt
             .query_map(params![rec.task.id, kind.code(), from, to], |r| {
                 Ok((kind, r.get::<_, i64>(0)? as u64, r.get::<_, String>(1)?))
@@ -92,6 +98,40 @@ pub(super) fn decode_record(
     let bytes = json.len() + parts.iter().map(|p| p.2.len()).sum::<usize>();
     layout::attach(&mut rec, &counts, want, parts)?;
     Ok(Some((rec, bytes)))
+}
+
+/// Task `id`'s history messages at indexes `from..to`, newest first, while they hold at
+/// most `budget` bytes together (a row past it is the last read), added to `parts`; how
+/// many were kept.
+fn newest_history(
+    conn: &Connection,
+    id: &str,
+    from: i64,
+    to: i64,
+    budget: usize,
+    parts: &mut Vec<(PartKind, u64, String)>,
+) -> Result<usize, StoreError> {
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT idx, json FROM task_parts WHERE task_id = ?1 AND kind = ?2
+             AND idx >= ?3 AND idx < ?4 ORDER BY idx DESC",
+        )
+        .map_err(backend)?;
+    let mut rows = stmt
+        .query(params![id, PartKind::History.code(), from, to])
+        .map_err(backend)?;
+    let (mut spent, mut kept) = (0, 0);
+    while let Some(row) = rows.next().map_err(backend)? {
+        let json: String = row.get(1).map_err(backend)?;
+        spent += json.len();
+        if spent > budget {
+            break;
+        }
+        let index: i64 = row.get(0).map_err(backend)?;
+        parts.push((PartKind::History, index as u64, json));
+        kept += 1;
+    }
+    Ok(kept)
 }
 
 /// A task's row in `tasks`: its head and the columns queries filter on.
@@ -113,9 +153,13 @@ pub(super) struct HeadRow {
 }
 
 impl HeadRow {
-    /// The row of `rec`, whose listing leaves out `unlisted`.
-    pub(super) fn of(rec: &TaskRecord, unlisted: Option<&str>) -> Result<Self, StoreError> {
-        let split = layout::split(rec)?;
+    /// The row of `rec`, whose listing leaves out `unlisted`, if it stays within `bounds`.
+    pub(super) fn of(
+        rec: &TaskRecord,
+        unlisted: Option<&str>,
+        bounds: &crate::config::TaskBounds,
+    ) -> Result<Self, StoreError> {
+        let split = layout::split(rec, bounds)?;
         // The listing as this write stores it (computed once, by the split).
         let mut now = split
             .stored
