@@ -17,6 +17,28 @@ use crate::store::layout::{self, Counts, Listing, PartKind, Want};
 use crate::store::{Admit, Due, LoggedEvent, StoreError, TaskRecord};
 
 impl DynamoStore {
+    /// The Query over task `task_id`'s parts of kind `kind` at the indexes `range`,
+    /// consistent, in sort order unless the caller turns it.
+    fn parts_query(
+        &self,
+        task_id: &str,
+        kind: PartKind,
+        range: &std::ops::Range<u64>,
+    ) -> aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder {
+        self.client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk AND sk BETWEEN :from AND :to")
+            .expression_attribute_values(":pk", s(task_pk(task_id)))
+            .expression_attribute_values(":from", s(part_sk(kind, range.start)))
+            // `~` sorts after the digits: the last part's continuations are in range.
+            .expression_attribute_values(
+                ":to",
+                s(format!("{}~~", part_sk(kind, range.end.saturating_sub(1)))),
+            )
+            .consistent_read(true)
+    }
+
     /// The parts of kind `kind` at the indexes `range` (one Query, paged), as `attach`
     /// takes them.
     async fn read_parts(
@@ -29,18 +51,7 @@ impl DynamoStore {
         let mut start: Option<Item> = None;
         loop {
             let out = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .key_condition_expression("pk = :pk AND sk BETWEEN :from AND :to")
-                .expression_attribute_values(":pk", s(task_pk(task_id)))
-                .expression_attribute_values(":from", s(part_sk(kind, range.start)))
-                // `~` sorts after the digits: the last part's continuations are in range.
-                .expression_attribute_values(
-                    ":to",
-                    s(format!("{}~~", part_sk(kind, range.end.saturating_sub(1)))),
-                )
-                .consistent_read(true)
+                .parts_query(task_id, kind, &range)
                 .set_exclusive_start_key(start)
                 .send()
                 .await
@@ -53,11 +64,7 @@ impl DynamoStore {
         }
         joined(&items)?
             .into_iter()
-            .map(|(item, payload)| {
-                let sk = get_s(item, "sk")?;
-                let index = sk[part_prefix(kind).len()..].parse().map_err(corrupt)?;
-                Ok((kind, index, payload))
-            })
+            .map(|(item, payload)| Ok((kind, part_index(item, kind)?, payload)))
             .collect()
     }
 
@@ -76,18 +83,8 @@ impl DynamoStore {
         let mut start: Option<Item> = None;
         loop {
             let out = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .key_condition_expression("pk = :pk AND sk BETWEEN :from AND :to")
-                .expression_attribute_values(":pk", s(task_pk(task_id)))
-                .expression_attribute_values(":from", s(part_sk(kind, range.start)))
-                .expression_attribute_values(
-                    ":to",
-                    s(format!("{}~~", part_sk(kind, range.end.saturating_sub(1)))),
-                )
+                .parts_query(task_id, kind, &range)
                 .scan_index_forward(false)
-                .consistent_read(true)
                 .set_exclusive_start_key(start)
                 .send()
                 .await
@@ -114,9 +111,7 @@ impl DynamoStore {
             if spent > budget {
                 break;
             }
-            let sk = get_s(item, "sk")?;
-            let index = sk[part_prefix(kind).len()..].parse().map_err(corrupt)?;
-            parts.push((kind, index, payload));
+            parts.push((kind, part_index(item, kind)?, payload));
         }
         Ok(parts)
     }
@@ -354,4 +349,10 @@ impl DynamoStore {
             futures::try_join!(ids(LEASED, leases_before), ids(WOKEN, woken_before))?;
         Ok(Due { leased, woken })
     }
+}
+
+/// The index a part item's sort key names.
+fn part_index(item: &Item, kind: PartKind) -> Result<u64, StoreError> {
+    let sk = get_s(item, "sk")?;
+    sk[part_prefix(kind).len()..].parse().map_err(corrupt)
 }
