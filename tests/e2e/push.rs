@@ -672,6 +672,28 @@ async fn webhook_secrets_are_sealed_at_rest_and_opened_by_get_and_list(backend: 
 
 // ------------------------------------------- forbidden URLs, strangers (4)
 
+/// CreateTaskPushNotificationConfig of a webhook at `url` on task `id` is refused -32602 on
+/// JSON-RPC and 400 on HTTP+JSON, each message passing `check`.
+async fn create_is_refused(s: &Server, id: &str, url: &str, check: impl Fn(&Value, &str, &Value)) {
+    let err = s
+        .rpc_err(
+            "CreateTaskPushNotificationConfig",
+            json!({"taskId": id, "id": "c", "url": url}),
+            -32602,
+            "INVALID_PARAMS",
+        )
+        .await;
+    check(&err["message"], url, &err);
+    let (st, body) = s
+        .rest_post(
+            &format!("/tasks/{id}/pushNotificationConfigs"),
+            json!({"id": "c", "url": url}),
+        )
+        .await;
+    assert_rest_error(st, &body, 400, "INVALID_ARGUMENT", "INVALID_PARAMS");
+    check(&body["error"]["message"], url, &body);
+}
+
 /// Checks a refused webhook's error message names the URL and says why.
 fn assert_names_url_and_why(message: &Value, url: &str, context: &Value) {
     let message = message
@@ -708,23 +730,7 @@ async fn loopback_and_localhost_webhooks_are_refused_when_private_urls_are_not_a
         "http://169.254.169.254/latest/meta-data",
     ];
     for url in urls {
-        let err = s
-            .rpc_err(
-                "CreateTaskPushNotificationConfig",
-                json!({"taskId": id, "id": "c", "url": url}),
-                -32602,
-                "INVALID_PARAMS",
-            )
-            .await;
-        assert_names_url_and_why(&err["message"], url, &err);
-        let (st, body) = s
-            .rest_post(
-                &format!("/tasks/{id}/pushNotificationConfigs"),
-                json!({"id": "c", "url": url}),
-            )
-            .await;
-        assert_rest_error(st, &body, 400, "INVALID_ARGUMENT", "INVALID_PARAMS");
-        assert_names_url_and_why(&body["error"]["message"], url, &body);
+        create_is_refused(&s, &id, url, assert_names_url_and_why).await;
     }
     // Nothing was stored.
     let list = s
@@ -802,23 +808,7 @@ async fn cleartext_webhooks_to_other_hosts_are_refused_unless_allowed(backend: B
         "HTTP://Hooks.Example/h",
     ];
     for url in urls {
-        let err = s
-            .rpc_err(
-                "CreateTaskPushNotificationConfig",
-                json!({"taskId": id, "id": "c", "url": url}),
-                -32602,
-                "INVALID_PARAMS",
-            )
-            .await;
-        says_why(&err["message"], url, &err);
-        let (st, body) = s
-            .rest_post(
-                &format!("/tasks/{id}/pushNotificationConfigs"),
-                json!({"id": "c", "url": url}),
-            )
-            .await;
-        assert_rest_error(st, &body, 400, "INVALID_ARGUMENT", "INVALID_PARAMS");
-        says_why(&body["error"]["message"], url, &body);
+        create_is_refused(&s, &id, url, says_why).await;
     }
     let before = s.rpc_ok("ListTasks", json!({})).await["totalSize"].clone();
     let err = s
