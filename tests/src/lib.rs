@@ -991,3 +991,18 @@ pub async fn list_all_pages_rpc(server: &Server, params: Value) -> Vec<Value> {
         }
     }
 }
+
+/// One `/proc/<pid>/status` figure in bytes: `VmRSS` (resident now), `VmHWM` (the peak);
+/// 0 where there is no such figure (no such process, or not Linux).
+pub fn proc_status(pid: u32, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.strip_prefix(field).is_some_and(|r| r.starts_with(':')))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<u64>().ok())
+        })
+        .map(|kb| kb * 1024)
+        .unwrap_or(0)
+}

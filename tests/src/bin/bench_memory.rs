@@ -22,7 +22,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use harness_e2e::participants::{headers_as, participant, task_envelope_part};
-use harness_e2e::{send_params, unique, Backend, Server};
+use harness_e2e::{proc_status, send_params, unique, Backend, Server};
 use serde_json::{json, Value};
 
 struct Args {
@@ -111,20 +111,6 @@ async fn fill(s: &Server, task: &str, size: usize, fill: usize) -> (usize, Optio
         sent += size;
     }
     (sent, None)
-}
-
-/// One `/proc/<pid>/status` figure in bytes (`VmRSS`, `VmHWM`).
-fn proc_status(pid: u32, field: &str) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.strip_prefix(field).is_some_and(|r| r.starts_with(':')))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|kb| kb.parse::<u64>().ok())
-        })
-        .map(|kb| kb * 1024)
-        .unwrap_or(0)
 }
 
 fn mib(bytes: u64) -> String {

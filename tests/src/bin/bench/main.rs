@@ -40,6 +40,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use harness_e2e::proc_status;
 use http::header::{HeaderName, HeaderValue, CONTENT_LENGTH, CONTENT_TYPE, HOST};
 use http::{Method, Request, StatusCode, Uri};
 use http_body_util::{BodyExt, Full};
@@ -291,20 +292,6 @@ async fn start(which: Which, a: &Args, client: &reqwest::Client) -> (Server, Dur
     let server = spawn(which, a);
     let took = card_answered(client, &server.url, t0).await;
     (server, took)
-}
-
-/// One `/proc/<pid>/status` figure in bytes: `VmRSS` (resident now), `VmHWM` (the peak).
-fn proc_status(pid: u32, field: &str) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.strip_prefix(field).is_some_and(|r| r.starts_with(':')))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|kb| kb.parse::<u64>().ok())
-        })
-        .map(|kb| kb * 1024)
-        .unwrap_or(0)
 }
 
 // ------------------------------------------------------------------ the load
