@@ -150,8 +150,12 @@ pub struct Config {
     pub rest_content_type: RestContentType,
     /// Extension URIs the card marks `required` (none by default).
     pub required_extensions: Vec<String>,
-    /// Largest request body accepted; larger gets 413 before it is parsed.
+    /// Largest request body accepted; larger gets 413 before it is parsed. A gRPC
+    /// request's message is held to it too (RESOURCE_EXHAUSTED).
     pub max_body_bytes: usize,
+    /// Whether the listener serves the gRPC binding beside the other two (harness-local,
+    /// built with the `grpc` feature): the card lists it, at the public URL.
+    pub grpc: bool,
     /// Requests per minute per peer address; more gets 429. 0 disables the limit.
     pub rate_limit_per_minute: u32,
     /// Serve `/metrics` (the local server): every tenant's counts, to anyone who can
@@ -231,6 +235,7 @@ impl Default for Config {
             rest_content_type: RestContentType::Json,
             required_extensions: Vec::new(),
             max_body_bytes: 1024 * 1024,
+            grpc: false,
             rate_limit_per_minute: 0,
             metrics_endpoint: true,
             blocking_wait: MAX_STREAM,

@@ -64,10 +64,15 @@ pub fn build(config: &Config, commands: &[CommandSpec]) -> AgentCard {
         description: "A serverless A2A agent harness: tasks with participants, help requests \
             and sub-tasks, and harness commands"
             .into(),
-        supported_interfaces: vec![
-            interface("JSONRPC", &rpc_url),
-            interface("HTTP+JSON", &rest_url),
-        ],
+        supported_interfaces: [
+            Some(interface("JSONRPC", &rpc_url)),
+            Some(interface("HTTP+JSON", &rest_url)),
+            // h2c (or h2 behind a TLS proxy) on the same address as the other two.
+            config.grpc.then(|| interface("GRPC", &rest_url)),
+        ]
+        .into_iter()
+        .flatten()
+        .collect(),
         version: env!("CARGO_PKG_VERSION").into(),
         capabilities: AgentCapabilities {
             streaming: Some(true),

@@ -38,6 +38,11 @@ use tower_http::timeout::RequestBodyTimeoutLayer;
 
 use crate::config::Connections;
 
+/// Requests at once on one HTTP/2 connection (gRPC calls): the stream budget bounds the
+/// long ones per participant and task; this bounds what one connection can start.
+#[cfg(feature = "grpc")]
+const MAX_STREAMS_PER_CONNECTION: u32 = 64;
+
 /// Serves `app` on `listener` within `limits` until `shutdown` resolves, then stops
 /// accepting, asks each open connection to finish (hyper closes an idle one at once, a
 /// busy one after its answer) and waits for them. Each request carries its peer's
@@ -53,6 +58,14 @@ pub async fn serve(
         .http1()
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_read_timeout);
+    #[cfg(feature = "grpc")]
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        // A peer that stops answering pings is gone: its streams and place are freed.
+        .keep_alive_interval(Some(limits.idle_timeout))
+        .keep_alive_timeout(limits.header_read_timeout)
+        .max_concurrent_streams(MAX_STREAMS_PER_CONNECTION);
     let builder = Arc::new(builder);
     let places = Arc::new(Semaphore::new(limits.max_connections));
     let body_timeout = RequestBodyTimeoutLayer::new(limits.idle_timeout);

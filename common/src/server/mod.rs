@@ -5,6 +5,8 @@
 
 mod browsers;
 mod connections;
+#[cfg(feature = "grpc")]
+mod grpc;
 mod remote_callback;
 
 pub use connections::serve;
@@ -101,6 +103,10 @@ pub fn router_for<E: Operations>(h: Arc<Harness>, endpoint: Endpoint) -> Router 
     if E::WRITES && endpoint.answers() {
         router = router.merge(crate::ui::answer_routes());
     }
+    #[cfg(feature = "grpc")]
+    if E::WRITES && endpoint == Endpoint::All && h.config().grpc {
+        router = router.merge(grpc::routes(&h));
+    }
     if E::WRITES && matches!(endpoint, Endpoint::All | Endpoint::RemoteCallback) {
         // Authenticated by the link's token, not a participant's.
         router = router.merge(remote_callback::routes());
@@ -130,6 +136,10 @@ async fn rate_limit(
             limiter.retain_recent();
         }
         if limiter.check_key(&peer).is_err() {
+            #[cfg(feature = "grpc")]
+            if grpc::is_grpc(req.headers()) {
+                return grpc::refusal(tonic::Status::resource_exhausted("rate limit exceeded"));
+            }
             return (
                 StatusCode::TOO_MANY_REQUESTS,
                 [
@@ -389,10 +399,7 @@ async fn authenticate(
         .get(header::AUTHORIZATION)
         .map(HeaderValue::as_bytes);
     h.authenticate(authorization).await.map_err(|e| {
-        let error = match e {
-            AuthError::Unavailable => A2aError::Unavailable(e.to_string()),
-            _ => A2aError::Unauthenticated(e.to_string()),
-        };
+        let error = auth_error(&e);
         let status =
             StatusCode::from_u16(error.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let mut resp = if json_rpc {
@@ -415,18 +422,27 @@ async fn authenticate(
     })
 }
 
+/// A token refused as the A2A error every binding answers.
+fn auth_error(e: &AuthError) -> A2aError {
+    match e {
+        AuthError::Unavailable => A2aError::Unavailable(e.to_string()),
+        _ => A2aError::Unauthenticated(e.to_string()),
+    }
+}
+
 /// The participant the request comes from (its token's, else `X-Participant-Id`, else
 /// the default), and the deadline of the Lambda invocation serving it, when it is one.
 async fn caller(
     h: &Harness,
-    parts: &axum::http::request::Parts,
+    headers: &HeaderMap,
+    extensions: &axum::http::Extensions,
     op: Operation,
     verified: Option<crate::auth::Verified>,
 ) -> Result<crate::ops::Caller, A2aError> {
     // UTF-8, not only visible ASCII: an id outside ASCII is checked like any other, not
     // taken for no header (which would make the request the default participant's). Only
     // HTTP's own whitespace around it is dropped: any other is the id's, and refused.
-    let header = match (parts.headers).get(crate::ext::participant::PARTICIPANT_HEADER) {
+    let header = match headers.get(crate::ext::participant::PARTICIPANT_HEADER) {
         None => None,
         Some(v) => match std::str::from_utf8(v.as_bytes()) {
             Ok(named) => Some(named.trim_matches([' ', '\t'])),
@@ -434,7 +450,7 @@ async fn caller(
         },
     };
     let mut caller = h.caller(op, header, verified).await?;
-    let lambda = parts.extensions.get::<lambda_http::Context>();
+    let lambda = extensions.get::<lambda_http::Context>();
     caller.deadline = lambda.and_then(|c| crate::task::lease::instant_at_epoch_ms(c.deadline));
     caller.request_id = match lambda {
         Some(c) => c.request_id.clone(),
@@ -530,7 +546,15 @@ async fn json_rpc<E: Operations>(h: &Harness, req: Request) -> Response {
         Ok(c) => c,
         Err(e) => return rpc_error(&id, &e),
     };
-    let caller = match caller(h, &parts, call.operation(), verified).await {
+    let caller = match caller(
+        h,
+        &parts.headers,
+        &parts.extensions,
+        call.operation(),
+        verified,
+    )
+    .await
+    {
         Ok(c) => c,
         Err(e) => return rpc_error(&id, &e),
     };
@@ -586,7 +610,15 @@ async fn rest_call<E: Operations>(
         Ok(c) => c,
         Err(e) => return rest_error(h, &e),
     };
-    let caller = match caller(h, &parts, call.operation(), verified).await {
+    let caller = match caller(
+        h,
+        &parts.headers,
+        &parts.extensions,
+        call.operation(),
+        verified,
+    )
+    .await
+    {
         Ok(c) => c,
         Err(e) => return rest_error(h, &e),
     };

@@ -288,6 +288,7 @@ async fn run() -> Result<(), common::lambda::Error> {
         rest_content_type: args.rest_content_type,
         required_extensions: args.required_extensions,
         max_body_bytes: args.max_body_bytes,
+        grpc: true,
         rate_limit_per_minute: args.rate_limit_per_minute,
         tasks_for_others_per_hour: args.tasks_for_others_per_hour,
         posts_per_sender_per_hour: args.posts_per_sender_per_hour,

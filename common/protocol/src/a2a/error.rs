@@ -145,23 +145,26 @@ impl A2aError {
         }
     }
 
+    /// The `ErrorInfo.metadata` of the error: the ids it is about.
+    pub fn info_metadata(&self) -> Vec<(&'static str, &str)> {
+        match self {
+            A2aError::TaskNotFound { task_id } | A2aError::TaskNotCancelable { task_id } => {
+                vec![("taskId", task_id)]
+            }
+            A2aError::PushConfigNotFound { task_id, id } => {
+                vec![("taskId", task_id), ("configId", id)]
+            }
+            A2aError::ExtensionSupportRequired(uri) => vec![("extensions", uri)],
+            _ => vec![],
+        }
+    }
+
     /// The `details` / `data` array: an ErrorInfo always, plus a BadRequest naming the
     /// field when one is known.
     pub fn details(&self) -> Value {
-        let mut metadata = Map::new();
-        match self {
-            A2aError::TaskNotFound { task_id } | A2aError::TaskNotCancelable { task_id } => {
-                metadata.insert("taskId".into(), Value::String(task_id.clone()));
-            }
-            A2aError::PushConfigNotFound { task_id, id } => {
-                metadata.insert("taskId".into(), Value::String(task_id.clone()));
-                metadata.insert("configId".into(), Value::String(id.clone()));
-            }
-            A2aError::ExtensionSupportRequired(uri) => {
-                metadata.insert("extensions".into(), Value::String(uri.clone()));
-            }
-            _ => {}
-        }
+        let metadata: Map<String, Value> = (self.info_metadata().into_iter())
+            .map(|(k, v)| (k.to_owned(), Value::String(v.to_owned())))
+            .collect();
         let mut info = json!({
             "@type": "type.googleapis.com/google.rpc.ErrorInfo",
             "reason": self.reason(),

@@ -1,9 +1,12 @@
 //! The A2A 1.0 protocol: proto-shaped types, their validation, the error model, the agent
-//! card, and the two HTTP bindings (JSON-RPC and HTTP+JSON) with their SSE framing.
+//! card, the two HTTP bindings (JSON-RPC and HTTP+JSON) with their SSE framing, and (feature
+//! `grpc`) the gRPC binding's messages and mapping.
 
 pub mod call;
 pub mod card;
 pub mod error;
+#[cfg(feature = "grpc")]
+pub mod grpc;
 pub mod headers;
 pub mod jsonrpc;
 pub mod rest;
