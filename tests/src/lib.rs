@@ -20,6 +20,7 @@ use serde_json::{json, Value};
 /// table needs the key given; the embedded store keeps its own in its state directory.
 pub const TEST_PUSH_KEY: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
 
+pub mod grpc;
 pub mod identity;
 pub mod participants;
 pub mod webhook;
