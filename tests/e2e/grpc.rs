@@ -23,7 +23,7 @@ async fn a_send_over_grpc_is_a_task_the_json_bindings_read() {
     let reply = client
         .send_message(grpc::request(send, "alice"))
         .await
-        .unwrap_or_else(|e| panic!("{e:?} {}", server.log_text().unwrap_or_default()))
+        .expect("sent")
         .into_inner();
     let Some(pb::send_message_response::Payload::Task(task)) = reply.payload else {
         panic!("a task: {reply:?}");
