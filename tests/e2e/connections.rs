@@ -1,5 +1,6 @@
 //! Connection hygiene of harness-local's listener: a request head must arrive within
-//! `--header-read-timeout-seconds` (which also ends a kept-alive connection left idle), a
+//! `--header-read-timeout-seconds` (which also ends a kept-alive connection left idle, and
+//! any connection, HTTP/1 or HTTP/2, with no request in flight), a
 //! request body that stops sending for `--idle-timeout-seconds` is cut, and past
 //! `--max-connections` a connection waits unserved until another closes. Streams outlive
 //! both timeouts, and the server serves as usual after an attack.
@@ -192,4 +193,82 @@ async fn a_stream_outlives_both_timeouts() {
         Some("TASK_STATE_COMPLETED"),
         "{events:?}"
     );
+}
+
+/// HTTP/2's connection preface and an empty SETTINGS frame: a client that then opens no
+/// stream.
+const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00";
+
+/// Connections that say nothing, that send only part of HTTP/2's preface (so the server
+/// cannot yet tell HTTP/2 from HTTP/1), or that open HTTP/2 and no stream, are all closed
+/// once the header timeout passes: hyper's own header-read timeout covers only HTTP/1.
+#[tokio::test]
+async fn connections_with_no_request_are_closed_whatever_their_protocol() {
+    let s = Server::start_with(&["--header-read-timeout-seconds", "2"]).await;
+    let mut held = Vec::new();
+    for sent in [&b""[..], &H2_PREFACE[..10], H2_PREFACE] {
+        for _ in 0..20 {
+            let mut conn = TcpStream::connect(addr(&s)).await.expect("connect");
+            conn.write_all(sent).await.expect("the first bytes");
+            held.push((sent.len(), conn));
+        }
+    }
+    let started = Instant::now();
+    let closed =
+        futures::future::join_all(held.iter_mut().map(|(sent, conn)| async move {
+            (*sent, until_closed(conn, GIVE_UP).await.is_some())
+        }))
+        .await;
+    let open: Vec<usize> = (closed.iter())
+        .filter(|(_, closed)| !closed)
+        .map(|(sent, _)| *sent)
+        .collect();
+    assert!(
+        open.is_empty(),
+        "still open after {GIVE_UP:?}, by bytes sent: {open:?}"
+    );
+    eprintln!(
+        "60 connections with no request closed within {:?}",
+        started.elapsed()
+    );
+    assert_eq!(state(&s.completed_task().await), "TASK_STATE_COMPLETED");
+}
+
+/// A gRPC server stream lasts past the header and idle timeouts (its request is in
+/// flight until its answer ends), and its connection serves a call after it.
+#[tokio::test]
+async fn a_grpc_stream_outlives_both_timeouts() {
+    use harness_e2e::grpc::{self, pb};
+    let s = Server::start_with(&[
+        "--header-read-timeout-seconds",
+        "1",
+        "--idle-timeout-seconds",
+        "1",
+    ])
+    .await;
+    let mut client = s.grpc().await;
+    let started = Instant::now();
+    // WORKING for 4 s, then COMPLETED.
+    let message = user_message(&unique("test-resubscribe-message-id"), "slow");
+    let send: pb::SendMessageRequest = grpc::message_of(&send_params(message));
+    let mut events = client
+        .send_streaming_message(grpc::request(send, ""))
+        .await
+        .expect("a stream")
+        .into_inner();
+    let mut last = None;
+    while let Some(event) = events.message().await.expect("an event") {
+        last = Some(grpc::json_of(&event));
+    }
+    assert!(started.elapsed() > Duration::from_secs(3), "{last:?}");
+    let last = last.expect("events");
+    assert_eq!(
+        last["statusUpdate"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{last}"
+    );
+    let listed = client
+        .list_tasks(grpc::request(pb::ListTasksRequest::default(), ""))
+        .await
+        .expect("the connection still serves");
+    assert_eq!(listed.into_inner().tasks.len(), 1);
 }

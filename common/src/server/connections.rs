@@ -15,24 +15,36 @@
 //!   one closes. Its client sees a slow answer, not a refusal, and the timeouts bound how
 //!   long a place is held by a connection that sends nothing.
 //!
-//! Neither timeout runs while an answer is being sent or awaited: a stream (SSE) lasts as
-//! long as it has events or keep-alives to send, a blocking SendMessage as long as its
-//! task. The builder is hyper-util's `auto::Builder` built with HTTP/1 only: HTTP/2 (h2c
-//! with prior knowledge, for gRPC) comes by turning on hyper-util's `http2` feature, which
-//! makes it tell the two apart by the connection's first bytes; the accept loop, the cap
-//! and the body timeout stay as they are.
+//! - a connection with no request in flight for [`Connections::header_read_timeout`] is
+//!   closed (gracefully: HTTP/2's GOAWAY). hyper's header-read timeout covers HTTP/1 only;
+//!   this covers an HTTP/2 connection that opens no stream, and one that has not yet sent
+//!   the bytes that tell HTTP/1 from HTTP/2. A request is in flight from its head until
+//!   its answer's body is sent or dropped ([`InFlight`]).
+//!
+//! Neither timeout runs while an answer is being sent or awaited: a stream (SSE, a gRPC
+//! server stream) lasts as long as it has events or keep-alives to send, a blocking
+//! SendMessage as long as its task. The builder is hyper-util's `auto::Builder`, which
+//! tells HTTP/1.1 from HTTP/2 with prior knowledge (h2c, for gRPC: feature `grpc`) by the
+//! connection's first bytes. Over HTTP/2 it pings a quiet peer every idle timeout and
+//! drops one that does not answer within the header-read timeout, and a connection has at
+//! most [`MAX_STREAMS_PER_CONNECTION`] requests at once.
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
 
+use axum::body::Body;
 use axum::serve::Listener;
 use axum::Router;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::{watch, Notify, Semaphore};
 use tower::{Layer, Service};
 use tower_http::timeout::RequestBodyTimeoutLayer;
 
@@ -40,8 +52,7 @@ use crate::config::Connections;
 
 /// Requests at once on one HTTP/2 connection (gRPC calls): the stream budget bounds the
 /// long ones per participant and task; this bounds what one connection can start.
-#[cfg(feature = "grpc")]
-const MAX_STREAMS_PER_CONNECTION: u32 = 64;
+pub const MAX_STREAMS_PER_CONNECTION: u32 = 64;
 
 /// Serves `app` on `listener` within `limits` until `shutdown` resolves, then stops
 /// accepting, asks each open connection to finish (hyper closes an idle one at once, a
@@ -98,9 +109,15 @@ pub async fn serve(
             Ok(service) => service,
             Err(never) => match never {},
         };
-        let service = TowerToHyperService::new(body_timeout.layer(service));
+        let in_flight = InFlight::default();
+        let service = Counted {
+            inner: body_timeout.layer(service),
+            in_flight: in_flight.clone(),
+        };
+        let service = TowerToHyperService::new(service);
         let (builder, mut stopping, still_open) =
             (builder.clone(), stopping.clone(), open.subscribe());
+        let idle_limit = limits.header_read_timeout;
         tokio::spawn(async move {
             let connection = builder.serve_connection_with_upgrades(TokioIo::new(tcp), service);
             tokio::pin!(connection);
@@ -118,6 +135,10 @@ pub async fn serve(
                         asked = true;
                         connection.as_mut().graceful_shutdown();
                     }
+                    () = in_flight.idle_for(idle_limit), if !asked => {
+                        asked = true;
+                        connection.as_mut().graceful_shutdown();
+                    }
                 }
             }
             drop((place, still_open));
@@ -125,4 +146,105 @@ pub async fn serve(
     }
     drop((listener, stop));
     open.closed().await;
+}
+
+/// How many requests of one connection are in flight, and a wake-up when that changes.
+#[derive(Clone, Default)]
+struct InFlight(Arc<(AtomicUsize, Notify)>);
+
+impl InFlight {
+    fn enter(&self) -> Leaving {
+        self.0 .0.fetch_add(1, Ordering::SeqCst);
+        self.0 .1.notify_waiters();
+        Leaving(self.clone())
+    }
+
+    /// Resolves once no request has been in flight for `limit`.
+    async fn idle_for(&self, limit: Duration) {
+        loop {
+            let changed = self.0 .1.notified();
+            tokio::pin!(changed);
+            // Registered before the count is read: no change between the two is missed.
+            changed.as_mut().enable();
+            if self.0 .0.load(Ordering::SeqCst) == 0 {
+                if tokio::time::timeout(limit, changed).await.is_err() {
+                    return;
+                }
+            } else {
+                changed.await;
+            }
+        }
+    }
+}
+
+/// A request's place in [`InFlight`], given back when dropped.
+struct Leaving(InFlight);
+
+impl Drop for Leaving {
+    fn drop(&mut self) {
+        (self.0).0 .0.fetch_sub(1, Ordering::SeqCst);
+        (self.0).0 .1.notify_waiters();
+    }
+}
+
+/// The connection's service, counting each request in flight until its answer's body is
+/// done with.
+#[derive(Clone)]
+struct Counted<S> {
+    inner: S,
+    in_flight: InFlight,
+}
+
+impl<S, B> Service<http::Request<B>> for Counted<S>
+where
+    S: Service<http::Request<B>, Response = axum::response::Response>,
+    S::Future: Send + 'static,
+{
+    type Response = axum::response::Response;
+    type Error = S::Error;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, S::Error>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: http::Request<B>) -> Self::Future {
+        let leaving = self.in_flight.enter();
+        let answer = self.inner.call(req);
+        Box::pin(async move {
+            let resp = answer.await?;
+            Ok(resp.map(|body| {
+                Body::new(Answering {
+                    body,
+                    _leaving: leaving,
+                })
+            }))
+        })
+    }
+}
+
+/// An answer's body, holding its request's place in flight until sent or dropped.
+struct Answering {
+    body: Body,
+    _leaving: Leaving,
+}
+
+impl http_body::Body for Answering {
+    type Data = axum::body::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
 }
