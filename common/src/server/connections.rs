@@ -27,7 +27,7 @@
 //! tells HTTP/1.1 from HTTP/2 with prior knowledge (h2c, for gRPC: feature `grpc`) by the
 //! connection's first bytes. Over HTTP/2 it pings a quiet peer every idle timeout and
 //! drops one that does not answer within the header-read timeout, and a connection has at
-//! most [`MAX_STREAMS_PER_CONNECTION`] requests at once.
+//! most 64 requests at once.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -52,7 +52,8 @@ use crate::config::Connections;
 
 /// Requests at once on one HTTP/2 connection (gRPC calls): the stream budget bounds the
 /// long ones per participant and task; this bounds what one connection can start.
-pub const MAX_STREAMS_PER_CONNECTION: u32 = 64;
+#[cfg(feature = "grpc")]
+const MAX_STREAMS_PER_CONNECTION: u32 = 64;
 
 /// Serves `app` on `listener` within `limits` until `shutdown` resolves, then stops
 /// accepting, asks each open connection to finish (hyper closes an idle one at once, a
