@@ -2,8 +2,10 @@
 
 A session fixture starts the harness-local binary on a free loopback port
 with the conformance agent, waits for its agent card, and stops it at the
-end. Every test is parametrized over the two bindings the card advertises
-('JSONRPC' and 'HTTP+JSON') through the ``binding`` fixture.
+end. Every test is parametrized over the three bindings the card advertises
+('JSONRPC', 'HTTP+JSON' and 'GRPC') through the ``binding`` fixture. Over gRPC the
+client's channel records each call's outcome (the response message, or the status with
+its google.rpc.Status details) as the HTTP bindings record their JSON bodies.
 
 Binary lookup: $HARNESS_BIN, else $CARGO_TARGET_DIR/debug/harness-local with
 CARGO_TARGET_DIR defaulting to $HOME/.cache/harness/target.
@@ -26,15 +28,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import grpc
 import httpx
 import pytest
 
+from google.protobuf import json_format
+from google.protobuf.message import Message as ProtoMessage
+from google.rpc import error_details_pb2, status_pb2  # noqa: F401 - registers ErrorInfo's type
 from a2a.client import Client, ClientConfig, create_client
+from a2a.client.transports.grpc import GrpcTransport
 from a2a.client.transports.jsonrpc import JsonRpcTransport
 from a2a.client.transports.rest import RestTransport
+from a2a.utils.grpc_status import status_from_call
 
 
-BINDINGS = ['JSONRPC', 'HTTP+JSON']
+# The HTTP bindings; the other clients of the suite (JS, the Rust CLI) speak only these.
+HTTP_BINDINGS = ['JSONRPC', 'HTTP+JSON']
+BINDINGS = [*HTTP_BINDINGS, 'GRPC']
+TRANSPORTS = {'JSONRPC': JsonRpcTransport, 'HTTP+JSON': RestTransport, 'GRPC': GrpcTransport}
 READY_TIMEOUT_S = 20.0
 HTTP_TIMEOUT_S = 30.0
 
@@ -190,15 +201,19 @@ def binding(request: pytest.FixtureRequest) -> str:
 class WireRecord:
     method: str
     url: str
-    status: int
+    status: int | grpc.StatusCode  # the HTTP status, or the gRPC status code
     content_type: str
     request_json: Any
-    body: Any  # parsed JSON body, or None if not JSON
+    body: Any  # parsed JSON body, or None if not JSON; over gRPC the response as ProtoJSON
+    # gRPC only: the response message, and the google.rpc.Status of a failed call.
+    message: ProtoMessage | None = None
+    rpc_status: status_pb2.Status | None = None
 
 
 @dataclass
 class Wire:
-    """Non-streaming HTTP exchanges seen by the SDK client (JSON bodies)."""
+    """Non-streaming HTTP exchanges seen by the SDK client (JSON bodies); over gRPC the
+    unary calls and the streams that failed."""
 
     records: list[WireRecord] = field(default_factory=list)
 
@@ -237,6 +252,79 @@ def _make_httpx_client(wire: Wire) -> httpx.AsyncClient:
     )
 
 
+def grpc_target(url: str) -> str:
+    """The card's GRPC interface URL ('http://127.0.0.1:PORT') as a gRPC target."""
+    scheme, sep, rest = url.partition('://')
+    assert sep and scheme == 'http', f'a plaintext interface URL is expected, got {url}'
+    return rest.rstrip('/')
+
+
+def grpc_channel(url: str) -> grpc.aio.Channel:
+    """ClientConfig.grpc_channel_factory: a plaintext channel to the card's GRPC URL."""
+    return grpc.aio.insecure_channel(grpc_target(url))
+
+
+class _GrpcRecorder:
+    """Records unary calls and failed streams on the wire, as the httpx hook records
+    JSON responses (a stream that fails before its first event is the gRPC form of an
+    error response)."""
+
+    def __init__(self, wire: Wire, target: str):
+        self.wire = wire
+        self.target = target
+
+    def record(self, details, request, code: grpc.StatusCode,
+               message: ProtoMessage | None = None,
+               status: status_pb2.Status | None = None) -> None:
+        method = details.method.decode() if isinstance(details.method, bytes) else details.method
+        body = None
+        if message is not None:
+            # Every field, defaults included: proto3 has no absent field to tell apart.
+            body = json_format.MessageToDict(message, always_print_fields_with_no_presence=True)
+        self.wire.records.append(WireRecord(
+            method=method, url=self.target, status=code, content_type='application/grpc',
+            request_json=json_format.MessageToDict(request), body=body, message=message,
+            rpc_status=status,
+        ))
+
+    def interceptors(self) -> list[grpc.aio.ClientInterceptor]:
+        # One object per kind: the channel files an interceptor under its first kind only.
+        return [_RecordUnary(self), _RecordStream(self)]
+
+
+class _RecordUnary(grpc.aio.UnaryUnaryClientInterceptor):
+    def __init__(self, recorder: _GrpcRecorder):
+        self.recorder = recorder
+
+    async def intercept_unary_unary(self, continuation, details, request):
+        call = await continuation(details, request)
+        try:
+            response = await call
+        except grpc.aio.AioRpcError as e:
+            self.recorder.record(details, request, e.code(), status=status_from_call(e))
+        else:
+            self.recorder.record(details, request, grpc.StatusCode.OK, message=response)
+        return call
+
+
+class _RecordStream(grpc.aio.UnaryStreamClientInterceptor):
+    def __init__(self, recorder: _GrpcRecorder):
+        self.recorder = recorder
+
+    async def intercept_unary_stream(self, continuation, details, request):
+        call = await continuation(details, request)
+
+        async def events():
+            try:
+                async for event in call:
+                    yield event
+            except grpc.aio.AioRpcError as e:
+                self.recorder.record(details, request, e.code(), status=status_from_call(e))
+                raise
+
+        return events()
+
+
 class ClientMaker:
     """Builds SDK clients bound to one protocol binding."""
 
@@ -250,10 +338,17 @@ class ClientMaker:
     async def __call__(self, *, streaming: bool) -> Client:
         httpx_client = _make_httpx_client(self.wire)
         self._httpx.append(httpx_client)
+
+        def recorded_channel(url: str) -> grpc.aio.Channel:
+            target = grpc_target(url)
+            recorder = _GrpcRecorder(self.wire, target)
+            return grpc.aio.insecure_channel(target, interceptors=recorder.interceptors())
+
         config = ClientConfig(
             supported_protocol_bindings=[self.binding],
             streaming=streaming,
             httpx_client=httpx_client,
+            grpc_channel_factory=recorded_channel,
         )
         client = await create_client(self.base_url, client_config=config)
         self._clients.append(client)
@@ -262,7 +357,7 @@ class ClientMaker:
         transport = getattr(client, '_transport', None)
         while hasattr(transport, '_base'):  # e.g. TenantTransportDecorator
             transport = transport._base
-        expected = JsonRpcTransport if self.binding == 'JSONRPC' else RestTransport
+        expected = TRANSPORTS[self.binding]
         assert isinstance(transport, expected), (
             f'asked for {self.binding}, SDK chose {type(transport).__name__}'
         )

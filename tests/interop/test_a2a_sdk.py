@@ -1,7 +1,9 @@
 """Interop: the official A2A Python client (a2a-sdk 1.3.0) against harness-local.
 
-Every test runs twice, once per binding ('JSONRPC' and 'HTTP+JSON'), through
-the ``binding`` fixture in conftest.py. The server runs the conformance agent
+Every test runs three times, once per binding ('JSONRPC', 'HTTP+JSON' and
+'GRPC', the SDK's gRPC transport), through the ``binding`` fixture in conftest.py.
+Over gRPC the wire checks read the call's response message (no field unknown to
+the SDK's proto) or its google.rpc.Status (code, ErrorInfo) instead of a JSON body. The server runs the conformance agent
 whose behaviour is chosen by the messageId prefix (spec digest §7.1).
 
 Spec references (§x.y) point into shared/spec/a2a-1.0.md.
@@ -16,12 +18,16 @@ import time
 from collections.abc import AsyncIterator
 from uuid import uuid4
 
+import grpc
 import httpx
 import pytest
 
 from google.protobuf import json_format
+from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.unknown_fields import UnknownFieldSet
 
 from a2a.client import A2ACardResolver, A2AClientError, Client
+from a2a.types import a2a_pb2_grpc
 from a2a.types import (
     AgentCard,
     AuthenticationInfo,
@@ -51,6 +57,8 @@ from a2a.utils.errors import (
     TaskNotFoundError,
     UnsupportedOperationError,
 )
+
+from conftest import grpc_target
 
 
 STREAM_TIMEOUT_S = 20.0
@@ -230,9 +238,34 @@ def assert_task_stream(
     return first, state
 
 
+def unknown_fields(message, path: str = '') -> list[str]:
+    """Where a decoded proto message holds fields its descriptor does not know: a field
+    our proto has and the SDK's has not (the gRPC form of an unknown ProtoJSON key)."""
+    found = [f'{path or "<root>"}: field {f.field_number}' for f in UnknownFieldSet(message)]
+    for field, value in message.ListFields():
+        if field.type != FieldDescriptor.TYPE_MESSAGE:
+            continue
+        here = f'{path}.{field.name}' if path else field.name
+        if field.message_type.GetOptions().map_entry:
+            if field.message_type.fields_by_name['value'].type == FieldDescriptor.TYPE_MESSAGE:
+                for k, v in value.items():
+                    found += unknown_fields(v, f'{here}[{k}]')
+        elif field.is_repeated:
+            for i, v in enumerate(value):
+                found += unknown_fields(v, f'{here}[{i}]')
+        else:
+            found += unknown_fields(value, here)
+    return found
+
+
 def wire_payload(record, binding: str):
     """The A2A payload of a recorded non-streaming response."""
     body = record.body
+    if binding == 'GRPC':
+        assert record.status == grpc.StatusCode.OK, (record.status, record.rpc_status)
+        assert record.message is not None
+        assert not unknown_fields(record.message), unknown_fields(record.message)
+        return body
     assert isinstance(body, dict), f'response body is not a JSON object: {body!r}'
     if binding == 'JSONRPC':
         assert record.status == 200, f'JSON-RPC must answer HTTP 200, got {record.status}'
@@ -271,8 +304,17 @@ def assert_wire_error(record, binding: str, reason: str) -> None:
     """The error body on the wire has the shape of §1.4 / §2 with an ErrorInfo."""
     code, http_status, status_name = A2A_ERRORS[reason]
     body = record.body
-    assert isinstance(body, dict), f'error body is not a JSON object: {body!r}'
-    if binding == 'JSONRPC':
+    if binding == 'GRPC':
+        # §2 (gRPC): the status code, and a google.rpc.Status in grpc-status-details-bin.
+        assert record.status.name == status_name, (record.status, reason)
+        assert record.rpc_status is not None, 'no google.rpc.Status in the trailers'
+        err = json_format.MessageToDict(record.rpc_status)
+        assert err.get('code') == record.status.value[0], err
+        assert isinstance(err.get('message'), str) and err['message']
+        details = err.get('details')
+    elif binding == 'JSONRPC':
+        assert isinstance(body, dict), f'error body is not a JSON object: {body!r}'
+
         assert record.status == 200, f'JSON-RPC errors travel with HTTP 200, got {record.status}'
         assert set(body) == {'jsonrpc', 'id', 'error'}, body
         assert body['id'] == record.request_json['id']
@@ -282,6 +324,7 @@ def assert_wire_error(record, binding: str, reason: str) -> None:
         assert isinstance(err.get('message'), str) and err['message']
         details = err.get('data')
     else:
+        assert isinstance(body, dict), f'error body is not a JSON object: {body!r}'
         assert record.status == http_status, (
             f'HTTP {record.status}, expected {http_status} for {reason}: {body}'
         )
@@ -302,13 +345,21 @@ def assert_wire_error(record, binding: str, reason: str) -> None:
 
 
 def assert_invalid_params(exc: BaseException, record, binding: str) -> None:
-    """-32602 on JSON-RPC; HTTP 400 INVALID_ARGUMENT on REST (§1.4, §2).
+    """-32602 on JSON-RPC; HTTP 400 INVALID_ARGUMENT on REST; INVALID_ARGUMENT on
+    gRPC (§1.4, §2).
 
-    The SDK maps a REST 400 to InvalidParamsError only when an ErrorInfo with
-    reason INVALID_PARAMS is attached, which the spec does not require.
+    The SDK maps a REST 400 or a gRPC INVALID_ARGUMENT to InvalidParamsError only
+    when an ErrorInfo with reason INVALID_PARAMS is attached, which the spec does
+    not require.
     """
     body = record.body
-    if binding == 'JSONRPC':
+    if binding == 'GRPC':
+        assert isinstance(exc, InvalidParamsError) or (
+            isinstance(exc, A2AClientError) and 'INVALID_ARGUMENT' in str(exc)
+        ), repr(exc)
+        assert record.status == grpc.StatusCode.INVALID_ARGUMENT, (record.status, record.rpc_status)
+        assert record.rpc_status is not None and record.rpc_status.message
+    elif binding == 'JSONRPC':
         assert isinstance(exc, InvalidParamsError), repr(exc)
         assert record.status == 200
         assert body['error']['code'] == -32602, body
@@ -734,10 +785,33 @@ async def test_stream_of_reject_task_closes_rejected(streaming_client: Client):
     assert final == TaskState.TASK_STATE_REJECTED
 
 
+async def raw_grpc_stream(base_url: str, message: Message) -> list[StreamResponse]:
+    """SendStreamingMessage on the SDK's generated stub, without its client."""
+    async with grpc.aio.insecure_channel(grpc_target(base_url)) as channel:
+        call = a2a_pb2_grpc.A2AServiceStub(channel).SendStreamingMessage(
+            SendMessageRequest(message=message),
+            metadata=[('a2a-version', '1.0')],
+            timeout=STREAM_TIMEOUT_S,
+        )
+        events = [event async for event in call]
+        assert await call.code() == grpc.StatusCode.OK, await call.details()
+    for event in events:
+        assert event.WhichOneof('payload'), f'a StreamResponse without a payload: {event}'
+        assert not unknown_fields(event), unknown_fields(event)
+    return events
+
+
 async def test_stream_events_on_the_wire_are_strict_protojson(
     base_url: str, binding: str
 ):
-    """Raw SSE check: one StreamResponse per data line, no extra keys (§1.3, §3.1)."""
+    """Raw SSE check: one StreamResponse per data line, no extra keys (§1.3, §3.1).
+    Over gRPC, a raw stub call: every message is a StreamResponse with its payload
+    set and no field unknown to the SDK's proto, and the call ends OK."""
+    if binding == 'GRPC':
+        events = await raw_grpc_stream(base_url, user_message('tck-stream-001'))
+        _, final = assert_task_stream(events, TERMINAL)
+        assert final == TaskState.TASK_STATE_COMPLETED
+        return
     msg = json_format.MessageToDict(user_message('tck-stream-001'))
     headers = {'A2A-Version': '1.0', 'Accept': 'text/event-stream'}
     if binding == 'JSONRPC':
@@ -899,9 +973,12 @@ async def test_list_tasks_omits_artifacts_unless_include_artifacts(
     resp = await client.list_tasks(ListTasksRequest(context_id=ctx))
     payload = wire_payload(wire.last(), binding)
     assert [t.id for t in resp.tasks] == [task.id]
-    assert 'artifacts' not in payload['tasks'][0], (
-        'artifacts must be absent when includeArtifacts is false'
-    )
+    if binding == 'GRPC':  # proto3 has no absent repeated field: absent is empty
+        assert list(resp.tasks[0].artifacts) == []
+    else:
+        assert 'artifacts' not in payload['tasks'][0], (
+            'artifacts must be absent when includeArtifacts is false'
+        )
 
     resp = await client.list_tasks(
         ListTasksRequest(context_id=ctx, include_artifacts=True)

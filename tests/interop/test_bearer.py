@@ -1,9 +1,10 @@
-"""The official a2a-sdk client against harness-local in `jwt` mode, on both bindings.
+"""The official a2a-sdk client against harness-local in `jwt` mode, on the three bindings.
 
 The server verifies tokens signed by the key in its state directory, minted by
 `harness-local token <participant>` (the flow in common/docs/identity.md). The client
 learns from the card that a bearer token is required and adds it through the SDK's own
-AuthInterceptor, from a credential store keyed by session, as an application would.
+AuthInterceptor, from a credential store keyed by session, as an application would
+(over gRPC the SDK sends it as `authorization` metadata).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from a2a.client.auth.credentials import InMemoryContextCredentialStore
 from a2a.client.auth.interceptor import AuthInterceptor
 from a2a.types import TaskState
 
-from conftest import BINDINGS, HarnessServer, harness_binary, run_harness
+from conftest import HarnessServer, grpc_channel, harness_binary, run_harness
 from test_a2a_sdk import send_request, user_message
 
 TASK_KEY = 'io.github.madarauchiha-314.tiny-harness/task'
@@ -45,13 +46,13 @@ def mint(server: HarnessServer, participant: str) -> str:
     return token
 
 
-@pytest.fixture(params=BINDINGS)
-async def authed(jwt_server: HarnessServer, request) -> AsyncIterator[Client]:
+@pytest.fixture  # over each of conftest's BINDINGS
+async def authed(jwt_server: HarnessServer, binding: str) -> AsyncIterator[Client]:
     store = InMemoryContextCredentialStore()
     await store.set_credentials(SESSION, 'bearer', mint(jwt_server, 'alice'))
     async with httpx.AsyncClient(timeout=30) as h:
-        config = ClientConfig(supported_protocol_bindings=[request.param], httpx_client=h,
-                              streaming=False)
+        config = ClientConfig(supported_protocol_bindings=[binding], httpx_client=h,
+                              streaming=False, grpc_channel_factory=grpc_channel)
         client = await create_client(jwt_server.base_url, client_config=config,
                                      interceptors=[AuthInterceptor(store)])
         try:
@@ -81,9 +82,10 @@ async def test_the_sdk_client_completes_a_task_with_a_bearer_token(authed: Clien
     assert participants[0]['role'] == 'reporter', participants
 
 
-async def test_without_the_token_the_sdk_client_is_refused(authed: Client):
+async def test_without_the_token_the_sdk_client_is_refused(authed: Client, binding: str):
     # No session: the interceptor has no credential to add.
     with pytest.raises(Exception) as refused:
         async for _ in authed.send_message(send_request(user_message('tck-complete-task'))):
             pass
-    assert '401' in str(refused.value), repr(refused.value)
+    expected = 'UNAUTHENTICATED' if binding == 'GRPC' else '401'
+    assert expected in str(refused.value), repr(refused.value)

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BINDINGS, run_harness
+from conftest import HTTP_BINDINGS, run_harness
 
 
 JS_DIR = Path(__file__).parent / 'js'
@@ -108,7 +108,7 @@ def harness() -> Iterator[str]:
         yield server.base_url
 
 
-@pytest.fixture(scope='module', params=BINDINGS)
+@pytest.fixture(scope='module', params=HTTP_BINDINGS)
 def report(request: pytest.FixtureRequest, node: str, js_prefix: Path, harness: str) -> dict:
     """One run of client_flow.mjs over the binding: its JSON report."""
     binding = request.param

@@ -51,7 +51,7 @@ from google.protobuf import json_format
 from a2a.client import ClientConfig, create_client
 from a2a.types import Message, Part, Role, SendMessageConfiguration, SendMessageRequest
 
-from conftest import run_harness
+from conftest import HTTP_BINDINGS, run_harness
 
 
 VERSION = '0.4.5'
@@ -199,6 +199,12 @@ def harness() -> Iterator[str]:
     with run_harness(['--push-allow-private-urls', 'true'],
                      HARNESS_DEFAULT_PARTICIPANT='anonymous') as server:
         yield server.base_url
+
+
+@pytest.fixture(params=HTTP_BINDINGS)
+def binding(request: pytest.FixtureRequest) -> str:
+    # a2acli 0.4.5 has no gRPC transport (`--transport jsonrpc|rest`): the HTTP bindings only.
+    return request.param
 
 
 @pytest.fixture
