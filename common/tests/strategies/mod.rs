@@ -816,4 +816,3 @@ prop_compose! {
         ChannelMessage { channel_id, sender, kind, text, parts, in_reply_to }
     }
 }
-

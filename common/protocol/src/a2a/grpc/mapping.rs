@@ -7,9 +7,15 @@
 //! without a second copy. An answer, printed once as JSON by the operation, is read back
 //! into the proto message it is. The property tests (`common/tests/grpc_mapping.rs`,
 //! `tests/e2e/grpc_round_trip.rs`) pin that the two forms carry the same value.
+//!
+//! One difference is the proto's own: the numbers of `google.protobuf.Struct` and `Value`
+//! (metadata, data parts) are doubles. An integer a double cannot hold exactly goes out as
+//! the nearest double, and a double that is an integer comes in printed as one, as the
+//! JSON bindings print the same number.
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+use serde_json::Value;
 
 use super::pb;
 use crate::a2a::types::StreamResponse;
@@ -17,16 +23,55 @@ use crate::a2a::{jsonrpc, A2aError, Call, Operation};
 
 /// The call a gRPC `request` to `op` makes.
 pub fn call<R: Serialize>(op: Operation, request: &R) -> Result<Call, A2aError> {
+    jsonrpc::parse_call(op.name(), proto_json(request)?)
+}
+
+/// A proto message's ProtoJSON: the value the JSON bindings carry.
+pub fn proto_json<M: Serialize>(message: &M) -> Result<Value, A2aError> {
     // Only a value no ProtoJSON can express fails here (an enum number the proto lacks).
-    let params = serde_json::to_value(request)
-        .map_err(|e| A2aError::invalid_params(format!("the request has no JSON form: {e}")))?;
-    jsonrpc::parse_call(op.name(), params)
+    let mut json = serde_json::to_value(message)
+        .map_err(|e| A2aError::invalid_params(format!("the message has no JSON form: {e}")))?;
+    // pbjson prints every double with a fraction (`1.0`); the JSON bindings print `1`.
+    // No field of the proto is a double but a Struct's or Value's number.
+    map_numbers(&mut json, &|n| {
+        let f = n.as_f64()?;
+        (f.fract() == 0.0 && f.abs() < EXACT).then(|| serde_json::Number::from(f as i64))
+    });
+    Ok(json)
 }
 
 /// An operation's JSON answer as the proto message `T` of its rpc.
 pub fn answer<T: DeserializeOwned>(json: &str) -> Result<T, A2aError> {
-    serde_json::from_str(json)
-        .map_err(|e| A2aError::Internal(format!("cannot encode the answer as protobuf: {e}")))
+    let encode = |e: serde_json::Error| {
+        A2aError::Internal(format!("cannot encode the answer as protobuf: {e}"))
+    };
+    let mut value: Value = serde_json::from_str(json).map_err(encode)?;
+    // pbjson refuses an integer a double cannot hold exactly; the proto's Value holds the
+    // nearest double. No integer field of the proto is wider than 32 bits.
+    map_numbers(&mut value, &|n| {
+        let exact = n.as_i64().map(i64::unsigned_abs).or(n.as_u64());
+        exact
+            .filter(|&i| i >= EXACT as u64)
+            .and_then(|_| serde_json::Number::from_f64(n.as_f64()?))
+    });
+    serde_json::from_value(value).map_err(encode)
+}
+
+/// 2^53: the integers below it, and no more, a double holds exactly.
+const EXACT: f64 = 9_007_199_254_740_992.0;
+
+/// Every number of `v` that `f` has a replacement for, replaced.
+fn map_numbers(v: &mut Value, f: &impl Fn(&serde_json::Number) -> Option<serde_json::Number>) {
+    match v {
+        Value::Number(n) => {
+            if let Some(m) = f(n) {
+                *n = m;
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|x| map_numbers(x, f)),
+        Value::Object(fields) => fields.values_mut().for_each(|x| map_numbers(x, f)),
+        _ => {}
+    }
 }
 
 /// A stream's event as the rpc's `StreamResponse`.
