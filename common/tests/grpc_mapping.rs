@@ -37,24 +37,11 @@ fn through_bytes<P: prost::Message + Default>(p: &P) -> Result<P, TestCaseError>
     P::decode(p.encode_to_vec().as_slice()).map_err(|e| fail("protobuf decode", e))
 }
 
-/// `v` as the proto carries it: every number a double, printed as an integer when it is
-/// one below 2^53 (which a double holds exactly, as do the JSON bindings).
+/// `v` as the proto carries it (`mapping::proto_numbers`).
 fn as_doubles(v: &Value) -> Value {
-    match v {
-        Value::Number(n) => {
-            let f = n.as_f64().unwrap_or(f64::NAN);
-            if f.fract() == 0.0 && f.abs() < 9_007_199_254_740_992.0 {
-                Value::from(f as i64)
-            } else {
-                Value::from(f)
-            }
-        }
-        Value::Object(m) => {
-            Value::Object(m.iter().map(|(k, v)| (k.clone(), as_doubles(v))).collect())
-        }
-        Value::Array(a) => Value::Array(a.iter().map(as_doubles).collect()),
-        other => other.clone(),
-    }
+    let mut v = v.clone();
+    mapping::proto_numbers(&mut v);
+    v
 }
 
 /// An answer `x` of our type `T` as the rpc's message `P`: through `mapping::answer`,

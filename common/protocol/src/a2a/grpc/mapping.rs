@@ -32,11 +32,7 @@ pub fn proto_json<M: Serialize>(message: &M) -> Result<Value, A2aError> {
     let mut json = serde_json::to_value(message)
         .map_err(|e| A2aError::invalid_params(format!("the message has no JSON form: {e}")))?;
     // pbjson prints every double with a fraction (`1.0`); the JSON bindings print `1`.
-    // No field of the proto is a double but a Struct's or Value's number.
-    map_numbers(&mut json, &|n| {
-        let f = n.as_f64()?;
-        (f.fract() == 0.0 && f.abs() < EXACT).then(|| serde_json::Number::from(f as i64))
-    });
+    proto_numbers(&mut json);
     Ok(json)
 }
 
@@ -46,30 +42,32 @@ pub fn answer<T: DeserializeOwned>(json: &str) -> Result<T, A2aError> {
         A2aError::Internal(format!("cannot encode the answer as protobuf: {e}"))
     };
     let mut value: Value = serde_json::from_str(json).map_err(encode)?;
-    // pbjson refuses an integer a double cannot hold exactly; the proto's Value holds the
-    // nearest double. No integer field of the proto is wider than 32 bits.
-    map_numbers(&mut value, &|n| {
-        let exact = n.as_i64().map(i64::unsigned_abs).or(n.as_u64());
-        exact
-            .filter(|&i| i >= EXACT as u64)
-            .and_then(|_| serde_json::Number::from_f64(n.as_f64()?))
-    });
+    // pbjson refuses an integer a double cannot hold exactly.
+    proto_numbers(&mut value);
     serde_json::from_value(value).map_err(encode)
 }
 
-/// 2^53: the integers below it, and no more, a double holds exactly.
-const EXACT: f64 = 9_007_199_254_740_992.0;
-
-/// Every number of `v` that `f` has a replacement for, replaced.
-fn map_numbers(v: &mut Value, f: &impl Fn(&serde_json::Number) -> Option<serde_json::Number>) {
+/// Every number of `v` as a proto message carries it, and printed as the JSON bindings
+/// print it: an integer below 2^53 (which a double holds exactly) as an integer, any
+/// other number as the nearest double. No field of the proto is a double or an integer
+/// wider than 32 bits but a `Struct`'s or `Value`'s number, so only those change.
+pub fn proto_numbers(v: &mut Value) {
+    /// 2^53.
+    const EXACT: f64 = 9_007_199_254_740_992.0;
     match v {
         Value::Number(n) => {
-            if let Some(m) = f(n) {
-                *n = m;
+            let Some(f) = n.as_f64() else { return };
+            let carried = if f.fract() == 0.0 && f.abs() < EXACT {
+                Some(serde_json::Number::from(f as i64))
+            } else {
+                serde_json::Number::from_f64(f)
+            };
+            if let Some(carried) = carried {
+                *n = carried;
             }
         }
-        Value::Array(items) => items.iter_mut().for_each(|x| map_numbers(x, f)),
-        Value::Object(fields) => fields.values_mut().for_each(|x| map_numbers(x, f)),
+        Value::Array(items) => items.iter_mut().for_each(proto_numbers),
+        Value::Object(fields) => fields.values_mut().for_each(proto_numbers),
         _ => {}
     }
 }
