@@ -46,9 +46,10 @@ pub fn request_with_token<T>(message: T, token: &str) -> Request<T> {
     req
 }
 
-/// A proto message as its ProtoJSON: the value the JSON bindings carry.
+/// A proto message as its ProtoJSON: the value the JSON bindings carry (the mapping's
+/// own printing, which prints a Struct's integral numbers as the JSON bindings do).
 pub fn json_of<T: serde::Serialize>(message: &T) -> Value {
-    serde_json::to_value(message).expect("every message has a ProtoJSON form")
+    common::a2a::grpc::mapping::proto_json(message).expect("every message has a ProtoJSON form")
 }
 
 /// A JSON binding's value (a task, a params object) as the proto message `T`.

@@ -9,7 +9,7 @@ use super::types::{
 use super::A2aError;
 
 /// One A2A operation with its decoded request: what both bindings produce.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Call {
     SendMessage(SendMessageRequest),
     SendStreamingMessage(SendMessageRequest),
@@ -41,6 +41,21 @@ pub enum Operation {
 }
 
 impl Operation {
+    /// Every operation (every rpc of the proto's `A2AService`).
+    pub const ALL: [Operation; 11] = [
+        Operation::SendMessage,
+        Operation::SendStreamingMessage,
+        Operation::GetTask,
+        Operation::ListTasks,
+        Operation::CancelTask,
+        Operation::SubscribeToTask,
+        Operation::CreateTaskPushNotificationConfig,
+        Operation::GetTaskPushNotificationConfig,
+        Operation::ListTaskPushNotificationConfigs,
+        Operation::DeleteTaskPushNotificationConfig,
+        Operation::GetExtendedAgentCard,
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             Operation::SendMessage => "SendMessage",
