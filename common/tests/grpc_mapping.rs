@@ -209,8 +209,8 @@ proptest! {
     }
 }
 
-/// Every rpc of the service the code is generated from is an operation of the same name,
-/// and the server runs each rpc's method as that operation.
+/// Every rpc of the service the code is generated from is an operation of the same name
+/// (each rpc's method running its operation is `tests/e2e/grpc.rs` `every_rpc_once`).
 #[test]
 fn every_rpc_is_the_operation_of_its_name() {
     let proto = include_str!("../protocol/proto/a2a.proto");
@@ -223,42 +223,4 @@ fn every_rpc_is_the_operation_of_its_name() {
     rpcs.sort_unstable();
     names.sort_unstable();
     assert_eq!(rpcs, names, "the proto's rpcs and the operations");
-
-    // The server's method for an rpc is its name in snake_case; the operation it runs is
-    // the first `Operation::` after the method's name.
-    let server = include_str!("../src/server/grpc.rs");
-    let method = regex::Regex::new(
-        r"async fn (\w+)\(\s*&self,\s*req: Request<pb::\w+>,[^{]*\{\s*self\.\w+\(Operation::(\w+),",
-    )
-    .expect("a regex");
-    let mut served = 0;
-    for c in method.captures_iter(server) {
-        let (fn_name, op) = (&c[1], &c[2]);
-        let snake = snake_case(op);
-        assert_eq!(
-            fn_name, snake,
-            "the server's {fn_name} runs Operation::{op}"
-        );
-        served += 1;
-    }
-    assert_eq!(
-        served,
-        Operation::ALL.len(),
-        "a method for every rpc in src/server/grpc.rs"
-    );
-}
-
-fn snake_case(name: &str) -> String {
-    let mut s = String::new();
-    for c in name.chars() {
-        if c.is_ascii_uppercase() {
-            if !s.is_empty() {
-                s.push('_');
-            }
-            s.push(c.to_ascii_lowercase());
-        } else {
-            s.push(c);
-        }
-    }
-    s
 }

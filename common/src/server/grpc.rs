@@ -105,7 +105,7 @@ impl Grpc {
                 op.name()
             ))));
         };
-        let reply = mapping::answer(json.get()).map_err(|e| status::of(&e))?;
+        let reply = mapping::answer(json.get()).map_err(unencodable)?;
         Ok(with_extensions(Response::new(reply), &activated))
     }
 
@@ -128,11 +128,21 @@ impl Grpc {
                 crate::metrics::first_event(started.elapsed());
             }
             // A mid-stream error ends the call with its status, as `event: error` ends SSE.
-            item.and_then(|e| mapping::event(&e))
-                .map_err(|e| status::of(&e))
+            match item {
+                Ok(event) => mapping::event(&event).map_err(unencodable),
+                Err(e) => Err(status::of(&e)),
+            }
         });
         Ok(with_extensions(Response::new(Box::pin(events)), &activated))
     }
+}
+
+/// An answer the proto cannot carry: logged, and its caller told only that it failed.
+fn unencodable(e: mapping::Unencodable) -> Status {
+    tracing::error!(error = %e, "an answer could not be encoded for gRPC");
+    status::of(&A2aError::Internal(
+        "the answer could not be encoded".into(),
+    ))
 }
 
 /// The activated extensions, echoed in the response metadata as the header on HTTP.

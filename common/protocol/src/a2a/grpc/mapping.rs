@@ -36,15 +36,18 @@ pub fn proto_json<M: Serialize>(message: &M) -> Result<Value, A2aError> {
     Ok(json)
 }
 
+/// An answer the proto cannot carry: the server's own fault, for its log, never its
+/// caller (who is told only that it failed).
+#[derive(Debug, thiserror::Error)]
+#[error("the answer cannot be carried over gRPC: {0}")]
+pub struct Unencodable(#[from] serde_json::Error);
+
 /// An operation's JSON answer as the proto message `T` of its rpc.
-pub fn answer<T: DeserializeOwned>(json: &str) -> Result<T, A2aError> {
-    let encode = |e: serde_json::Error| {
-        A2aError::Internal(format!("cannot encode the answer as protobuf: {e}"))
-    };
-    let mut value: Value = serde_json::from_str(json).map_err(encode)?;
+pub fn answer<T: DeserializeOwned>(json: &str) -> Result<T, Unencodable> {
+    let mut value: Value = serde_json::from_str(json)?;
     // pbjson refuses an integer a double cannot hold exactly.
     proto_numbers(&mut value);
-    serde_json::from_value(value).map_err(encode)
+    Ok(serde_json::from_value(value)?)
 }
 
 /// Every number of `v` as a proto message carries it, and printed as the JSON bindings
@@ -73,8 +76,6 @@ pub fn proto_numbers(v: &mut Value) {
 }
 
 /// A stream's event as the rpc's `StreamResponse`.
-pub fn event(event: &StreamResponse) -> Result<pb::StreamResponse, A2aError> {
-    let json = serde_json::to_string(event)
-        .map_err(|e| A2aError::Internal(format!("cannot encode the event: {e}")))?;
-    answer(&json)
+pub fn event(event: &StreamResponse) -> Result<pb::StreamResponse, Unencodable> {
+    answer(&serde_json::to_string(event)?)
 }
