@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use harness_e2e::grpc::pb;
+use harness_e2e::identity::Idp;
 use harness_e2e::*;
 use prost::Message as _;
 
@@ -204,6 +205,35 @@ fn goaway_of(mut frames: &[u8]) -> Option<u32> {
 }
 
 const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+// ------------------------------------------------------------------- identity
+
+/// jwt mode: a call without a valid token is UNAUTHENTICATED from its head alone, as the
+/// HTTP bindings' 401 comes before they read a body: the server reads and decodes no
+/// message of a caller it does not know (a message declared over the limit included,
+/// as HTTP's 401 comes before its 413).
+#[tokio::test]
+async fn in_jwt_mode_a_call_without_a_token_is_refused_before_its_message_is_read() {
+    let idp = Idp::start().await;
+    let mut args = idp.server_args();
+    args.extend(["--idle-timeout-seconds", "2"].map(str::to_owned));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let s = Server::start_with(&args).await;
+    let mut c = connect(&s).await;
+    let bad = [("authorization", "Bearer not-a-token")];
+    let huge = Bytes::from_static(&[0, 0x40, 0, 0, 0]);
+    for who in [&[][..], &bad[..]] {
+        // The head alone: the message never comes.
+        let a = call(&mut c, head("SendMessage", who), &[], false).await;
+        assert_eq!(a.status().0, 16, "UNAUTHENTICATED: {a:?}");
+        let a = call(&mut c, head("SendMessage", who), &[huge.clone()], false).await;
+        assert_eq!(a.status().0, 16, "UNAUTHENTICATED: {a:?}");
+    }
+    let alice = format!("Bearer {}", idp.token("alice"));
+    let h = head("ListTasks", &[("authorization", &alice)]);
+    let a = call(&mut c, h, &[framed(&[])], true).await;
+    assert_eq!(a.status().0, 0, "alice's token: {a:?}");
+}
 
 // ---------------------------------------------------------------- error text
 
