@@ -235,6 +235,68 @@ async fn in_jwt_mode_a_call_without_a_token_is_refused_before_its_message_is_rea
     assert_eq!(a.status().0, 0, "alice's token: {a:?}");
 }
 
+// ------------------------------------------------------------ method and type
+
+/// Only a POST of `application/grpc` reaches the service, as gRPC's spec asks (415 for
+/// another type): a web page's "simple" request (text/plain, a form) or a GET, which a
+/// browser sends without asking the server first, runs no rpc, as the JSON bindings
+/// refuse a body not declared JSON.
+#[tokio::test]
+async fn only_a_post_of_application_grpc_reaches_the_service() {
+    let s = Server::start_with(&["--allowed-hosts", "any"]).await;
+    let mut c = connect(&s).await;
+    for ct in [
+        "text/plain",
+        "application/x-www-form-urlencoded",
+        "multipart/form-data",
+    ] {
+        let mut h = head("ListTasks", &[]);
+        h.headers_mut().insert("content-type", ct.parse().unwrap());
+        let a = call(&mut c, h, &[framed(&[])], true).await;
+        assert_eq!(a.http, 415, "{ct}: {a:?}");
+        assert_eq!(
+            a.headers["content-type"], "text/plain",
+            "{ct}: no rpc ran: {a:?}"
+        );
+    }
+    let mut h = head("ListTasks", &[]);
+    h.headers_mut().remove("content-type");
+    let a = call(&mut c, h, &[framed(&[])], true).await;
+    assert_eq!(a.http, 415, "no type: {a:?}");
+    for method in [http::Method::GET, http::Method::PUT, http::Method::OPTIONS] {
+        let mut h = head("ListTasks", &[]);
+        *h.method_mut() = method.clone();
+        let a = call(&mut c, h, &[framed(&[])], true).await;
+        assert_eq!(a.http, 405, "{method}: {a:?}");
+        assert_eq!(
+            a.headers["content-type"], "text/plain",
+            "{method}: no rpc ran: {a:?}"
+        );
+    }
+    // Over HTTP/1.1 too.
+    let resp = s
+        .http
+        .get(s.endpoint("/lf.a2a.v1.A2AService/ListTasks"))
+        .header("a2a-version", "1.0")
+        .header("content-type", "application/grpc")
+        .body(framed(&[]).to_vec())
+        .send()
+        .await
+        .expect("an answer");
+    assert_eq!(resp.status(), 405);
+    let resp = s
+        .http
+        .post(s.endpoint("/lf.a2a.v1.A2AService/ListTasks"))
+        .header("a2a-version", "1.0")
+        .header("content-type", "text/plain")
+        .body(framed(&[]).to_vec())
+        .send()
+        .await
+        .expect("an answer");
+    assert_eq!(resp.status(), 415);
+    still_serves(&s).await;
+}
+
 // ---------------------------------------------------------------- error text
 
 /// Malformed messages (bytes that are no protobuf, a wrong wire type, a string that is

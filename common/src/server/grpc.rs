@@ -24,8 +24,9 @@ use std::task::{Context, Poll};
 
 use axum::body::{Body, Bytes};
 use axum::extract::State;
-use axum::http::{header, HeaderMap, HeaderValue};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::{self, Next};
+use axum::response::IntoResponse;
 use axum::Router;
 use futures::StreamExt;
 use http_body::Frame;
@@ -48,6 +49,23 @@ pub(super) fn routes(h: &Arc<Harness>) -> Router<Arc<Harness>> {
     Router::new()
         .route_service(&format!("{SERVICE_PATH}/{{*rpc}}"), limited)
         .route_layer(middleware::from_fn_with_state(h.clone(), authenticated))
+        .route_layer(middleware::from_fn(only_calls))
+}
+
+/// Only a POST of `application/grpc` is a call (gRPC's spec answers another type 415):
+/// what a web page has a browser send without asking the server first (a GET, a form,
+/// text) runs no rpc, as the JSON bindings refuse a body not declared JSON.
+async fn only_calls(req: axum::extract::Request, next: Next) -> axum::response::Response {
+    let refused = if req.method() != Method::POST {
+        StatusCode::METHOD_NOT_ALLOWED
+    } else if !is_grpc(req.headers()) {
+        StatusCode::UNSUPPORTED_MEDIA_TYPE
+    } else {
+        return next.run(req).await;
+    };
+    let text = "a gRPC call is a POST of Content-Type application/grpc\n";
+    let allow = (header::ALLOW, "POST");
+    (refused, [allow, (header::CONTENT_TYPE, "text/plain")], text).into_response()
 }
 
 /// The token a call's head carried, verified by [`authenticated`] (None in `none` mode).
