@@ -226,7 +226,13 @@ async fn in_jwt_mode_a_call_without_a_token_is_refused_before_its_message_is_rea
         // The head alone: the message never comes.
         let a = call(&mut c, head("SendMessage", who), &[], false).await;
         assert_eq!(a.status().0, 16, "UNAUTHENTICATED: {a:?}");
-        let a = call(&mut c, head("SendMessage", who), &[huge.clone()], false).await;
+        let a = call(
+            &mut c,
+            head("SendMessage", who),
+            std::slice::from_ref(&huge),
+            false,
+        )
+        .await;
         assert_eq!(a.status().0, 16, "UNAUTHENTICATED: {a:?}");
     }
     let alice = format!("Bearer {}", idp.token("alice"));
