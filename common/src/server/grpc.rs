@@ -6,8 +6,7 @@
 //! Each rpc runs what the other bindings run, in their order: the bearer token
 //! (`authorization` metadata, checked from the request's head before tonic reads the
 //! message, as HTTP checks it before the body: [`authenticated`]), the version and
-//! extensions (`a2a-version`,
-//! `a2a-extensions`), the request decoded as JSON-RPC params
+//! extensions (`a2a-version`, `a2a-extensions`), the request decoded as JSON-RPC params
 //! ([`mapping`](crate::a2a::grpc::mapping)), the caller (`x-participant-id` in `none`
 //! mode), then the operation. gRPC metadata are the HTTP/2 request's headers, so they
 //! are read by the same functions. Errors are `google.rpc.Status`es
