@@ -4,8 +4,9 @@
 //! front of it as of the other bindings.
 //!
 //! Each rpc runs what the other bindings run, in their order: the bearer token
-//! (`authorization` metadata), the version and extensions (`a2a-version`,
-//! `a2a-extensions`), the request decoded as JSON-RPC params
+//! (`authorization` metadata, checked from the request's head before tonic reads the
+//! message, as HTTP checks it before the body: [`authenticated`]), the version and
+//! extensions (`a2a-version`, `a2a-extensions`), the request decoded as JSON-RPC params
 //! ([`mapping`](crate::a2a::grpc::mapping)), the caller (`x-participant-id` in `none`
 //! mode), then the operation. gRPC metadata are the HTTP/2 request's headers, so they
 //! are read by the same functions. Errors are `google.rpc.Status`es
@@ -21,7 +22,10 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use axum::body::{Body, Bytes};
-use axum::http::{header, HeaderMap, HeaderValue};
+use axum::extract::State;
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::IntoResponse;
 use axum::Router;
 use futures::StreamExt;
 use http_body::Frame;
@@ -41,7 +45,51 @@ pub(super) fn routes(h: &Arc<Harness>) -> Router<Arc<Harness>> {
     let limited = tower::ServiceBuilder::new()
         .map_request(move |req: axum::http::Request<Body>| req.map(|b| Limited::new(b, limit)))
         .service(server);
-    Router::new().route_service(&format!("{SERVICE_PATH}/{{*rpc}}"), limited)
+    Router::new()
+        .route_service(&format!("{SERVICE_PATH}/{{*rpc}}"), limited)
+        .route_layer(middleware::from_fn_with_state(h.clone(), authenticated))
+        .route_layer(middleware::from_fn(only_calls))
+}
+
+/// Only a POST of `application/grpc` is a call (gRPC's spec answers another type 415):
+/// what a web page has a browser send without asking the server first (a GET, a form,
+/// text) runs no rpc, as the JSON bindings refuse a body not declared JSON.
+async fn only_calls(req: axum::extract::Request, next: Next) -> axum::response::Response {
+    let refused = if req.method() != Method::POST {
+        StatusCode::METHOD_NOT_ALLOWED
+    } else if !is_grpc(req.headers()) {
+        StatusCode::UNSUPPORTED_MEDIA_TYPE
+    } else {
+        return next.run(req).await;
+    };
+    let text = "a gRPC call is a POST of Content-Type application/grpc\n";
+    let allow = (header::ALLOW, "POST");
+    (refused, [allow, (header::CONTENT_TYPE, "text/plain")], text).into_response()
+}
+
+/// The token a call's head carried, verified by [`authenticated`] (None in `none` mode).
+#[derive(Clone)]
+struct Authenticated(Option<crate::auth::Verified>);
+
+/// Verifies the bearer token of a call's head before tonic reads its message: in jwt
+/// mode a caller without a valid token makes the server read and decode nothing, as the
+/// HTTP bindings answer 401 before they read a body.
+async fn authenticated(
+    State(h): State<Arc<Harness>>,
+    mut req: axum::extract::Request,
+    next: Next,
+) -> axum::response::Response {
+    let authorization = req.headers().get(header::AUTHORIZATION);
+    match h
+        .authenticate(authorization.map(HeaderValue::as_bytes))
+        .await
+    {
+        Ok(verified) => {
+            req.extensions_mut().insert(Authenticated(verified));
+            next.run(req).await
+        }
+        Err(e) => refusal(status::of(&super::auth_error(&e))),
+    }
 }
 
 /// Whether a request is a gRPC call: its refusals before the service (rate limit) are
@@ -75,11 +123,12 @@ impl Grpc {
         let (metadata, extensions, message) = req.into_parts();
         let headers = metadata.into_headers();
         let serve = async {
-            let authorization = headers.get(header::AUTHORIZATION);
-            let verified = (h
-                .authenticate(authorization.map(HeaderValue::as_bytes))
-                .await)
-                .map_err(|e| status::of(&super::auth_error(&e)))?;
+            // Fail closed: a call that did not pass [`authenticated`] serves no one.
+            let Some(Authenticated(verified)) = extensions.get::<Authenticated>().cloned() else {
+                return Err(status::of(&A2aError::Internal(
+                    "the call was not authenticated".into(),
+                )));
+            };
             let activated = super::service_parameters(h, &headers).map_err(|e| status::of(&e))?;
             let call = mapping::call(op, &message).map_err(|e| status::of(&e))?;
             let caller = super::caller(h, &headers, &extensions, op, verified)
