@@ -114,6 +114,7 @@ pub async fn serve(
         let service = Counted {
             inner: body_timeout.layer(service),
             in_flight: in_flight.clone(),
+            receiving: Receiving::default(),
         };
         let service = TowerToHyperService::new(service);
         let (builder, mut stopping, still_open) =
@@ -188,12 +189,20 @@ impl Drop for Leaving {
     }
 }
 
+/// The bytes of request messages one connection is receiving at once, in each of its
+/// requests' extensions: HTTP/2 carries many requests on one connection, and the gRPC
+/// binding holds their sum to one message's limit (`grpc::Limited`), as HTTP/1.1 holds a
+/// connection to one body at a time.
+#[derive(Clone, Default)]
+pub(super) struct Receiving(pub(super) Arc<AtomicUsize>);
+
 /// The connection's service, counting each request in flight until its answer's body is
 /// done with.
 #[derive(Clone)]
 struct Counted<S> {
     inner: S,
     in_flight: InFlight,
+    receiving: Receiving,
 }
 
 impl<S, B> Service<http::Request<B>> for Counted<S>
@@ -209,7 +218,8 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, req: http::Request<B>) -> Self::Future {
+    fn call(&mut self, mut req: http::Request<B>) -> Self::Future {
+        req.extensions_mut().insert(self.receiving.clone());
         let leaving = self.in_flight.enter();
         let answer = self.inner.call(req);
         Box::pin(async move {

@@ -18,6 +18,7 @@
 //! from making the server buffer more than a stream window.
 
 use std::pin::Pin;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
@@ -31,6 +32,7 @@ use futures::StreamExt;
 use http_body::Frame;
 use tonic::{Request, Response, Status};
 
+use super::connections::Receiving;
 use crate::a2a::grpc::pb::{self, a2a_service_server as service};
 use crate::a2a::grpc::{mapping, status, SERVICE_PATH};
 use crate::a2a::{A2aError, Operation};
@@ -43,7 +45,10 @@ pub(super) fn routes(h: &Arc<Harness>) -> Router<Arc<Harness>> {
         .max_decoding_message_size(limit)
         .max_encoding_message_size(usize::MAX);
     let limited = tower::ServiceBuilder::new()
-        .map_request(move |req: axum::http::Request<Body>| req.map(|b| Limited::new(b, limit)))
+        .map_request(move |req: axum::http::Request<Body>| {
+            let connection = req.extensions().get::<Receiving>().cloned();
+            req.map(|b| Limited::new(b, limit, connection))
+        })
         .service(server);
     Router::new()
         .route_service(&format!("{SERVICE_PATH}/{{*rpc}}"), limited)
@@ -297,6 +302,10 @@ impl service::A2aService for Grpc {
 /// as soon as a message's length prefix says more, before the message is read (tonic's
 /// own limit says OUT_OF_RANGE, where gRPC's other servers say RESOURCE_EXHAUSTED), and
 /// as soon as more bytes come than one such message holds (every A2A rpc takes one).
+/// Over HTTP/2, the messages a connection is receiving at once are held to `limit` in
+/// all (a message's declared length is taken from its connection's [`Receiving`] until
+/// the body is dropped, once tonic has decoded it): 64 streams of one connection, each
+/// holding part of a message, cannot make the server hold 64 messages' bytes.
 /// A body that stalls or breaks is its gRPC status, not an opaque one.
 struct Limited {
     inner: Body,
@@ -304,19 +313,42 @@ struct Limited {
     /// The first bytes of the body, until the length prefix is whole.
     prefix: Vec<u8>,
     received: usize,
+    /// The connection's messages being received, and what this one took of them.
+    connection: Option<Receiving>,
+    taken: usize,
 }
 
 /// A gRPC message's prefix: a compression flag and a 4-byte big-endian length.
 const PREFIX: usize = 5;
 
 impl Limited {
-    fn new(inner: Body, limit: usize) -> Self {
+    fn new(inner: Body, limit: usize, connection: Option<Receiving>) -> Self {
         Limited {
             inner,
             limit,
             prefix: Vec::with_capacity(PREFIX),
             received: 0,
+            connection,
+            taken: 0,
         }
+    }
+
+    /// Takes a message of `len` bytes from the connection's share, refused when the
+    /// connection's other messages leave less than that.
+    fn take(&mut self, len: usize) -> Result<(), Status> {
+        let Some(connection) = &self.connection else {
+            return Ok(());
+        };
+        let others = connection.0.fetch_add(len, Ordering::SeqCst);
+        self.taken = len;
+        if others.saturating_add(len) > self.limit {
+            return Err(Status::resource_exhausted(format!(
+                "this connection is receiving other messages: at most {} bytes of messages \
+                 at once on one connection; send this one after them, or on another connection",
+                self.limit
+            )));
+        }
+        Ok(())
     }
 
     fn too_large(&self) -> Status {
@@ -341,12 +373,21 @@ impl Limited {
                 if len as usize > self.limit {
                     return Err(self.too_large());
                 }
+                self.take(len as usize)?;
             }
         }
         if self.received > self.limit.saturating_add(PREFIX) {
             return Err(self.too_large());
         }
         Ok(())
+    }
+}
+
+impl Drop for Limited {
+    fn drop(&mut self) {
+        if let Some(connection) = &self.connection {
+            connection.0.fetch_sub(self.taken, Ordering::SeqCst);
+        }
     }
 }
 
