@@ -194,6 +194,7 @@ impl Drop for Leaving {
 /// binding holds their sum to one message's limit (`grpc::Limited`), as HTTP/1.1 holds a
 /// connection to one body at a time.
 #[derive(Clone, Default)]
+#[cfg_attr(not(feature = "grpc"), allow(dead_code))]
 pub(super) struct Receiving(pub(super) Arc<AtomicUsize>);
 
 /// The connection's service, counting each request in flight until its answer's body is

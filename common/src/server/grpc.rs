@@ -168,6 +168,7 @@ impl Grpc {
         op: Operation,
         req: Request<R>,
     ) -> Result<Response<Events>, Status> {
+        let started = std::time::Instant::now();
         let (answer, activated) = self.run(op, req).await?;
         let Answer::Stream(events) = answer else {
             return Err(status::of(&A2aError::Internal(format!(
@@ -175,12 +176,7 @@ impl Grpc {
                 op.name()
             ))));
         };
-        let started = std::time::Instant::now();
-        let mut first = true;
-        let events = events.map(move |item| {
-            if std::mem::take(&mut first) {
-                crate::metrics::first_event(started.elapsed());
-            }
+        let events = super::timed(events, started).map(|item| {
             // A mid-stream error ends the call with its status, as `event: error` ends SSE.
             match item {
                 Ok(event) => mapping::event(&event).map_err(unencodable),

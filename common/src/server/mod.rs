@@ -489,18 +489,27 @@ fn text_response(status: StatusCode, content_type: &'static str, body: String) -
     (status, [(header::CONTENT_TYPE, content_type)], body).into_response()
 }
 
+/// `stream` with the time from `started` to its first event counted (the metrics'
+/// time to first event), on every binding.
+fn timed(
+    stream: crate::engine::follow::EventStream,
+    started: std::time::Instant,
+) -> crate::engine::follow::EventStream {
+    let mut first = true;
+    Box::pin(stream.inspect(move |_| {
+        if std::mem::take(&mut first) {
+            crate::metrics::first_event(started.elapsed());
+        }
+    }))
+}
+
 fn sse(
     stream: crate::engine::follow::EventStream,
     framing: Framing,
     started: std::time::Instant,
 ) -> Response {
-    let mut first = true;
-    let events = stream.map(move |item| {
-        if std::mem::take(&mut first) {
-            crate::metrics::first_event(started.elapsed());
-        }
-        Ok::<_, std::convert::Infallible>(framing.frame(item))
-    });
+    let events = timed(stream, started)
+        .map(move |item| Ok::<_, std::convert::Infallible>(framing.frame(item)));
     let mut resp = Sse::new(events)
         .keep_alive(KeepAlive::default())
         .into_response();
