@@ -323,23 +323,26 @@ async fn malformed_messages_are_refused_and_name_nothing_internal() {
     };
     let deep = |depth| message(len_field(4, &nested_value(depth)), b"deep");
     let cases: Vec<(&str, Vec<Bytes>, i32)> = vec![
-        ("no protobuf", vec![framed(&[0xff; 8])], 13),
-        ("a wrong wire type", vec![framed(&[0x10, 0x01])], 13),
+        ("no protobuf", vec![framed(&[0xff; 8])], 3),
+        ("a wrong wire type", vec![framed(&[0x10, 0x01])], 3),
         (
             "not UTF-8",
             vec![framed(&message(len_field(1, b"x"), &[0xff, 0xfe]))],
-            13,
+            3,
         ),
         ("a Value 30 deep", vec![framed(&deep(30))], 0),
-        ("a Value 200 deep", vec![framed(&deep(200))], 13),
-        ("a Value 100,000 deep", vec![framed(&deep(100_000))], 13),
-        ("cut short", vec![framed(&ok).slice(..10)], 13),
-        ("no message", vec![], 13),
+        ("a Value 200 deep", vec![framed(&deep(200))], 3),
+        ("a Value 100,000 deep", vec![framed(&deep(100_000))], 3),
+        ("cut short", vec![framed(&ok).slice(..10)], 3),
+        ("no message", vec![], 3),
     ];
     for (name, body, code) in cases {
         let a = call(&mut c, head("SendMessage", &[]), &body, true).await;
         let (got, text) = a.status();
         assert_eq!(got, code, "{name}: {a:?}");
+        if code == 3 {
+            assert!(text.contains("no valid protobuf message"), "{name}: {text}");
+        }
         for leak in ["::", "/src/", ".rs", "panicked", "0x"] {
             assert!(!text.contains(leak), "{name}: {text}");
         }

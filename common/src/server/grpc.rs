@@ -52,6 +52,7 @@ pub(super) fn routes(h: &Arc<Harness>) -> Router<Arc<Harness>> {
         .service(server);
     Router::new()
         .route_service(&format!("{SERVICE_PATH}/{{*rpc}}"), limited)
+        .route_layer(middleware::from_fn(malformed_is_invalid))
         .route_layer(middleware::from_fn_with_state(h.clone(), authenticated))
         .route_layer(middleware::from_fn(only_calls))
 }
@@ -70,6 +71,23 @@ async fn only_calls(req: axum::extract::Request, next: Next) -> axum::response::
     let text = "a gRPC call is a POST of Content-Type application/grpc\n";
     let allow = (header::ALLOW, "POST");
     (refused, [allow, (header::CONTENT_TYPE, "text/plain")], text).into_response()
+}
+
+/// A request whose bytes tonic cannot read (no message, one cut short, no protobuf) is
+/// refused by tonic with INTERNAL and no details, before any rpc runs; every status of the
+/// binding's own carries an ErrorInfo. Such a refusal is the client's malformed request,
+/// so it is said as the other bindings say a body that is no JSON: INVALID_ARGUMENT.
+async fn malformed_is_invalid(req: axum::extract::Request, next: Next) -> axum::response::Response {
+    let resp = next.run(req).await;
+    match Status::from_header_map(resp.headers()) {
+        Some(s) if s.code() == tonic::Code::Internal && s.details().is_empty() => {
+            refusal(status::of(&A2aError::InvalidRequest(format!(
+                "the request is no valid protobuf message of the rpc ({})",
+                s.message()
+            ))))
+        }
+        _ => resp,
+    }
 }
 
 /// The token a call's head carried, verified by [`authenticated`] (None in `none` mode).
