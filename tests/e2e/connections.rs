@@ -68,6 +68,17 @@ async fn one_response(conn: &mut TcpStream, within: Duration) -> Option<String> 
     tokio::time::timeout(within, read).await.ok().flatten()
 }
 
+/// A server whose header-read and idle timeouts are both 1 s.
+async fn with_one_second_timeouts() -> Server {
+    Server::start_with(&[
+        "--header-read-timeout-seconds",
+        "1",
+        "--idle-timeout-seconds",
+        "1",
+    ])
+    .await
+}
+
 /// 300 connections that send part of a request head and stop are all closed by the server
 /// once the header timeout passes, and a kept-alive connection left idle after its answer
 /// is closed too; the server then answers as usual.
@@ -174,13 +185,7 @@ async fn past_the_connection_cap_a_connection_waits_for_a_place() {
 /// being waited for nor a request body.
 #[tokio::test]
 async fn a_stream_outlives_both_timeouts() {
-    let s = Server::start_with(&[
-        "--header-read-timeout-seconds",
-        "1",
-        "--idle-timeout-seconds",
-        "1",
-    ])
-    .await;
+    let s = with_one_second_timeouts().await;
     let started = Instant::now();
     // WORKING for 4 s, then COMPLETED.
     let message = user_message(&unique("test-resubscribe-message-id"), "slow");
@@ -239,13 +244,7 @@ async fn connections_with_no_request_are_closed_whatever_their_protocol() {
 #[tokio::test]
 async fn a_grpc_stream_outlives_both_timeouts() {
     use harness_e2e::grpc::{self, pb};
-    let s = Server::start_with(&[
-        "--header-read-timeout-seconds",
-        "1",
-        "--idle-timeout-seconds",
-        "1",
-    ])
-    .await;
+    let s = with_one_second_timeouts().await;
     let mut client = s.grpc().await;
     let started = Instant::now();
     // WORKING for 4 s, then COMPLETED.

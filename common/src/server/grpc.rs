@@ -118,9 +118,7 @@ async fn authenticated(
 /// Whether a request is a gRPC call: its refusals before the service (rate limit) are
 /// then gRPC statuses, which a gRPC client reads, not HTTP errors, which it cannot.
 pub(super) fn is_grpc(headers: &HeaderMap) -> bool {
-    (headers.get(header::CONTENT_TYPE))
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|ct| ct.starts_with("application/grpc"))
+    super::content_type(headers).is_some_and(|ct| ct.starts_with("application/grpc"))
 }
 
 /// `s` as the trailers-only answer of a gRPC call.
@@ -148,21 +146,16 @@ impl Grpc {
         let serve = async {
             // Fail closed: a call that did not pass [`authenticated`] serves no one.
             let Some(Authenticated(verified)) = extensions.get::<Authenticated>().cloned() else {
-                return Err(status::of(&A2aError::Internal(
-                    "the call was not authenticated".into(),
-                )));
+                return Err(A2aError::Internal("the call was not authenticated".into()));
             };
-            let activated = super::service_parameters(h, &headers).map_err(|e| status::of(&e))?;
-            let call = mapping::call(op, &message).map_err(|e| status::of(&e))?;
-            let caller = super::caller(h, &headers, &extensions, op, verified)
-                .await
-                .map_err(|e| status::of(&e))?;
-            let answer = All::execute(h, call, &caller)
-                .await
-                .map_err(|e| status::of(&e))?;
+            let activated = super::service_parameters(h, &headers)?;
+            let call = mapping::call(op, &message)?;
+            let caller = super::caller(h, &headers, &extensions, op, verified).await?;
+            let answer = All::execute(h, call, &caller).await?;
             Ok((answer, activated))
         };
-        h.from_peer(super::peer_of(&extensions), serve).await
+        let peer = super::peer_of(&extensions);
+        (h.from_peer(peer, serve).await).map_err(|e| status::of(&e))
     }
 
     async fn unary<R: serde::Serialize, T: serde::de::DeserializeOwned>(
@@ -215,11 +208,11 @@ fn unencodable(e: mapping::Unencodable) -> Status {
 
 /// The activated extensions, echoed in the response metadata as the header on HTTP.
 fn with_extensions<T>(mut resp: Response<T>, activated: &[String]) -> Response<T> {
+    if activated.is_empty() {
+        return resp;
+    }
     if let Ok(v) = activated.join(", ").parse() {
-        if !activated.is_empty() {
-            resp.metadata_mut()
-                .insert(crate::a2a::headers::EXTENSIONS_HEADER, v);
-        }
+        (resp.metadata_mut()).insert(crate::a2a::headers::EXTENSIONS_HEADER, v);
     }
     resp
 }
