@@ -207,6 +207,10 @@ fn parse_response(body: &Value) -> Result<ChatResponse, ModelError> {
                 + tokens("cache_read_input_tokens"),
             output_tokens: tokens("output_tokens"),
         },
+        finish_reason: body
+            .get("stop_reason")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
     })
 }
 

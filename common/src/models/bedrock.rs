@@ -243,6 +243,7 @@ fn response(model: &str, output: &ConverseOutput) -> Result<ChatResponse, ModelE
         text,
         tool_calls,
         usage,
+        finish_reason: Some(output.stop_reason().as_str().to_owned()),
     })
 }
 

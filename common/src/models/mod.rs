@@ -12,6 +12,7 @@ pub mod offline;
 pub mod openai;
 pub mod retry;
 pub mod scripted;
+pub mod stream;
 mod tool;
 
 use std::time::Duration;
@@ -21,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use crate::store::conversation::{ChatMessage, ToolCall, Usage};
+pub use stream::{Delta, OnDelta};
 pub use tool::{Tool, ToolError};
 
 /// A tool the model may call: its name, what it does, and a JSON Schema of its arguments.
@@ -81,6 +83,9 @@ pub struct ChatResponse {
     pub text: Option<String>,
     pub tool_calls: Vec<ToolCall>,
     pub usage: Usage,
+    /// Why the model stopped, in the provider's words, when it said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish_reason: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -115,6 +120,20 @@ impl ModelError {
 #[async_trait]
 pub trait Model: Send + Sync + 'static {
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError>;
+
+    /// The answer as it is written: each [`Delta`] goes to `on_delta` as it comes, and the
+    /// whole response is returned at the end. A model without a streaming API reports its
+    /// whole response once it has it. After a [`Delta::Restart`] (a retry) the deltas
+    /// before it are void.
+    async fn chat_stream(
+        &self,
+        request: &ChatRequest,
+        on_delta: OnDelta<'_>,
+    ) -> Result<ChatResponse, ModelError> {
+        let response = self.chat(request).await?;
+        stream::replay(&response, on_delta);
+        Ok(response)
+    }
 }
 
 /// How long one call to a hosted model may take before it counts as a timeout.
@@ -132,15 +151,31 @@ pub async fn build(spec: &config::ModelSpec) -> Result<std::sync::Arc<dyn Model>
 /// Counts every answered call and its tokens, per model id (the request's).
 struct Metered(std::sync::Arc<dyn Model>);
 
-#[async_trait]
-impl Model for Metered {
-    async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
-        let response = self.0.chat(request).await?;
+impl Metered {
+    fn count(request: &ChatRequest, response: &ChatResponse) {
         crate::metrics::model_call(
             &request.model,
             response.usage.input_tokens,
             response.usage.output_tokens,
         );
+    }
+}
+
+#[async_trait]
+impl Model for Metered {
+    async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
+        let response = self.0.chat(request).await?;
+        Self::count(request, &response);
+        Ok(response)
+    }
+
+    async fn chat_stream(
+        &self,
+        request: &ChatRequest,
+        on_delta: OnDelta<'_>,
+    ) -> Result<ChatResponse, ModelError> {
+        let response = self.0.chat_stream(request, on_delta).await?;
+        Self::count(request, &response);
         Ok(response)
     }
 }
@@ -191,9 +226,16 @@ async fn build_unmetered(spec: &config::ModelSpec) -> Result<std::sync::Arc<dyn 
             Arc::new(retry::Retrying::new(model))
         }
         Provider::Bedrock => Arc::new(retry::Retrying::new(bedrock::Bedrock::from_env().await)),
-        Provider::Scripted => {
-            Arc::new(scripted::Scripted::load(std::path::Path::new(&spec.model))?)
-        }
+        // Retried as the hosted models are, quickly: a script's cut-off stream is the
+        // only transient failure it makes.
+        Provider::Scripted => Arc::new(
+            retry::Retrying::new(scripted::Scripted::load(std::path::Path::new(&spec.model))?)
+                .with_policy(
+                    3,
+                    std::time::Duration::from_millis(10),
+                    std::time::Duration::from_millis(50),
+                ),
+        ),
     })
 }
 

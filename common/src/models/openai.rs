@@ -223,6 +223,10 @@ fn parse_response(body: &Value) -> Result<ChatResponse, ModelError> {
             input_tokens: tokens("prompt_tokens"),
             output_tokens: tokens("completion_tokens"),
         },
+        finish_reason: body
+            .pointer("/choices/0/finish_reason")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
     })
 }
 

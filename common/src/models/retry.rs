@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::{ChatRequest, ChatResponse, Model, ModelError};
+use super::{ChatRequest, ChatResponse, Delta, Model, ModelError, OnDelta};
 
 pub struct Retrying<M> {
     inner: M,
@@ -38,12 +38,21 @@ impl<M: Model> Retrying<M> {
     }
 }
 
-#[async_trait]
-impl<M: Model> Model for Retrying<M> {
-    async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
+impl<M: Model> Retrying<M> {
+    /// Makes `call` until it succeeds, fails for good, or the attempts run out; `retrying`
+    /// is told before each new attempt.
+    async fn with_retries<'a, F, Fut>(
+        &'a self,
+        call: F,
+        retrying: impl Fn(),
+    ) -> Result<ChatResponse, ModelError>
+    where
+        F: Fn(&'a M) -> Fut,
+        Fut: std::future::Future<Output = Result<ChatResponse, ModelError>> + 'a,
+    {
         let mut backoff = self.first_backoff;
         for attempt in 1.. {
-            match self.inner.chat(request).await {
+            match call(&self.inner).await {
                 Err(ModelError::Transient {
                     message,
                     retry_after,
@@ -52,11 +61,40 @@ impl<M: Model> Model for Retrying<M> {
                     tracing::info!(attempt, wait_ms = wait.as_millis() as u64, error = %message, "model call failed; retrying");
                     tokio::time::sleep(wait).await;
                     backoff = (backoff * 2).min(self.max_backoff);
+                    retrying();
                 }
                 other => return other,
             }
         }
         unreachable!("the loop returns on the last attempt")
+    }
+}
+
+#[async_trait]
+impl<M: Model> Model for Retrying<M> {
+    async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
+        self.with_retries(|m| m.chat(request), || {}).await
+    }
+
+    /// A stream cut off part-way is made again as a whole; what it reported before is
+    /// voided with a [`Delta::Restart`] first, so no text is shown twice.
+    async fn chat_stream(
+        &self,
+        request: &ChatRequest,
+        on_delta: OnDelta<'_>,
+    ) -> Result<ChatResponse, ModelError> {
+        let reported = std::sync::atomic::AtomicBool::new(false);
+        let counted = |d: Delta| {
+            reported.store(true, std::sync::atomic::Ordering::Relaxed);
+            on_delta(d);
+        };
+        let restart = || {
+            if reported.swap(false, std::sync::atomic::Ordering::Relaxed) {
+                on_delta(Delta::Restart);
+            }
+        };
+        self.with_retries(|m| m.chat_stream(request, &counted), restart)
+            .await
     }
 }
 

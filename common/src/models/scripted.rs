@@ -2,6 +2,11 @@
 //! `{"turns": [ ... ]}`; the n-th model call of a task (0-based, counting the calls the
 //! task has already committed: `ChatRequest::turn`) returns `turns[n]`. A turn is
 //! `{"text": "..."}`, `{"tool_calls": [{"name": "...", "arguments": {...}}]}`, or both.
+//! In place of `text` a turn may give `"chunks": ["…", …]`: a streaming call reports them
+//! one by one, `"chunk_delay_ms": N` apart (the first after `delay_ms`), and the answer's
+//! text is all of them joined. `"cut_after": k` makes the turn's first streaming call in
+//! this process end after k chunks as a cut-off stream does (a transient error), so the
+//! retry's restart can be seen.
 //! Past the last turn the call fails permanently, with a message saying so. Optional
 //! `call_log` and `request_log` files record each call and its whole request: the call
 //! log gets `turn|summary <n> <task id> <pid> <ms>` as a call starts and `done <n> <task
@@ -18,7 +23,9 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{ChatRequest, ChatResponse, Model, ModelError, Purpose, ToolCall, Usage};
+use super::{
+    ChatRequest, ChatResponse, Delta, Model, ModelError, OnDelta, Purpose, ToolCall, Usage,
+};
 
 /// What a summary call gets when the script has no `summary`.
 pub const DEFAULT_SUMMARY: &str = "Summary of the earlier turns (scripted).";
@@ -41,6 +48,24 @@ struct Turn {
     /// How long the call takes, to stand for a slow model (and let tests interrupt it).
     #[serde(default)]
     delay_ms: u64,
+    /// The text in the pieces a stream reports (in place of `text`).
+    #[serde(default)]
+    chunks: Option<Vec<String>>,
+    /// How long before each chunk after the first.
+    #[serde(default)]
+    chunk_delay_ms: u64,
+    /// The first streaming call of the turn ends, cut off, after this many chunks.
+    #[serde(default)]
+    cut_after: Option<usize>,
+}
+
+impl Turn {
+    fn text(&self) -> Option<String> {
+        match &self.chunks {
+            Some(chunks) => Some(chunks.concat()),
+            None => self.text.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -68,6 +93,8 @@ pub struct Scripted {
     request_log: Option<std::path::PathBuf>,
     summary: String,
     calls: AtomicUsize,
+    /// The turns whose cut (`cut_after`) this process has made.
+    cut: std::sync::Mutex<std::collections::HashSet<usize>>,
 }
 
 impl Scripted {
@@ -81,14 +108,17 @@ impl Scripted {
     pub fn parse(source: &str, json: &str) -> Result<Self, String> {
         let script: Script =
             serde_json::from_str(json).map_err(|e| format!("model script {source}: {e}"))?;
-        if let Some(i) = script
-            .turns
-            .iter()
-            .position(|t| t.text.is_none() && t.tool_calls.is_empty())
-        {
-            return Err(format!(
-                "model script {source}: turn {i} has neither text nor tool_calls"
-            ));
+        for (i, t) in script.turns.iter().enumerate() {
+            let problem = match (&t.text, &t.chunks) {
+                (None, None) if t.tool_calls.is_empty() => "has neither text nor tool_calls",
+                (Some(_), Some(_)) => "has both text and chunks",
+                (_, Some(c)) if c.is_empty() => "has no chunks",
+                (_, None) if t.chunk_delay_ms > 0 || t.cut_after.is_some() => {
+                    "has chunk_delay_ms or cut_after without chunks"
+                }
+                _ => continue,
+            };
+            return Err(format!("model script {source}: turn {i} {problem}"));
         }
         Ok(Scripted {
             source: source.to_owned(),
@@ -97,6 +127,7 @@ impl Scripted {
             request_log: script.request_log,
             summary: script.summary.unwrap_or_else(|| DEFAULT_SUMMARY.to_owned()),
             calls: AtomicUsize::new(0),
+            cut: Default::default(),
         })
     }
 
@@ -117,16 +148,42 @@ fn append(log: &Path, line: &str) -> Result<(), ModelError> {
         .map_err(|e| ModelError::permanent(format!("cannot write the log {}: {e}", log.display())))
 }
 
-#[async_trait]
-impl Model for Scripted {
-    async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
+/// What a call is answered with.
+enum Answer<'a> {
+    Summary(ChatResponse),
+    Turn(&'a Turn),
+}
+
+impl Scripted {
+    /// Logs the call, then finds its answer.
+    fn begin(&self, request: &ChatRequest) -> Result<Answer<'_>, ModelError> {
         self.calls.fetch_add(1, Ordering::SeqCst);
         if let Some(log) = &self.request_log {
             let line = serde_json::to_string(request).unwrap_or_default() + "\n";
             append(log, &line)?;
         }
-        let summary = request.purpose == Purpose::Summary;
-        let logged = |what: &str| match &self.call_log {
+        if request.purpose == Purpose::Summary {
+            self.logged("summary", request)?;
+            self.logged("done", request)?;
+            return Ok(Answer::Summary(ChatResponse {
+                text: Some(self.summary.clone()),
+                ..Default::default()
+            }));
+        }
+        self.logged("turn", request)?;
+        let turn = self.turns.get(request.turn).ok_or_else(|| {
+            ModelError::permanent(format!(
+                "the model script {} has {} turns and turn {} was asked for",
+                self.source,
+                self.turns.len(),
+                request.turn + 1
+            ))
+        })?;
+        Ok(Answer::Turn(turn))
+    }
+
+    fn logged(&self, what: &str, request: &ChatRequest) -> Result<(), ModelError> {
+        match &self.call_log {
             Some(log) => append(
                 log,
                 &format!(
@@ -138,29 +195,14 @@ impl Model for Scripted {
                 ),
             ),
             None => Ok(()),
-        };
-        logged(if summary { "summary" } else { "turn" })?;
-        if summary {
-            logged("done")?;
-            return Ok(ChatResponse {
-                text: Some(self.summary.clone()),
-                ..Default::default()
-            });
         }
-        let turn = self.turns.get(request.turn).ok_or_else(|| {
-            ModelError::permanent(format!(
-                "the model script {} has {} turns and turn {} was asked for",
-                self.source,
-                self.turns.len(),
-                request.turn + 1
-            ))
-        })?;
-        if turn.delay_ms > 0 {
-            tokio::time::sleep(std::time::Duration::from_millis(turn.delay_ms)).await;
-        }
-        logged("done")?;
+    }
+
+    /// The turn's answer, once it has been given.
+    fn answered(&self, request: &ChatRequest, turn: &Turn) -> Result<ChatResponse, ModelError> {
+        self.logged("done", request)?;
+        let text = turn.text();
         Ok(ChatResponse {
-            text: turn.text.clone(),
             tool_calls: turn
                 .tool_calls
                 .iter()
@@ -174,9 +216,70 @@ impl Model for Scripted {
             // As a provider reports it: the request's estimated size, and the answer's.
             usage: Usage {
                 input_tokens: super::estimate_tokens(request) as u64,
-                output_tokens: turn.text.as_deref().map_or(0, |t| t.len().div_ceil(4)) as u64,
+                output_tokens: text.as_deref().map_or(0, |t| t.len().div_ceil(4)) as u64,
             },
+            finish_reason: Some(if turn.tool_calls.is_empty() { "stop" } else { "tool_calls" }.into()),
+            text,
         })
+    }
+}
+
+async fn sleep_ms(ms: u64) {
+    if ms > 0 {
+        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+    }
+}
+
+#[async_trait]
+impl Model for Scripted {
+    async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
+        let turn = match self.begin(request)? {
+            Answer::Summary(response) => return Ok(response),
+            Answer::Turn(turn) => turn,
+        };
+        let chunks = turn.chunks.as_ref().map_or(0, Vec::len) as u64;
+        sleep_ms(turn.delay_ms + turn.chunk_delay_ms * chunks.saturating_sub(1)).await;
+        self.answered(request, turn)
+    }
+
+    async fn chat_stream(
+        &self,
+        request: &ChatRequest,
+        on_delta: OnDelta<'_>,
+    ) -> Result<ChatResponse, ModelError> {
+        let turn = match self.begin(request)? {
+            Answer::Summary(response) => {
+                super::stream::replay(&response, on_delta);
+                return Ok(response);
+            }
+            Answer::Turn(turn) => turn,
+        };
+        sleep_ms(turn.delay_ms).await;
+        let Some(chunks) = &turn.chunks else {
+            let response = self.answered(request, turn)?;
+            super::stream::replay(&response, on_delta);
+            return Ok(response);
+        };
+        let cut = turn.cut_after.filter(|_| {
+            let mut cut = self.cut.lock().unwrap_or_else(|e| e.into_inner());
+            cut.insert(request.turn)
+        });
+        for (i, chunk) in chunks.iter().enumerate() {
+            if cut == Some(i) {
+                return Err(super::stream::cut_off("scripted"));
+            }
+            if i > 0 {
+                sleep_ms(turn.chunk_delay_ms).await;
+            }
+            on_delta(Delta::Text(chunk.clone()));
+        }
+        let response = self.answered(request, turn)?;
+        let whole = ChatResponse {
+            text: None,
+            ..response.clone()
+        };
+        super::stream::replay(&whole, on_delta);
+        Ok(response)
     }
 }
 
@@ -225,8 +328,46 @@ mod tests {
         );
     }
 
+    #[tokio::test]
+    async fn a_chunked_turn_streams_its_chunks_and_a_cut_one_restarts_without_doubling() {
+        let m = super::super::retry::Retrying::new(
+            Scripted::parse(
+                "test",
+                r#"{"turns": [{"chunks": ["Hel", "lo ", "world"], "cut_after": 2}]}"#,
+            )
+            .expect("script"),
+        )
+        .with_policy(2, std::time::Duration::ZERO, std::time::Duration::ZERO);
+        let seen = std::sync::Mutex::new(Vec::new());
+        let on = |d: Delta| seen.lock().unwrap().push(d);
+        let r = m.chat_stream(&request(0), &on).await.expect("retried");
+        assert_eq!(r.text.as_deref(), Some("Hello world"));
+        let mut shown = String::new();
+        for d in seen.into_inner().unwrap() {
+            match d {
+                Delta::Text(t) => shown.push_str(&t),
+                Delta::Restart => shown.clear(),
+                _ => {}
+            }
+        }
+        assert_eq!(shown, "Hello world", "the cut attempt's text is voided");
+        // The cut is the first call's only: the whole call gets the whole text.
+        assert_eq!(
+            m.chat(&request(0)).await.expect("whole").text.as_deref(),
+            Some("Hello world")
+        );
+    }
+
     #[test]
     fn malformed_scripts_are_refused_with_the_reason() {
+        for (script, why) in [
+            (r#"{"turns": [{"text": "a", "chunks": ["b"]}]}"#, "both text and chunks"),
+            (r#"{"turns": [{"chunks": []}]}"#, "no chunks"),
+            (r#"{"turns": [{"text": "a", "chunk_delay_ms": 5}]}"#, "without chunks"),
+        ] {
+            let err = Scripted::parse("t", script).unwrap_err();
+            assert!(err.contains(why), "{err}");
+        }
         assert!(Scripted::parse("t", r#"{"turns": [{}]}"#)
             .unwrap_err()
             .contains("neither text nor tool_calls"));
