@@ -350,11 +350,16 @@ async fn settings_from_env(
 }
 
 /// What every function does first: the redactor (the built-in table and
-/// `HARNESS_REDACT_PATTERNS`), then JSON logs through it.
+/// `HARNESS_REDACT_PATTERNS`), then JSON logs through it, and traces when the standard
+/// OpenTelemetry variables ask for them (the ADOT layer's collector, or any endpoint).
 fn start() -> Result<(), Error> {
     let extra = crate::redact::Redactor::from_env_value(var(settings::REDACT_PATTERNS).as_deref())?;
     crate::redact::install(extra);
-    crate::logs::init_lambda();
+    let traces = crate::traces::Options {
+        service: var(settings::AWS_LAMBDA_FUNCTION_NAME).unwrap_or_else(|| "tiny-harness".into()),
+        capture_content: parse(settings::OTEL_CAPTURE_CONTENT, false)?,
+    };
+    crate::logs::init_lambda(&traces)?;
     Ok(())
 }
 
@@ -387,12 +392,13 @@ pub fn emit_metrics(sink: &MetricsSink) {
 }
 
 /// A function's router: `endpoint`, printing each invocation's metrics once its response
-/// is done (a stream's when it ends).
+/// is done (a stream's when it ends), and then sending its spans.
 pub fn app(harness: Arc<Harness>, endpoint: Endpoint, sink: MetricsSink) -> axum::Router {
     with_metrics(server::router(harness, endpoint), sink)
 }
 
-/// `router` emitting each invocation's metrics when its response ends.
+/// `router` emitting each invocation's metrics when its response ends, and flushing its
+/// spans before the response is over (then the process may be frozen).
 fn with_metrics(router: axum::Router, sink: MetricsSink) -> axum::Router {
     router.layer(axum::middleware::from_fn(
         move |req: axum::extract::Request, next: axum::middleware::Next| {
@@ -402,6 +408,7 @@ fn with_metrics(router: axum::Router, sink: MetricsSink) -> axum::Router {
                 let body = axum::body::Body::new(MetricsOnEnd {
                     body,
                     sink: Some(sink),
+                    flushing: None,
                 });
                 axum::response::Response::from_parts(parts, body)
             }
@@ -409,10 +416,12 @@ fn with_metrics(router: axum::Router, sink: MetricsSink) -> axum::Router {
     ))
 }
 
-/// A response body that emits the invocation's metrics when it ends or is dropped.
+/// A response body that emits the invocation's metrics when it ends or is dropped, and
+/// with traces on ends only once the spans are flushed ([`crate::traces::flush`]).
 struct MetricsOnEnd {
     body: axum::body::Body,
     sink: Option<MetricsSink>,
+    flushing: Option<std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>>,
 }
 
 impl MetricsOnEnd {
@@ -420,6 +429,11 @@ impl MetricsOnEnd {
         if let Some(sink) = self.sink.take() {
             emit_metrics(&sink);
         }
+    }
+
+    /// Whether the body has ended and nothing is left to do.
+    fn over(&self) -> bool {
+        self.sink.is_none() && self.flushing.is_none()
     }
 }
 
@@ -431,15 +445,27 @@ impl axum::body::HttpBody for MetricsOnEnd {
         mut self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        use std::task::Poll;
+        if let Some(flushing) = self.flushing.as_mut() {
+            std::task::ready!(flushing.as_mut().poll(cx));
+            self.flushing = None;
+            return Poll::Ready(None);
+        }
         let polled = std::pin::Pin::new(&mut self.body).poll_frame(cx);
-        if let std::task::Poll::Ready(None) = polled {
+        if let Poll::Ready(None) = polled {
+            let ended = self.sink.is_some();
             self.emit();
+            if ended && crate::traces::enabled() {
+                self.flushing = Some(Box::pin(crate::traces::flush()));
+                return self.poll_frame(cx);
+            }
         }
         polled
     }
 
     fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
+        // With traces on, the end is reached only through the flush.
+        (self.over() || !crate::traces::enabled()) && self.body.is_end_stream()
     }
 
     fn size_hint(&self) -> http_body::SizeHint {
@@ -449,6 +475,12 @@ impl axum::body::HttpBody for MetricsOnEnd {
 
 impl Drop for MetricsOnEnd {
     fn drop(&mut self) {
+        // Cut off (the client went away): the spans go out when they can.
+        if self.sink.is_some() && crate::traces::enabled() {
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                runtime.spawn(crate::traces::flush());
+            }
+        }
         self.emit();
     }
 }
@@ -503,6 +535,7 @@ pub async fn resume_invocation(
 ) -> aws_lambda_events::event::streams::DynamoDbEventResponse {
     let answer = crate::resume::handle(engine, event, deadline).await;
     emit_metrics(sink);
+    crate::traces::flush().await;
     answer
 }
 
@@ -523,6 +556,7 @@ pub async fn run_notifier() -> Result<(), Error> {
             let deadline = crate::task::lease::instant_at_epoch_ms(event.context.deadline);
             let answer = crate::push::stream::handle(&notifier, &event.payload, deadline).await;
             emit_metrics(&stdout_metrics());
+            crate::traces::flush().await;
             Ok::<_, Error>(answer)
         }
     }))
@@ -540,6 +574,7 @@ pub async fn run_sweeper() -> Result<(), Error> {
         async move {
             let woken = engine.sweep(crate::engine::SWEEP_BATCH).await;
             emit_metrics(&stdout_metrics());
+            crate::traces::flush().await;
             let woken = woken?;
             tracing::info!(tasks = woken.len(), "swept");
             Ok::<_, Error>(serde_json::json!({ "woken": woken }))

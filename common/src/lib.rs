@@ -18,25 +18,27 @@
 //! | 1 protocol | `a2a` | A2A 1.0 wire types, validation, errors, the bindings' decoding, `Call`/`Operation` (crate `harness-protocol`) |
 //! | 2 extensions | `ext` | the task, channel and commands extensions' wire types and rules (crate `harness-protocol`) |
 //! | 3 support | `keyed_lock`, `secret_file`, `metrics`, `redact` | per-key locks, secret files, counters, credential redaction |
-//! | 4 net | `https`, `logs`, `sealing` | the outbound HTTPS client, the guard on where it may connect, the AWS SDK config; log set-up; the deployment's sealing key |
-//! | 5 task | `task` | the task as data: leases and their clock, the pending help request, remote links |
-//! | 6 identity | `auth` | who a request comes from: tokens, keys, JWKS |
-//! | 7 config | `config` | every setting, its default and its source |
-//! | 8 secrets | `secrets` | secrets read from Secrets Manager at a cold start |
-//! | 9 store | `store` | the `Store` port, its records, the embedded and DynamoDB stores |
-//! | 10 engine | `engine` | task state changes, links between tasks, following a log, driving a task through the `Agent` port, announcing through the `Medium` port |
-//! | 11 push | `push` | webhooks: configs, their sealed secrets, delivery |
-//! | 12 models | `models` | the `Model` port, its providers, and the `Tool` a model calls |
-//! | 13 channels | `channels` | membership, help decisions, sub-tasks for participants, personal channels |
-//! | 14 remote | `remote` | remote A2A agents: registry, cards, client, links |
-//! | 15 tools | `mcp` | MCP servers as tool sources |
-//! | 16 agent | `agent` | the agents: the LLM agent (context, prompt, tools, delegation with the remote agents it was built with), the conformance agent |
-//! | 17 commands | `commands` | `/name args` harness commands |
-//! | 18 service | `ops` | one module per A2A operation and the harness they run on |
-//! | 19 inbox | `ui` | the web inbox's pages and answer routes |
-//! | 20 http | `server` | the axum router: card, JSON-RPC, HTTP+JSON, limits, remote agents' callbacks |
-//! | 21 wake-ups | `resume` | the resume worker's stream handler |
-//! | 22 edges | `lambda`, `fuzz` | the Lambda runtimes; fuzz entry points (crate `harness-protocol`) |
+//! | 4 net | `https`, `sealing` | the outbound HTTPS client, the guard on where it may connect, the AWS SDK config; the deployment's sealing key |
+//! | 5 traces | `traces` | OpenTelemetry spans' export (OTLP), the W3C trace context in and out of requests |
+//! | 6 logs | `logs` | log set-up: the lines, and the traces' layer beside them |
+//! | 7 task | `task` | the task as data: leases and their clock, the pending help request, remote links |
+//! | 8 identity | `auth` | who a request comes from: tokens, keys, JWKS |
+//! | 9 config | `config` | every setting, its default and its source |
+//! | 10 secrets | `secrets` | secrets read from Secrets Manager at a cold start |
+//! | 11 store | `store` | the `Store` port, its records, the embedded and DynamoDB stores |
+//! | 12 engine | `engine` | task state changes, links between tasks, following a log, driving a task through the `Agent` port, announcing through the `Medium` port |
+//! | 13 push | `push` | webhooks: configs, their sealed secrets, delivery |
+//! | 14 models | `models` | the `Model` port, its providers, and the `Tool` a model calls |
+//! | 15 channels | `channels` | membership, help decisions, sub-tasks for participants, personal channels |
+//! | 16 remote | `remote` | remote A2A agents: registry, cards, client, links |
+//! | 17 tools | `mcp` | MCP servers as tool sources |
+//! | 18 agent | `agent` | the agents: the LLM agent (context, prompt, tools, delegation with the remote agents it was built with), the conformance agent |
+//! | 19 commands | `commands` | `/name args` harness commands |
+//! | 20 service | `ops` | one module per A2A operation and the harness they run on |
+//! | 21 inbox | `ui` | the web inbox's pages and answer routes |
+//! | 22 http | `server` | the axum router: card, JSON-RPC, HTTP+JSON, limits, remote agents' callbacks |
+//! | 23 wake-ups | `resume` | the resume worker's stream handler |
+//! | 24 edges | `lambda`, `fuzz` | the Lambda runtimes; fuzz entry points (crate `harness-protocol`) |
 
 #[doc(hidden)]
 pub use protocol::fuzz;
@@ -66,4 +68,5 @@ pub mod secrets;
 pub mod server;
 pub mod store;
 pub mod task;
+pub mod traces;
 pub mod ui;

@@ -7,7 +7,7 @@
 //! the process's redactor ([`crate::redact::active`]). A field's value never writes a
 //! control character into a text line: a client's id holding a newline or an escape code
 //! would otherwise forge lines or repaint a terminal ([`EscapedFields`]; JSON escapes them
-//! itself).
+//! itself). Traces, when configured, are a layer beside the lines ([`crate::traces`]).
 
 use std::io::IsTerminal;
 
@@ -17,6 +17,9 @@ use tracing_subscriber::fmt::format::{DefaultFields, Writer};
 use tracing_subscriber::fmt::FormatFields;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::Layer;
+
+use crate::traces::BoxedLayer;
 
 use crate::redact::RedactingWriter;
 
@@ -104,30 +107,48 @@ fn escape_controls(text: &str) -> String {
     out
 }
 
-/// Logs to stderr in `format`.
-pub fn init(format: LogFormat) {
+/// Logs to stderr in `format`, beside the traces `traces` asks for (none unless the
+/// environment configures them: [`crate::traces`]).
+pub fn init(format: LogFormat, traces: &crate::traces::Options) -> Result<(), String> {
     let layer = tracing_subscriber::fmt::layer().with_writer(stderr);
-    let logs = tracing_subscriber::registry().with(filter());
-    match format {
-        LogFormat::Text => logs
-            .with(
-                (layer.with_ansi(std::io::stderr().is_terminal()))
-                    .fmt_fields(EscapedFields::default()),
-            )
-            .init(),
-        LogFormat::Json => logs.with(layer.json().with_current_span(true)).init(),
-    }
+    let lines: BoxedLayer = match format {
+        LogFormat::Text => (layer.with_ansi(std::io::stderr().is_terminal()))
+            .fmt_fields(EscapedFields::default())
+            .with_filter(filter())
+            .boxed(),
+        LogFormat::Json => (layer.json().with_current_span(true))
+            .with_filter(filter())
+            .boxed(),
+    };
+    install(lines, traces)
 }
 
-/// Logs as a Lambda function does: JSON, without timestamps.
-pub fn init_lambda() {
-    let layer = (tracing_subscriber::fmt::layer().json().with_writer(stdout))
+/// Logs as a Lambda function does: JSON, without timestamps; and the traces `traces` asks
+/// for.
+pub fn init_lambda(traces: &crate::traces::Options) -> Result<(), String> {
+    let lines = (tracing_subscriber::fmt::layer().json().with_writer(stdout))
         .without_time()
-        .with_current_span(true);
-    tracing_subscriber::registry()
-        .with(filter())
-        .with(layer)
-        .init();
+        .with_current_span(true)
+        .with_filter(filter())
+        .boxed();
+    install(lines, traces)
+}
+
+/// The log lines and the traces as one subscriber, each layer with its own filter: the
+/// lines `RUST_LOG`'s, the traces the harness's spans at every level (so `RUST_LOG` does
+/// not thin out a trace, and spans made only for traces write no line).
+fn install(lines: BoxedLayer, traces: &crate::traces::Options) -> Result<(), String> {
+    subscriber(lines, traces)?.init();
+    Ok(())
+}
+
+fn subscriber(
+    lines: BoxedLayer,
+    traces: &crate::traces::Options,
+) -> Result<impl tracing::Subscriber + Send + Sync, String> {
+    let mut layers = vec![lines];
+    layers.extend(crate::traces::layer(traces)?);
+    Ok(tracing_subscriber::registry().with(layers))
 }
 
 #[cfg(test)]
@@ -135,7 +156,34 @@ mod tests {
     use tracing::level_filters::LevelFilter;
     use tracing::Level;
 
-    use super::{escape_controls, targets};
+    use tracing_subscriber::Layer;
+
+    use super::{escape_controls, subscriber, targets};
+
+    /// Without an OTLP endpoint (none in the tests' environment) the spans made only for
+    /// traces (`DEBUG`) are disabled where they are written, under the default level: no
+    /// span is made, no field is formatted.
+    #[test]
+    fn without_traces_a_span_made_for_them_costs_nothing() {
+        let lines = (tracing_subscriber::fmt::layer().with_writer(std::io::sink))
+            .with_filter(targets("info").expect("parses"))
+            .boxed();
+        let quiet = subscriber(lines, &crate::traces::Options::default()).expect("no traces");
+        tracing::subscriber::with_default(quiet, || {
+            let formatted = std::sync::atomic::AtomicBool::new(false);
+            let field = || {
+                formatted.store(true, std::sync::atomic::Ordering::SeqCst);
+                "chat model"
+            };
+            let span = tracing::debug_span!("chat", otel.name = field());
+            assert!(span.is_disabled());
+            assert!(!formatted.load(std::sync::atomic::Ordering::SeqCst));
+            assert!(
+                !tracing::info_span!("a2a").is_disabled(),
+                "the logs' spans stay"
+            );
+        });
+    }
 
     #[test]
     fn a_fields_control_characters_are_escaped() {

@@ -302,6 +302,40 @@ pub const REDACT_PATTERNS: Setting = both(
     "extra credential patterns (one regular expression per line) redacted besides the built-in table",
 );
 
+// Traces (`crate::traces`): the standard OpenTelemetry variables that turn them on and
+// off (the SDK reads the others itself), and what they may hold.
+
+pub const OTEL_EXPORTER_OTLP_ENDPOINT: Setting = both(
+    crate::traces::ENDPOINT,
+    None,
+    "none (no traces)",
+    "traces: the OTLP/HTTP collector spans are sent to (`/v1/traces` is added); traces are off without it or the next",
+);
+pub const OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: Setting = both(
+    crate::traces::TRACES_ENDPOINT,
+    None,
+    "none",
+    "traces: the whole OTLP/HTTP URL of the traces (instead of the above)",
+);
+pub const OTEL_SDK_DISABLED: Setting = both(
+    crate::traces::SDK_DISABLED,
+    None,
+    "`false`",
+    "`true`: no traces, whatever the endpoint",
+);
+pub const OTEL_TRACES_EXPORTER: Setting = both(
+    crate::traces::TRACES_EXPORTER,
+    None,
+    "`otlp`",
+    "`none`: no traces (any other value but `otlp` is refused at start)",
+);
+pub const OTEL_CAPTURE_CONTENT: Setting = both(
+    "HARNESS_OTEL_CAPTURE_CONTENT",
+    Some("otel-capture-content"),
+    "`false`",
+    "traces: the model calls' messages and answers and the tool calls' arguments and results in their spans, through the redactor (off: no content in any span)",
+);
+
 // Tools, remote agents and channels: a file, or in a deployment a secret.
 
 pub const MCP: Setting = both(
@@ -519,6 +553,11 @@ pub const SETTINGS: &[Setting] = &[
     CONTEXT_TOKENS,
     LEASE_SECONDS,
     REDACT_PATTERNS,
+    OTEL_EXPORTER_OTLP_ENDPOINT,
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
+    OTEL_SDK_DISABLED,
+    OTEL_TRACES_EXPORTER,
+    OTEL_CAPTURE_CONTENT,
     MCP,
     MCP_SECRET,
     AGENTS,

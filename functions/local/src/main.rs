@@ -186,6 +186,10 @@ struct Args {
         value_delimiter = '\n'
     )]
     redact_patterns: Vec<String>,
+    /// Traces (on when `OTEL_EXPORTER_OTLP_ENDPOINT` is set): the model calls' messages and
+    /// answers and the tool calls' arguments and results in their spans, redacted.
+    #[arg(long = settings::OTEL_CAPTURE_CONTENT.long(), env = settings::OTEL_CAPTURE_CONTENT.env, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    otel_capture_content: bool,
     /// How long a drive's lease on a task lasts (renewed by every commit); the sweep,
     /// every 10 s, hands tasks whose lease ran out to a new drive.
     #[arg(long = settings::LEASE_SECONDS.long(), env = settings::LEASE_SECONDS.env, default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..))]
@@ -251,7 +255,11 @@ async fn run() -> Result<(), common::lambda::Error> {
     let args = Args::parse();
     let extra = args.redact_patterns.join("\n");
     common::redact::install(common::redact::Redactor::from_env_value(Some(&extra))?);
-    common::logs::init(args.log_format);
+    let traces = common::traces::Options {
+        service: "harness-local".into(),
+        capture_content: args.otel_capture_content,
+    };
+    common::logs::init(args.log_format, &traces)?;
     // A workstation's AWS setup (profiles, SSO) for --table and Bedrock models.
     common::https::use_standard_chain();
     if let Some(Cmd::Token {
@@ -412,6 +420,8 @@ async fn run() -> Result<(), common::lambda::Error> {
         let _ = tokio::signal::ctrl_c().await;
     })
     .await;
+    // The spans still queued go out before the process ends.
+    common::traces::shutdown().await;
     Ok(())
 }
 
