@@ -67,6 +67,7 @@ use crate::https::target::Targets;
 use crate::models::{Tool, ToolError};
 
 mod schema;
+mod traced;
 
 /// Longest tool result the model is given; the rest is cut with a marker.
 pub const MAX_RESULT_CHARS: usize = 16_000;
@@ -497,8 +498,10 @@ impl Tool for McpTool {
         if let Value::Object(args) = arguments {
             params = params.with_arguments(args.clone());
         }
-        let result = match tokio::time::timeout(self.timeout, self.session.call_tool(params)).await
-        {
+        let span = traced::span(&self.server, &self.remote_name);
+        traced::propagate(&span, &mut params);
+        let call = tokio::time::timeout(self.timeout, self.session.call_tool(params));
+        let result = match tracing::Instrument::instrument(call, span).await {
             Ok(Ok(r)) => r,
             Ok(Err(e)) => {
                 return Err(ToolError::new(

@@ -12,6 +12,8 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::Value;
 
+mod traced;
+
 use super::context::untrusted;
 use crate::a2a::Timestamp;
 use crate::ext::permissions::{permits, Action};
@@ -193,6 +195,7 @@ impl ToolRegistry {
                 message: e.to_string(),
             }
         })?;
+        let tool = tool.map(|tool| traced::Traced::boxed(&name, None, tool));
         self.entries.push(Entry {
             spec: ToolSpec {
                 name,
@@ -226,7 +229,11 @@ impl ToolRegistry {
             },
             source: Some(format!("mcp.{}", tool.server)),
             validator,
-            tool: Some(Box::new(tool)),
+            tool: Some(traced::Traced::boxed(
+                &tool.name.clone(),
+                Some(tool.server.clone()),
+                Box::new(tool),
+            )),
         });
         Ok(())
     }

@@ -223,12 +223,13 @@ impl Engine {
         deadline: Option<std::time::Instant>,
     ) -> JoinHandle<Option<TaskRecord>> {
         let engine = self.clone();
-        tokio::spawn(async move {
+        // In the trace of the request that started it, if one did.
+        tokio::spawn(crate::traces::carry(async move {
             (engine.drive_from(start, deadline).await)
                 .map_err(|e| tracing::warn!(error = %e, "task run ended with an error"))
                 .ok()
                 .flatten()
-        })
+        }))
     }
 
     /// Drives a task whose first write is held back, in a task of its own: the message
@@ -243,7 +244,9 @@ impl Engine {
     ) -> JoinHandle<Result<Option<TaskRecord>, RunError>> {
         let engine = self.clone();
         let start = Start::Staged(Box::new((record, staged)));
-        tokio::spawn(async move { engine.drive_from(start, deadline).await })
+        tokio::spawn(crate::traces::carry(async move {
+            engine.drive_from(start, deadline).await
+        }))
     }
 
     /// Drives the task here and now (the resume function's work), handing it over before
@@ -258,7 +261,7 @@ impl Engine {
             .await
     }
 
-    #[tracing::instrument(skip_all, fields(task_id = start.task_id()))]
+    #[tracing::instrument(name = "drive", skip_all, fields(task_id = start.task_id()))]
     async fn drive_from(
         &self,
         start: Start,

@@ -36,6 +36,17 @@ impl Provider {
         }
     }
 
+    /// The provider as traces name it (the GenAI semantic conventions' `gen_ai.system`;
+    /// the scripted model is the harness's own).
+    pub fn system(self) -> &'static str {
+        match self {
+            Provider::OpenAi => "openai",
+            Provider::Anthropic => "anthropic",
+            Provider::Bedrock => "aws.bedrock",
+            Provider::Scripted => "scripted",
+        }
+    }
+
     /// Most tokens a request holds unless configured otherwise: the provider's usual
     /// context window less room for the answer and a margin for the estimate (Bedrock
     /// serves models of several sizes: the smaller). None: no budget (the scripted model).

@@ -145,11 +145,19 @@ const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
 /// or an unreadable script is refused here, before any task uses the model.
 pub async fn build(spec: &config::ModelSpec) -> Result<std::sync::Arc<dyn Model>, String> {
     let model = build_unmetered(spec).await?;
-    Ok(std::sync::Arc::new(Metered(model)))
+    Ok(std::sync::Arc::new(Metered {
+        model,
+        system: spec.provider.system(),
+    }))
 }
 
-/// Counts every answered call and its tokens, per model id (the request's).
-struct Metered(std::sync::Arc<dyn Model>);
+/// Counts every answered call and its tokens, per model id (the request's), and traces
+/// it: one span per call, retries included ([`traced`]).
+struct Metered {
+    model: std::sync::Arc<dyn Model>,
+    /// The provider, as the GenAI conventions' `gen_ai.system` names it.
+    system: &'static str,
+}
 
 impl Metered {
     fn count(request: &ChatRequest, response: &ChatResponse) {
@@ -164,7 +172,7 @@ impl Metered {
 #[async_trait]
 impl Model for Metered {
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
-        let response = self.0.chat(request).await?;
+        let response = traced(self.system, request, self.model.chat(request)).await?;
         Self::count(request, &response);
         Ok(response)
     }
@@ -174,10 +182,79 @@ impl Model for Metered {
         request: &ChatRequest,
         on_delta: OnDelta<'_>,
     ) -> Result<ChatResponse, ModelError> {
-        let response = self.0.chat_stream(request, on_delta).await?;
+        let call = self.model.chat_stream(request, on_delta);
+        let response = traced(self.system, request, call).await?;
         Self::count(request, &response);
         Ok(response)
     }
+}
+
+/// `call` in a span of the GenAI semantic conventions (a `chat` client span: the
+/// provider, the model, the tokens in and out, why it stopped). No text: the messages and
+/// the answer are attributes only with content capture on ([`crate::traces::content`]),
+/// redacted.
+async fn traced(
+    system: &'static str,
+    request: &ChatRequest,
+    call: impl std::future::Future<Output = Result<ChatResponse, ModelError>>,
+) -> Result<ChatResponse, ModelError> {
+    use tracing::field::Empty;
+    use tracing::Instrument;
+    let span = tracing::debug_span!(
+        "chat",
+        otel.name = format!("chat {}", request.model).as_str(),
+        otel.kind = "client",
+        otel.status_code = Empty,
+        gen_ai.system = system,
+        gen_ai.provider.name = system,
+        gen_ai.operation.name = "chat",
+        gen_ai.request.model = request.model.as_str(),
+        gen_ai.request.max_tokens = i64::from(request.max_tokens),
+        gen_ai.usage.input_tokens = Empty,
+        gen_ai.usage.output_tokens = Empty,
+        error.type = Empty,
+        task_id = request.task_id.as_str(),
+    );
+    if span.is_disabled() {
+        return call.await;
+    }
+    if let Some(messages) =
+        crate::traces::content(|| serde_json::to_string(&request.messages).unwrap_or_default())
+    {
+        crate::traces::set_string(&span, "gen_ai.input.messages", messages);
+    }
+    let answer = call.instrument(span.clone()).await;
+    match &answer {
+        Ok(response) => {
+            // As i64: the only integers tracing-opentelemetry exports as integers.
+            let tokens = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+            span.record(
+                "gen_ai.usage.input_tokens",
+                tokens(response.usage.input_tokens),
+            );
+            span.record(
+                "gen_ai.usage.output_tokens",
+                tokens(response.usage.output_tokens),
+            );
+            let reasons = response.finish_reason.iter().cloned().collect();
+            crate::traces::set_strings(&span, "gen_ai.response.finish_reasons", reasons);
+            if let Some(output) = crate::traces::content(|| {
+                serde_json::json!({"text": response.text, "tool_calls": response.tool_calls})
+                    .to_string()
+            }) {
+                crate::traces::set_string(&span, "gen_ai.output.messages", output);
+            }
+        }
+        Err(e) => {
+            span.record("otel.status_code", "error");
+            let kind = match e {
+                ModelError::Transient { .. } => "transient",
+                ModelError::Permanent { .. } => "permanent",
+            };
+            span.record("error.type", kind);
+        }
+    }
+    answer
 }
 
 async fn build_unmetered(spec: &config::ModelSpec) -> Result<std::sync::Arc<dyn Model>, String> {

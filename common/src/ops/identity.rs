@@ -253,6 +253,9 @@ pub struct Caller {
     /// is taken only while the task waits on that request (checked on the record its write
     /// is conditional on).
     pub answer_link: Option<String>,
+    /// The trace the request is part of, from its `traceparent` (None unless traces are
+    /// on): the parent of the request's span.
+    pub trace_parent: Option<crate::traces::Remote>,
 }
 
 impl Caller {

@@ -79,14 +79,24 @@ fn span_of(call: &Call, caller: &Caller, named: bool) -> tracing::Span {
     let op = call.operation().name();
     crate::metrics::request(op);
     let (task_id, context_id) = if named { call.names() } else { ("", "") };
-    tracing::info_span!(
+    let span = tracing::info_span!(
         "a2a",
         op,
         request_id = %caller.request_id,
         participant = caller.participant.as_deref().unwrap_or(""),
         task_id,
         context_id,
-    )
+        otel.name = tracing::field::Empty,
+        otel.kind = tracing::field::Empty,
+    );
+    if crate::traces::enabled() {
+        // In the trace: named for the operation, a server's span, the child of the
+        // caller's `traceparent`.
+        span.record("otel.name", format!("a2a {op}").as_str());
+        span.record("otel.kind", "server");
+        crate::traces::adopt(&span, caller.trace_parent.as_ref());
+    }
+    span
 }
 
 fn traced(

@@ -305,6 +305,33 @@ impl Notifier {
         body: Vec<u8>,
         decorate: impl Fn(reqwest::RequestBuilder) -> reqwest::RequestBuilder,
     ) -> Result<(), String> {
+        use tracing::Instrument;
+        // A client span (no URL: it may carry a secret), each attempt carrying its
+        // `traceparent`. A delivery outside a request (the notifier, a catch-up) is a
+        // trace of its own.
+        let span = tracing::debug_span!(
+            "webhook",
+            otel.name = "webhook POST",
+            otel.kind = "client",
+            otel.status_code = tracing::field::Empty,
+            http.request.method = "POST",
+        );
+        let sent = (self.send_in(url, content_type, body, decorate))
+            .instrument(span.clone())
+            .await;
+        if sent.is_err() {
+            span.record("otel.status_code", "error");
+        }
+        sent
+    }
+
+    async fn send_in(
+        &self,
+        url: &Url,
+        content_type: &str,
+        body: Vec<u8>,
+        decorate: impl Fn(reqwest::RequestBuilder) -> reqwest::RequestBuilder,
+    ) -> Result<(), String> {
         // reqwest resolves names through the client's Resolver, never an address.
         if let Some(ip) = target::literal(url).filter(|&ip| !self.targets.permits(ip)) {
             return Err(Refused::Blocked(ip).to_string());
@@ -319,7 +346,7 @@ impl Notifier {
                 .post(url.clone())
                 .header(CONTENT_TYPE, content_type)
                 .body(body.clone());
-            match decorate(req).send().await {
+            match crate::traces::inject(decorate(req)).send().await {
                 Ok(resp) if resp.status().is_success() => return Ok(()),
                 // The receiver refused it; sending the same again will not help.
                 Ok(resp) if resp.status().is_client_error() && resp.status().as_u16() != 429 => {

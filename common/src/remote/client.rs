@@ -178,9 +178,38 @@ impl Client {
         self.call(agent, to, "CancelTask", &path, body, true).await
     }
 
+    /// One call, in a client span of the trace (the method and the agent's participant
+    /// id; nothing of the message), carrying its `traceparent`.
+    async fn call<T: DeserializeOwned>(
+        &self,
+        agent: &RemoteAgent,
+        to: &Chosen,
+        method: &str,
+        path: &str,
+        body: Value,
+        post: bool,
+    ) -> Result<T, RemoteError> {
+        use tracing::Instrument;
+        let span = tracing::debug_span!(
+            "remote_agent",
+            otel.name = format!("a2a {method}").as_str(),
+            otel.kind = "client",
+            otel.status_code = tracing::field::Empty,
+            rpc.method = method,
+            remote_agent = agent.id.as_str(),
+        );
+        let called = (self.call_in(agent, to, method, path, body, post))
+            .instrument(span.clone())
+            .await;
+        if called.is_err() {
+            span.record("otel.status_code", "error");
+        }
+        called
+    }
+
     /// One call: a JSON-RPC request to the interface URL, or the HTTP+JSON route `path`
     /// under it (`post`: POST with `body`, else GET).
-    async fn call<T: DeserializeOwned>(
+    async fn call_in<T: DeserializeOwned>(
         &self,
         agent: &RemoteAgent,
         to: &Chosen,
@@ -216,7 +245,7 @@ impl Client {
         if let Some(token) = &agent.token {
             req = req.header(AUTHORIZATION, format!("Bearer {token}"));
         }
-        let resp = req.send().await.map_err(unreachable)?;
+        let resp = (crate::traces::inject(req).send().await).map_err(unreachable)?;
         let status = resp.status();
         let text = read(resp).await?;
         match to.binding {

@@ -450,6 +450,7 @@ async fn caller(
         },
     };
     let mut caller = h.caller(op, header, verified).await?;
+    caller.trace_parent = crate::traces::extract(headers);
     let lambda = extensions.get::<lambda_http::Context>();
     caller.deadline = lambda.and_then(|c| crate::task::lease::instant_at_epoch_ms(c.deadline));
     caller.request_id = match lambda {

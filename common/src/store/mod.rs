@@ -434,6 +434,26 @@ pub struct Along<'a> {
     pub push: Option<&'a PushConfigRecord>,
 }
 
+/// The span of one write of a task in traces: its creation or a commit (`operation`) in
+/// the store `system` names (the conventions' `db.system.name`), with the task and how
+/// many events it appends; nothing of what is written.
+pub(crate) fn write_span(
+    system: &'static str,
+    operation: &'static str,
+    record: &TaskRecord,
+    events: usize,
+) -> tracing::Span {
+    tracing::debug_span!(
+        "store",
+        otel.name = format!("{operation} {system}").as_str(),
+        otel.kind = "client",
+        db.system.name = system,
+        db.operation.name = operation,
+        task_id = record.id(),
+        events = i64::try_from(events).unwrap_or(i64::MAX),
+    )
+}
+
 /// A check of a task's head (without its parts) before anything more is read.
 pub type Admit<'a> = dyn Fn(&TaskRecord) -> bool + Send + Sync + 'a;
 

@@ -65,6 +65,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
 use tokio::sync::broadcast;
+use tracing::Instrument;
 
 use super::layout::Want;
 use super::{
@@ -141,7 +142,8 @@ impl Store for DynamoStore {
         events: &[StreamResponse],
         message: Option<&InboundMessage>,
     ) -> Result<TaskRecord, StoreError> {
-        self.create(record, events, message).await
+        let span = super::write_span("aws.dynamodb", "create", record, events.len());
+        self.create(record, events, message).instrument(span).await
     }
 
     async fn commit_along(
@@ -152,7 +154,9 @@ impl Store for DynamoStore {
         message: Option<&InboundMessage>,
         along: Along<'_>,
     ) -> Result<TaskRecord, StoreError> {
-        self.commit_at(record, expected_version, events, message, along)
+        let span = super::write_span("aws.dynamodb", "commit", record, events.len());
+        (self.commit_at(record, expected_version, events, message, along))
+            .instrument(span)
             .await
     }
 

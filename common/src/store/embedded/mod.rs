@@ -39,6 +39,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use rusqlite::{Connection, OpenFlags};
 use tokio::sync::broadcast;
+use tracing::Instrument;
 
 use super::layout::Want;
 use super::view_cache::ViewCache;
@@ -234,7 +235,8 @@ impl Store for EmbeddedStore {
         events: &[StreamResponse],
         message: Option<&InboundMessage>,
     ) -> Result<TaskRecord, StoreError> {
-        self.create(record, events, message).await
+        let span = super::write_span("sqlite", "create", record, events.len());
+        self.create(record, events, message).instrument(span).await
     }
 
     async fn commit_along(
@@ -245,7 +247,9 @@ impl Store for EmbeddedStore {
         message: Option<&InboundMessage>,
         along: Along<'_>,
     ) -> Result<TaskRecord, StoreError> {
-        self.commit_at(record, expected_version, events, message, along)
+        let span = super::write_span("sqlite", "commit", record, events.len());
+        (self.commit_at(record, expected_version, events, message, along))
+            .instrument(span)
             .await
     }
 
