@@ -503,6 +503,29 @@ def test_globals(template):
     assert str(params["LeaseSeconds"]["Default"]) == "300"
 
 
+def test_traces_are_off_unless_a_collector_is_given(template):
+    """Traces (issue 50): the functions export to the OTLP endpoint a parameter names, with
+    the headers another may hold (hidden), the ADOT collector layer optional; empty, the
+    variables are left out and no function traces."""
+    params = template["Parameters"]
+    assert params["OtlpEndpoint"]["Default"] == ""
+    assert params["OtlpHeaders"]["Default"] == ""
+    assert params["OtlpHeaders"]["NoEcho"] is True
+    assert params["OtelCaptureContent"]["Default"] == "false"
+    assert params["AdotLayerArn"]["Default"] == ""
+    fn = template["Globals"]["Function"]
+    env = fn["Environment"]["Variables"]
+    assert env["OTEL_EXPORTER_OTLP_ENDPOINT"] == {
+        "Fn::If": ["Traced", {"Ref": "OtlpEndpoint"}, {"Ref": "AWS::NoValue"}]}
+    assert env["OTEL_EXPORTER_OTLP_HEADERS"] == {
+        "Fn::If": ["HasOtlpHeaders", {"Ref": "OtlpHeaders"}, {"Ref": "AWS::NoValue"}]}
+    assert env["HARNESS_OTEL_CAPTURE_CONTENT"] == {"Ref": "OtelCaptureContent"}
+    assert fn["Layers"] == {
+        "Fn::If": ["HasAdotLayer", [{"Ref": "AdotLayerArn"}], {"Ref": "AWS::NoValue"}]}
+    conditions = template["Conditions"]
+    assert conditions["Traced"] == {"Fn::Not": [{"Fn::Equals": [{"Ref": "OtlpEndpoint"}, ""]}]}
+
+
 def policy_actions(res, table_id: str) -> tuple[set[str], set[str], set[str]]:
     """(actions on the table, on its gsi1 index, on its gsi2 index); fails on any other
     resource."""
