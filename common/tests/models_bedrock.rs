@@ -231,6 +231,7 @@ async fn a_text_answer_comes_back_with_its_token_usage() {
                 input_tokens: 412,
                 output_tokens: 15
             },
+            finish_reason: Some("end_turn".into()),
         }
     );
 }

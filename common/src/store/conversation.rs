@@ -56,6 +56,10 @@ pub struct AgentState {
     /// The tasks delegated to remote agents (see `crate::remote`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub remote: Vec<crate::task::Link>,
+    /// The id of the artifact the model's text is shown in as it is written (see
+    /// `engine::answer`), once some has been.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
 }
 
 /// Turns of the conversation replaced, in what the model is given, by a summary.
