@@ -703,7 +703,9 @@ impl Agent for LlmAgent {
             run.apply(|rec| {
                 taken(&mut rec.agent);
                 rec.handovers = 0;
-                crate::engine::answer::went_on(rec, &text).into_iter().collect()
+                crate::engine::answer::went_on(rec, &text)
+                    .into_iter()
+                    .collect()
             })
             .await?;
         }

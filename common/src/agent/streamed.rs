@@ -60,8 +60,8 @@ pub(super) fn masked(nonce: &str, mut answer: ChatResponse) -> ChatResponse {
     answer
 }
 
-/// Masks the nonce in text that comes in pieces: the last bytes, which may be the start of
-/// a nonce the next piece completes, are held back until it is known they are not.
+/// Masks the nonce in text that comes in pieces: an end that is the start of the nonce is
+/// held back until the next piece shows whether the nonce goes on.
 struct Mask<'a> {
     nonce: &'a str,
     text: String,
@@ -82,11 +82,12 @@ impl<'a> Mask<'a> {
     fn push(&mut self, piece: &str) -> Option<String> {
         self.text.push_str(piece);
         let masked = without_nonce(self.nonce, &self.text);
-        // Only the last len-1 bytes can hold an unfinished nonce; a whole one is masked.
-        let mut upto = masked.len().saturating_sub(self.nonce.len().saturating_sub(1));
-        while !masked.is_char_boundary(upto) {
-            upto -= 1;
-        }
+        // Only an end that is the start of a nonce may be one yet; a whole one is masked.
+        let partial = (1..self.nonce.len())
+            .rev()
+            .find(|k| self.nonce.is_char_boundary(*k) && masked.ends_with(&self.nonce[..*k]))
+            .unwrap_or(0);
+        let upto = masked.len() - partial;
         if upto <= self.shown {
             return None;
         }
@@ -127,7 +128,11 @@ mod tests {
     }
 
     #[test]
-    fn without_a_nonce_everything_is_shown_at_once() {
+    fn text_that_cannot_start_a_nonce_is_shown_at_once() {
         assert_eq!(shown("", &["a", "b"]), "ab");
+        assert_eq!(shown("n0nce42", &["a", "b"]), "ab");
+        let mut mask = Mask::new("n0nce42");
+        assert_eq!(mask.push("say n0n").as_deref(), Some("say "));
+        assert_eq!(mask.push("sense").as_deref(), Some("n0nsense"));
     }
 }

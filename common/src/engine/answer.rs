@@ -113,7 +113,14 @@ impl Batch {
         } else {
             self.text.clone()
         };
-        update(rec, &self.artifact_id, shown, &self.text, self.append, false)
+        update(
+            rec,
+            &self.artifact_id,
+            shown,
+            &self.text,
+            self.append,
+            false,
+        )
     }
 }
 
@@ -243,7 +250,10 @@ mod tests {
         let mut rec = TaskRecord::default();
         let end = settle(&mut rec, "whole", true);
         assert_eq!(text_of(&end), ("whole".into(), false, true));
-        assert_eq!(rec.agent.answer.as_deref(), Some(rec.task.artifacts[0].artifact_id.as_str()));
+        assert_eq!(
+            rec.agent.answer.as_deref(),
+            Some(rec.task.artifacts[0].artifact_id.as_str())
+        );
     }
 
     #[test]

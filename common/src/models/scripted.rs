@@ -218,7 +218,14 @@ impl Scripted {
                 input_tokens: super::estimate_tokens(request) as u64,
                 output_tokens: text.as_deref().map_or(0, |t| t.len().div_ceil(4)) as u64,
             },
-            finish_reason: Some(if turn.tool_calls.is_empty() { "stop" } else { "tool_calls" }.into()),
+            finish_reason: Some(
+                if turn.tool_calls.is_empty() {
+                    "stop"
+                } else {
+                    "tool_calls"
+                }
+                .into(),
+            ),
             text,
         })
     }
@@ -361,9 +368,15 @@ mod tests {
     #[test]
     fn malformed_scripts_are_refused_with_the_reason() {
         for (script, why) in [
-            (r#"{"turns": [{"text": "a", "chunks": ["b"]}]}"#, "both text and chunks"),
+            (
+                r#"{"turns": [{"text": "a", "chunks": ["b"]}]}"#,
+                "both text and chunks",
+            ),
             (r#"{"turns": [{"chunks": []}]}"#, "no chunks"),
-            (r#"{"turns": [{"text": "a", "chunk_delay_ms": 5}]}"#, "without chunks"),
+            (
+                r#"{"turns": [{"text": "a", "chunk_delay_ms": 5}]}"#,
+                "without chunks",
+            ),
         ] {
             let err = Scripted::parse("t", script).unwrap_err();
             assert!(err.contains(why), "{err}");
