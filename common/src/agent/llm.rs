@@ -688,24 +688,19 @@ impl Agent for LlmAgent {
                 // leave an answer taken that the task does not end with.
                 let text = answer.text.clone().unwrap_or_default();
                 return run
-                    .apply(|rec| {
+                    .answer(&text, true, |rec| {
                         taken(&mut rec.agent);
                         let msg = agent_message(&rec.task, vec![Part::text(text.clone())]);
-                        vec![
-                            crate::engine::answer::settle(rec, &text, true),
-                            set_status(rec, TaskState::Completed, Some(msg), None),
-                        ]
+                        vec![set_status(rec, TaskState::Completed, Some(msg), None)]
                     })
                     .await;
             }
-            // What was shown of the turn's text is shown whole before the tools run.
+            // What streams were shown of the turn's text is shown whole before the tools run.
             let text = answer.text.clone().unwrap_or_default();
-            run.apply(|rec| {
+            run.answer(&text, false, |rec| {
                 taken(&mut rec.agent);
                 rec.handovers = 0;
-                crate::engine::answer::went_on(rec, &text)
-                    .into_iter()
-                    .collect()
+                Vec::new()
             })
             .await?;
         }

@@ -4,26 +4,29 @@
 //!
 //! - **Batches.** The first piece of a model call is committed at once; after it, what
 //!   has come is committed every [`BATCH_EVERY`], or as soon as it reaches
-//!   [`BATCH_BYTES`], whichever is first. A batch is one conditional commit (the head,
-//!   the artifact part, one event), which also renews the run's lease; on DynamoDB its
-//!   cost in write units is in `common/docs/streaming.md`.
-//! - **One artifact per task.** Its id is kept in the agent's state
-//!   ([`AgentState::answer`](crate::store::conversation::AgentState::answer)), so the text of
-//!   a turn that ends in tool calls, of a retried call, and the final answer all update
-//!   the same artifact; the stored artifact holds the text shown so far as one part.
+//!   [`BATCH_BYTES`], whichever is first. A batch is one conditional commit of the head
+//!   and one event (it also renews the run's lease): its cost does not grow with the
+//!   answer. The stored task gets the artifact once, whole, with the final answer; until
+//!   then the text is in the log alone.
+//! - **One artifact per task.** Its id, and the seq where the text it shows starts, are
+//!   kept in the agent's state
+//!   ([`Answering`](crate::store::conversation::Answering)), so the text of a turn that
+//!   ends in tool calls, of a retried call, and the final answer all update the same
+//!   artifact.
 //! - **What a client sees.** Each model call's first batch replaces what the artifact
 //!   showed (`append: false`): the text of an earlier turn, or of an attempt cut off and
 //!   retried ([`Written::Restart`]). The batches after it append (`append: true`). The
 //!   final answer is committed with the task's end as the rest of its text, appended with
 //!   `lastChunk: true`, or, if it does not go on from what was shown, replacing it. A
-//!   client that applies `append` as A2A says ends with the answer once; one that joins
-//!   the texts of the updates since the last `append: false` does too.
-//! - **A late subscriber** gets the task as it stands (the artifact so far) and then the
-//!   events after it: the rest of the answer, once.
+//!   client that applies `append` as A2A says ends with the answer once.
+//! - **A late subscriber** gets the task as it stands, then the artifact's updates from
+//!   the last replacing one up to the task's snapshot (`engine::follow`), then the events
+//!   after it: what has been written so far, and the rest, each once.
 
 use std::time::{Duration, Instant};
 
 use crate::a2a::{Artifact, Part, StreamResponse, TaskArtifactUpdateEvent};
+use crate::store::conversation::Answering;
 use crate::store::TaskRecord;
 
 /// How long text waits, after a batch, before it is committed...
@@ -100,94 +103,71 @@ impl Draft {
 #[derive(Debug, Clone)]
 pub(super) struct Batch {
     artifact_id: String,
-    text: String,
-    append: bool,
+    pub(super) text: String,
+    pub(super) append: bool,
 }
 
 impl Batch {
-    /// Makes the change on `rec` and returns its event.
+    /// Makes the change on `rec` and returns its event: the text in the log, not in the
+    /// stored artifact.
     pub(super) fn apply(&self, rec: &mut TaskRecord) -> StreamResponse {
-        rec.agent.answer = Some(self.artifact_id.clone());
-        let shown = if self.append {
-            shown(rec, &self.artifact_id).unwrap_or_default() + &self.text
-        } else {
-            self.text.clone()
-        };
-        update(
-            rec,
-            &self.artifact_id,
-            shown,
-            &self.text,
-            self.append,
-            false,
-        )
-    }
-}
-
-/// The text the artifact `id` shows in `rec`, if it has one.
-fn shown(rec: &TaskRecord, id: &str) -> Option<String> {
-    let artifact = rec.task.artifacts.iter().find(|a| a.artifact_id == id)?;
-    Some(
-        artifact
-            .parts
-            .iter()
-            .filter_map(|p| p.text.as_deref())
-            .collect(),
-    )
-}
-
-/// Sets the answer's artifact to `text` in `rec`, and returns the event that tells a
-/// client so: the rest of it appended when it goes on from what the artifact shows, else
-/// the whole of it in place of that. `last` marks the task's final answer. The artifact
-/// is the one the task's streamed text went to, or a new one.
-pub fn settle(rec: &mut TaskRecord, text: &str, last: bool) -> StreamResponse {
-    let id = rec
-        .agent
-        .answer
-        .clone()
-        .unwrap_or_else(super::transition::new_id);
-    rec.agent.answer = Some(id.clone());
-    match shown(rec, &id) {
-        Some(before) if text.starts_with(&before) => {
-            let rest = text[before.len()..].to_owned();
-            update(rec, &id, text.to_owned(), &rest, true, last)
+        if !self.append {
+            rec.agent.answer = Some(Answering {
+                artifact: self.artifact_id.clone(),
+                // The one event of its commit.
+                from: rec.last_seq + 1,
+            });
         }
-        _ => update(rec, &id, text.to_owned(), text, false, last),
+        event(rec, &self.artifact_id, &self.text, self.append, false)
     }
 }
 
-/// The rest of a turn's text whose start was shown as it was written (a turn that ends in
-/// tool calls), so what is shown is not cut off midway; nothing if none of it was.
-pub fn went_on(rec: &mut TaskRecord, text: &str) -> Option<StreamResponse> {
-    let id = rec.agent.answer.clone()?;
-    let before = shown(rec, &id)?;
-    (!before.is_empty() && before.len() < text.len() && text.starts_with(&before))
-        .then(|| settle(rec, text, false))
+/// The event that leaves a client that was shown `shown` of the answer's artifact showing
+/// `text`: the rest of it appended when it goes on from what was shown, else the whole of
+/// it in place of that. `last` marks the task's final answer, which the stored task gets
+/// as its artifact; a turn that is not the last gets an event only to finish what was
+/// being shown (`None` when nothing was, or it is whole already).
+pub(super) fn settle(
+    rec: &mut TaskRecord,
+    shown: Option<&str>,
+    text: &str,
+    last: bool,
+) -> Option<StreamResponse> {
+    let id = match &rec.agent.answer {
+        Some(a) => a.artifact.clone(),
+        None => super::transition::new_id(),
+    };
+    let rest = shown.and_then(|before| text.strip_prefix(before));
+    if !last {
+        return rest
+            .filter(|rest| !rest.is_empty() && shown.is_some_and(|s| !s.is_empty()))
+            .map(|rest| event(rec, &id, rest, true, false));
+    }
+    let artifact = artifact(&id, text);
+    match rec.task.artifacts.iter_mut().find(|a| a.artifact_id == id) {
+        Some(existing) => *existing = artifact,
+        None => rec.task.artifacts.push(artifact),
+    }
+    Some(match rest {
+        Some(rest) => event(rec, &id, rest, true, true),
+        None => event(rec, &id, text, false, true),
+    })
 }
 
-/// Leaves the artifact `id` showing `whole` and returns the event carrying `piece`.
-fn update(
-    rec: &mut TaskRecord,
-    id: &str,
-    whole: String,
-    piece: &str,
-    append: bool,
-    last_chunk: bool,
-) -> StreamResponse {
-    let artifact = |text: String| Artifact {
+fn artifact(id: &str, text: &str) -> Artifact {
+    Artifact {
         artifact_id: id.to_owned(),
         name: ANSWER.into(),
         parts: vec![Part::text(text)],
         ..Default::default()
-    };
-    match rec.task.artifacts.iter_mut().find(|a| a.artifact_id == id) {
-        Some(existing) => *existing = artifact(whole),
-        None => rec.task.artifacts.push(artifact(whole)),
     }
+}
+
+fn event(rec: &TaskRecord, id: &str, text: &str, append: bool, last_chunk: bool) -> StreamResponse {
     StreamResponse::artifact(TaskArtifactUpdateEvent {
         task_id: rec.task.id.clone(),
         context_id: rec.task.context_id.clone(),
-        artifact: Some(artifact(piece.to_owned())),
+        artifact: Some(artifact(id, text)),
         append,
         last_chunk,
         metadata: None,
@@ -213,19 +193,36 @@ mod tests {
 
     #[test]
     fn batches_then_the_rest_of_the_answer_make_the_answer_once() {
-        let mut rec = TaskRecord::default();
+        let mut rec = TaskRecord {
+            last_seq: 4,
+            ..Default::default()
+        };
         let mut draft = Draft::new("a1".into());
         draft.take(Written::Text("Hel".into()));
         let first = draft.batch().apply(&mut rec);
         assert_eq!(text_of(&first), ("Hel".into(), false, false));
+        assert_eq!(rec.agent.answer.as_ref().map(|a| a.from), Some(5));
+        rec.last_seq += 1;
         draft.take(Written::Text("lo, ".into()));
         let second = draft.batch().apply(&mut rec);
         assert_eq!(text_of(&second), ("lo, ".into(), true, false));
-        let end = settle(&mut rec, "Hello, world", true);
+        assert_eq!(
+            rec.agent.answer.as_ref().map(|a| a.from),
+            Some(5),
+            "appended"
+        );
+        assert!(
+            rec.task.artifacts.is_empty(),
+            "the text is in the log alone"
+        );
+        let end = settle(&mut rec, Some("Hello, "), "Hello, world", true).expect("an event");
         assert_eq!(text_of(&end), ("world".into(), true, true));
-        assert_eq!(shown(&rec, "a1").as_deref(), Some("Hello, world"));
         assert_eq!(rec.task.artifacts.len(), 1);
-        assert_eq!(rec.task.artifacts[0].parts.len(), 1);
+        assert_eq!(rec.task.artifacts[0].artifact_id, "a1");
+        assert_eq!(
+            rec.task.artifacts[0].parts,
+            vec![Part::text("Hello, world")]
+        );
     }
 
     #[test]
@@ -241,19 +238,26 @@ mod tests {
         let replaced = draft.batch().apply(&mut rec);
         assert_eq!(text_of(&replaced), ("The".into(), false, false));
         // A final answer that does not go on from what is shown replaces it.
-        let end = settle(&mut rec, "An answer", true);
+        let end = settle(&mut rec, Some("The"), "An answer", true).expect("an event");
         assert_eq!(text_of(&end), ("An answer".into(), false, true));
+    }
+
+    #[test]
+    fn a_turn_that_calls_tools_finishes_what_it_showed_and_nothing_else() {
+        let mut rec = TaskRecord::default();
+        assert!(settle(&mut rec, None, "Let me look", false).is_none());
+        assert!(settle(&mut rec, Some("Let me look"), "Let me look", false).is_none());
+        let rest = settle(&mut rec, Some("Let me"), "Let me look", false).expect("the rest");
+        assert_eq!(text_of(&rest), (" look".into(), true, false));
+        assert!(rec.task.artifacts.is_empty());
     }
 
     #[test]
     fn an_answer_nothing_was_shown_of_is_a_new_artifact() {
         let mut rec = TaskRecord::default();
-        let end = settle(&mut rec, "whole", true);
+        let end = settle(&mut rec, None, "whole", true).expect("an event");
         assert_eq!(text_of(&end), ("whole".into(), false, true));
-        assert_eq!(
-            rec.agent.answer.as_deref(),
-            Some(rec.task.artifacts[0].artifact_id.as_str())
-        );
+        assert_eq!(rec.task.artifacts[0].parts, vec![Part::text("whole")]);
     }
 
     #[test]

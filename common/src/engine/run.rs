@@ -63,6 +63,9 @@ pub struct TaskRun {
     /// The run ends waiting on a timer: the sweep wakes the task after this long (a
     /// timer in place of the lease: a remote agent's next poll, a delegation's deadline).
     pub poll_after: Option<Duration>,
+    /// What this run's commits have left the answer's artifact showing to streams
+    /// ([`super::answer`]); None before it showed any.
+    shown: Option<String>,
 }
 
 /// How long before its deadline a step in progress is dropped, so the run can still
@@ -85,6 +88,7 @@ impl TaskRun {
             handed_over: false,
             created: Vec::new(),
             poll_after: None,
+            shown: None,
         }
     }
 
@@ -203,7 +207,10 @@ impl TaskRun {
             .filter(|_| ttl.is_some())
             .map(|d| tokio::time::Instant::from_std(d.checked_sub(RELEASE_MARGIN).unwrap_or(d)))
             .unwrap_or(far);
-        let id = (self.record.agent.answer.clone()).unwrap_or_else(transition::new_id);
+        let id = match &self.record.agent.answer {
+            Some(answering) => answering.artifact.clone(),
+            None => transition::new_id(),
+        };
         let mut draft = Draft::new(id);
         tokio::pin!(work);
         let mut renew = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
@@ -217,6 +224,10 @@ impl TaskRun {
                 () = tokio::time::sleep_until(due.unwrap_or(far)), if due.is_some() => {
                     let batch = draft.batch();
                     self.apply(|rec| vec![batch.apply(rec)]).await?;
+                    match self.shown.as_mut() {
+                        Some(shown) if batch.append => shown.push_str(&batch.text),
+                        _ => self.shown = Some(batch.text),
+                    }
                     renew.reset();
                 }
                 _ = renew.tick(), if ttl.is_some() => self.apply(|_| Vec::new()).await?,
@@ -226,6 +237,25 @@ impl TaskRun {
                 }
             }
         }
+    }
+
+    /// Commits `change` with the answer's artifact left showing `text`: the final answer
+    /// (`last`), which the stored task gets as its artifact, or the whole text of a turn
+    /// whose start streams were shown ([`super::answer`]).
+    pub async fn answer(
+        &mut self,
+        text: &str,
+        last: bool,
+        change: impl Fn(&mut TaskRecord) -> Vec<StreamResponse>,
+    ) -> Result<(), RunError> {
+        let shown = self.shown.clone();
+        self.apply(|rec| {
+            let shown = super::answer::settle(rec, shown.as_deref(), text, last);
+            shown.into_iter().chain(change(rec)).collect()
+        })
+        .await?;
+        self.shown = Some(text.to_owned());
+        Ok(())
     }
 
     pub fn record(&self) -> &TaskRecord {

@@ -39,6 +39,7 @@ pub async fn subscribe_to_task(
             settled: rec.state().is_interrupted(),
             subscription: Some(subscription),
             until: caller.token_expires,
+            answer: rec.agent.answer.clone(),
         },
     ))
 }

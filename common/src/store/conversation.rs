@@ -56,10 +56,19 @@ pub struct AgentState {
     /// The tasks delegated to remote agents (see `crate::remote`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub remote: Vec<crate::task::Link>,
-    /// The id of the artifact the model's text is shown in as it is written (see
-    /// `engine::answer`), once some has been.
+    /// Where the model's text is shown as it is written (see `engine::answer`), once
+    /// some has been.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub answer: Option<String>,
+    pub answer: Option<Answering>,
+}
+
+/// The answer's artifact, and where in the task's log the text it shows now starts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Answering {
+    pub artifact: String,
+    /// The seq of the event that last replaced the artifact's text (`append: false`):
+    /// that event and the artifact's updates after it make what it shows.
+    pub from: u64,
 }
 
 /// Turns of the conversation replaced, in what the model is given, by a summary.

@@ -221,6 +221,7 @@ pub async fn send_streaming_message(
                 place.unwrap_or_else(|| h.subscribers.hold(&record.task.id, &accepted.sender)),
             ),
             until: caller.token_expires,
+            answer: record.agent.answer.clone(),
         },
         // A resend opens no new work: it takes a place like a subscription.
         Intake::Duplicate(record) => Follow {
@@ -235,6 +236,7 @@ pub async fn send_streaming_message(
             replay_until: record.last_seq,
             settled: record.state().ends_stream(),
             until: caller.token_expires,
+            answer: record.agent.answer.clone(),
         },
     };
     Ok(follow(h.store.clone(), f))
