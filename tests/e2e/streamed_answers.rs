@@ -394,3 +394,48 @@ async fn a_cut_off_stream_is_replaced_not_doubled_embedded() {
 async fn a_cut_off_stream_is_replaced_not_doubled_on_dynamodb() {
     a_cut_off_stream_is_replaced_not_doubled(Backend::DynamoDb).await;
 }
+
+/// Webhooks get the batched chunks too: the very updates the stream shows, in order.
+async fn a_webhook_gets_the_batches_the_stream_shows(backend: Backend) {
+    let (model, _log) = script(100, None);
+    let Some(s) = llm_server(backend, &model).await else {
+        return;
+    };
+    let hook = harness_e2e::webhook::Receiver::start().await;
+    let (_, events) = s
+        .rpc_stream(
+            "SendStreamingMessage",
+            json!({
+                "message": user_message(&unique("m"), "Tell me"),
+                "configuration": {"taskPushNotificationConfig": {"url": hook.url, "token": "t"}},
+            }),
+        )
+        .await;
+    let on_stream: Vec<Value> = events
+        .iter()
+        .filter(|e| matches!(e.kind(), "statusUpdate" | "artifactUpdate"))
+        .map(|e| e.stream_response().clone())
+        .collect();
+    assert!(on_stream.len() > 5, "{on_stream:?}");
+    let deadline = Instant::now() + harness_e2e::webhook::DELIVERY_TIMEOUT;
+    while hook.accepted().len() < on_stream.len() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let delivered: Vec<Value> = hook.accepted().into_iter().map(|r| r.body).collect();
+    assert_eq!(
+        delivered, on_stream,
+        "{backend:?}: the webhook and the stream differ"
+    );
+    let timed: Vec<(i64, Value)> = delivered.into_iter().map(|v| (0, v)).collect();
+    assert_eq!(shown(&timed), answer());
+}
+
+#[tokio::test]
+async fn a_webhook_gets_the_batches_the_stream_shows_embedded() {
+    a_webhook_gets_the_batches_the_stream_shows(Backend::Embedded).await;
+}
+
+#[tokio::test]
+async fn a_webhook_gets_the_batches_the_stream_shows_on_dynamodb() {
+    a_webhook_gets_the_batches_the_stream_shows(Backend::DynamoDb).await;
+}
