@@ -402,6 +402,8 @@ async fn each_operation_stays_within_its_dynamodb_request_budget() {
     // 1 KiB: 1 s of 4,000 B makes at most 6), each of the head and one event: the text is
     // in the log alone until the end, so a batch costs the same however long the answer.
     let batches = &rows[7];
+    let units: Vec<f64> = batches.sent.iter().map(|s| s.write_units).collect();
+    println!("A streamed answer's writes, in write units: {units:?}");
     assert!(
         (3..=7).contains(&batches.writes().len()),
         "{:?}",
