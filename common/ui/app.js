@@ -381,7 +381,7 @@ function applyUpdate(update) {
     const shown = [...arts.children].find((c) => c.dataset.artifactId === id);
     if (shown) shown.replaceWith(li);
     else {
-      if (arts.children.length === 1 && !arts.firstElementChild.dataset.artifactId) arts.replaceChildren();
+      arts.querySelector(':scope > li:not([data-artifact-id])')?.remove(); // "None."
       arts.append(li);
     }
   }
