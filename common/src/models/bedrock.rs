@@ -119,9 +119,21 @@ macro_rules! with_parts {
     }};
 }
 
-/// The operations' names, as errors say them.
-const CONVERSE: &str = "Converse";
-const CONVERSE_STREAM: &str = "ConverseStream";
+/// A Bedrock Runtime operation: its name, as errors say it, and the IAM action that
+/// allows it.
+struct Operation {
+    name: &'static str,
+    action: &'static str,
+}
+
+const CONVERSE: Operation = Operation {
+    name: "Converse",
+    action: "bedrock:InvokeModel",
+};
+const CONVERSE_STREAM: Operation = Operation {
+    name: "ConverseStream",
+    action: "bedrock:InvokeModelWithResponseStream",
+};
 
 #[async_trait]
 impl Model for Bedrock {
@@ -131,7 +143,7 @@ impl Model for Bedrock {
         let output = with_parts!(call, parts(request)?)
             .send()
             .await
-            .map_err(|e| call_error(model, CONVERSE, &e))?;
+            .map_err(|e| call_error(model, &CONVERSE, &e))?;
         response(model, &output)
     }
 
@@ -148,14 +160,14 @@ impl Model for Bedrock {
         let mut output = with_parts!(call, parts(request)?)
             .send()
             .await
-            .map_err(|e| call_error(model, CONVERSE_STREAM, &e))?;
+            .map_err(|e| call_error(model, &CONVERSE_STREAM, &e))?;
         let mut events = Events::default();
         let mut assembly = Assembly::default();
         while let Some(event) = output
             .stream
             .recv()
             .await
-            .map_err(|e| call_error(model, CONVERSE_STREAM, &e))?
+            .map_err(|e| call_error(model, &CONVERSE_STREAM, &e))?
         {
             if let Some(delta) = events.delta(event) {
                 assembly.add(&delta);
@@ -437,7 +449,7 @@ fn answered_in(status: Option<u16>) -> String {
 /// are not. Codes compare without case: an HTTP error says `ThrottlingException`, the
 /// response stream `throttlingException`. An unknown code is retried when its status says
 /// so (408, 429, 5xx); in the stream, where there is none, it is not.
-fn classify(code: Option<&str>, status: Option<u16>) -> (bool, &'static str) {
+fn classify(code: Option<&str>, status: Option<u16>, operation: &Operation) -> (bool, String) {
     let code = code.unwrap_or_default().to_ascii_lowercase();
     match code.as_str() {
         "throttlingexception"
@@ -445,28 +457,35 @@ fn classify(code: Option<&str>, status: Option<u16>) -> (bool, &'static str) {
         | "internalserverexception"
         | "modelnotreadyexception"
         | "modeltimeoutexception"
-        | "modelstreamerrorexception" => (true, ""),
+        | "modelstreamerrorexception" => (true, String::new()),
         "accessdeniedexception" => (
             false,
-            " (check that the credentials allow bedrock:InvokeModel on this model and \
-             that access to the model is enabled in this region)",
+            format!(
+                " (check that the credentials allow {} on this model and that access to the \
+                 model is enabled in this region)",
+                operation.action
+            ),
         ),
         "resourcenotfoundexception" => (
             false,
-            " (check the model id and that the model is offered in this region)",
+            " (check the model id and that the model is offered in this region)".to_owned(),
         ),
-        "validationexception" => (false, ""),
-        _ => (status.is_some_and(|s| s == 408 || s == 429 || s >= 500), ""),
+        "validationexception" => (false, String::new()),
+        _ => (
+            status.is_some_and(|s| s == 408 || s == 429 || s >= 500),
+            String::new(),
+        ),
     }
 }
 
 /// Maps a failed Converse or ConverseStream call, or an error in ConverseStream's
 /// response stream, onto [`ModelError`].
-fn call_error<E, R>(model: &str, operation: &str, error: &SdkError<E, R>) -> ModelError
+fn call_error<E, R>(model: &str, operation: &Operation, error: &SdkError<E, R>) -> ModelError
 where
     E: ProvideErrorMetadata + std::error::Error + 'static,
     R: RawAnswer + std::fmt::Debug,
 {
+    let op = operation.name;
     match error {
         SdkError::ServiceError(service) => {
             let (err, raw) = (service.err(), service.raw());
@@ -481,9 +500,9 @@ where
                     .map(|why| format!(": {why}"))
                     .unwrap_or_default(),
             };
-            let (transient, hint) = classify(code, status);
+            let (transient, hint) = classify(code, status, operation);
             let message = format!(
-                "bedrock: {operation} for model `{model}` failed with {} ({}){detail}{hint}",
+                "bedrock: {op} for model `{model}` failed with {} ({}){detail}{hint}",
                 code.unwrap_or("an unrecognised response"),
                 answered_in(status)
             );
@@ -497,12 +516,12 @@ where
             }
         }
         SdkError::TimeoutError(_) => ModelError::transient(format!(
-            "bedrock: {operation} for model `{model}` timed out: {}",
+            "bedrock: {op} for model `{model}` timed out: {}",
             chain(error)
         )),
         SdkError::DispatchFailure(dispatch) => {
             let message = format!(
-                "bedrock: {operation} for model `{model}` got no complete answer: {}",
+                "bedrock: {op} for model `{model}` got no complete answer: {}",
                 chain(error)
             );
             // Timeouts, I/O errors and errors the client classified (an incomplete message)
@@ -516,14 +535,14 @@ where
         }
         // An answer (or a frame of the stream) that could not be read.
         SdkError::ResponseError(response) => ModelError::transient(format!(
-            "bedrock: {operation} for model `{model}` got a response that could not be read \
+            "bedrock: {op} for model `{model}` got a response that could not be read \
              ({}): {}",
             answered_in(response.raw().status()),
             chain(error)
         )),
         // Construction failures and anything newer: the request never left.
         _ => ModelError::permanent(format!(
-            "bedrock: {operation} for model `{model}` could not be sent: {}",
+            "bedrock: {op} for model `{model}` could not be sent: {}",
             chain(error)
         )),
     }

@@ -495,7 +495,11 @@ async fn errors_before_the_stream_are_classified_as_converse_errors_are() {
     let message = expect_permanent(denied.unwrap_err());
     assert!(message.contains("AccessDeniedException"), "{message}");
     assert!(message.contains("HTTP 403"), "{message}");
-    assert!(message.contains("bedrock:InvokeModel"), "{message}");
+    // ConverseStream is allowed by its own IAM action.
+    assert!(
+        message.contains("bedrock:InvokeModelWithResponseStream"),
+        "{message}"
+    );
     let message = expect_transient(throttled.unwrap_err());
     assert!(message.contains("HTTP 429"), "{message}");
 }
