@@ -676,3 +676,37 @@ where
         .and_then(serde_json::Number::from_f64)
         .map_or(Value::Null, Value::Number)
 }
+
+#[cfg(test)]
+mod tests {
+    use aws_sdk_bedrockruntime::types::ContentBlockDeltaEvent;
+
+    use super::*;
+
+    fn text_delta(block: i32, text: &str) -> ConverseStreamOutput {
+        ConverseStreamOutput::ContentBlockDelta(
+            ContentBlockDeltaEvent::builder()
+                .content_block_index(block)
+                .delta(ContentBlockDelta::Text(text.into()))
+                .build()
+                .expect("an index"),
+        )
+    }
+
+    #[test]
+    fn streamed_text_blocks_are_joined_with_a_newline_as_a_whole_answers_are() {
+        let mut events = Events::default();
+        let texts: Vec<Option<Delta>> = [(0, "First"), (0, " block."), (2, "Second.")]
+            .into_iter()
+            .map(|(block, text)| events.delta(text_delta(block, text)))
+            .collect();
+        assert_eq!(
+            texts,
+            [
+                Some(Delta::Text("First".into())),
+                Some(Delta::Text(" block.".into())),
+                Some(Delta::Text("\nSecond.".into())),
+            ]
+        );
+    }
+}
