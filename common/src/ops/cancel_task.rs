@@ -32,7 +32,8 @@ pub async fn cancel_task(
             Ok(stored) => {
                 h.engine.wake_parents_logged(&stored).await;
                 cancel_handed_on(h, &stored).await;
-                return Ok(shown(stored, crate::config::DEFAULT_HISTORY_LENGTH, true));
+                let history = crate::config::DEFAULT_HISTORY_LENGTH;
+                return Ok(shown(stored.task, &stored.agent, history, true));
             }
             // The task moved on meanwhile: decide again on its fresh state.
             Err(StoreError::Conflict { .. }) => continue,

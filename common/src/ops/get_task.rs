@@ -12,5 +12,5 @@ pub async fn get_task(h: &Harness, req: GetTaskRequest, caller: &Caller) -> Resu
     let rec = h
         .visible_view(&req.tenant, &req.id, caller, Some(history), true)
         .await?;
-    Ok(shown(rec, history, true))
+    Ok(shown(rec.task, &rec.agent, history, true))
 }

@@ -65,7 +65,7 @@ pub async fn list_tasks(
         tasks: page
             .tasks
             .into_iter()
-            .map(|r| super::shown::shown(r, history, include_artifacts))
+            .map(|r| super::shown::shown(r.task, &r.agent, history, include_artifacts))
             .collect(),
         next_page_token: page.next.as_ref().map(encode_cursor).unwrap_or_default(),
         page_size: page_size as i32,

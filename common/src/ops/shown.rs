@@ -12,7 +12,6 @@ use crate::a2a::Task;
 use crate::engine::transition::view;
 use crate::ext::USAGE_METADATA_KEY;
 use crate::store::conversation::{AgentState, ModelUsage};
-use crate::store::TaskRecord;
 
 /// What `Task.metadata[USAGE_METADATA_KEY]` holds.
 #[derive(Serialize)]
@@ -26,11 +25,17 @@ struct Shown<'a> {
     models: &'a BTreeMap<String, ModelUsage>,
 }
 
-/// `rec` as a member is shown it: [`view`] of its task, and its usage once it has made a
-/// model call.
-pub fn shown(rec: TaskRecord, history_length: usize, include_artifacts: bool) -> Task {
-    let usage = usage(&rec.agent);
-    let mut task = view(rec.task, history_length, include_artifacts);
+/// A task as a member is shown it: [`view`] of `task`, and the usage its `agent` state
+/// counted once it has made a model call. It takes the task, as [`view`] does; a caller
+/// that keeps its record clones the task alone, not the conversation.
+pub fn shown(
+    task: Task,
+    agent: &AgentState,
+    history_length: usize,
+    include_artifacts: bool,
+) -> Task {
+    let usage = usage(agent);
+    let mut task = view(task, history_length, include_artifacts);
     if let Some(usage) = usage {
         (task.metadata.get_or_insert_with(Default::default))
             .insert(USAGE_METADATA_KEY.to_owned(), usage);

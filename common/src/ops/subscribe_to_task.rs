@@ -31,7 +31,7 @@ pub async fn subscribe_to_task(
         Follow {
             task_id: rec.task.id.clone(),
             may_see: h.visibility(&req.tenant, caller.id()),
-            first: StreamResponse::task(shown(rec.clone(), history, true)),
+            first: StreamResponse::task(shown(rec.task.clone(), &rec.agent, history, true)),
             // The current Task already holds every earlier event's effect: replaying them
             // would show each state twice (and an old WORKING after the snapshot).
             after: rec.last_seq,

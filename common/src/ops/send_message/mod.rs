@@ -143,7 +143,7 @@ pub async fn send_message(
         },
     };
     Ok(SendMessageResponse {
-        task: Some(shown(record, accepted.history, true)),
+        task: Some(shown(record.task, &record.agent, accepted.history, true)),
         message: None,
     })
 }
@@ -209,7 +209,12 @@ pub async fn send_streaming_message(
         } => Follow {
             task_id: record.task.id.clone(),
             may_see,
-            first: StreamResponse::task(shown(record.clone(), DEFAULT_HISTORY_LENGTH, true)),
+            first: StreamResponse::task(shown(
+                record.task.clone(),
+                &record.agent,
+                DEFAULT_HISTORY_LENGTH,
+                true,
+            )),
             after: replay_from,
             replay_until: if run.is_some() {
                 replay_from
@@ -232,7 +237,12 @@ pub async fn send_streaming_message(
             }),
             task_id: record.task.id.clone(),
             may_see,
-            first: StreamResponse::task(shown(record.clone(), DEFAULT_HISTORY_LENGTH, true)),
+            first: StreamResponse::task(shown(
+                record.task.clone(),
+                &record.agent,
+                DEFAULT_HISTORY_LENGTH,
+                true,
+            )),
             after: record.last_seq,
             replay_until: record.last_seq,
             settled: record.state().ends_stream(),
