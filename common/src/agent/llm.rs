@@ -458,8 +458,7 @@ impl LlmAgent {
         run.update_agent(|a| {
             a.compaction = Some(compacted.clone());
             a.summaries += 1;
-            a.usage.input_tokens += usage.input_tokens;
-            a.usage.output_tokens += usage.output_tokens;
+            a.count(&choice.id, usage);
         })
         .await
     }
@@ -680,8 +679,7 @@ impl Agent for LlmAgent {
             let taken = |a: &mut crate::store::conversation::AgentState| {
                 a.conversation.push(said.clone());
                 a.model_calls += 1;
-                a.usage.input_tokens += answer.usage.input_tokens;
-                a.usage.output_tokens += answer.usage.output_tokens;
+                a.count(&choice.id, answer.usage);
             };
             if answer.tool_calls.is_empty() {
                 // The answer, its artifact and the task's end in one commit: no crash can

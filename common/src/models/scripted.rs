@@ -13,7 +13,7 @@
 //! id> <pid> <ms>` once it has its answer (ms since the epoch), so a test can tell which
 //! process made each call and when, across restarts. A
 //! summary call (`Purpose::Summary`, the context budget's) takes no turn: it is answered
-//! with the script's `summary` text, or a fixed one. A turn reports token usage as a
+//! with the script's `summary` text, or a fixed one. A call reports token usage as a
 //! provider would: the request's estimated size in, a token per four bytes of text out.
 
 use std::path::Path;
@@ -166,6 +166,7 @@ impl Scripted {
             self.logged("summary", request)?;
             self.logged("done", request)?;
             return Ok(Answer::Summary(ChatResponse {
+                usage: reported(request, Some(&self.summary)),
                 text: Some(self.summary.clone()),
                 ..Default::default()
             }));
@@ -213,11 +214,7 @@ impl Scripted {
                     arguments: c.arguments.clone(),
                 })
                 .collect(),
-            // As a provider reports it: the request's estimated size, and the answer's.
-            usage: Usage {
-                input_tokens: super::estimate_tokens(request) as u64,
-                output_tokens: text.as_deref().map_or(0, |t| t.len().div_ceil(4)) as u64,
-            },
+            usage: reported(request, text.as_deref()),
             finish_reason: Some(
                 if turn.tool_calls.is_empty() {
                     "stop"
@@ -228,6 +225,15 @@ impl Scripted {
             ),
             text,
         })
+    }
+}
+
+/// The usage of an answer of `text` to `request`, as a provider reports it: the request's
+/// estimated size in, a token per four bytes of the text out.
+fn reported(request: &ChatRequest, text: Option<&str>) -> Usage {
+    Usage {
+        input_tokens: super::estimate_tokens(request) as u64,
+        output_tokens: text.map_or(0, |t| t.len().div_ceil(4)) as u64,
     }
 }
 
