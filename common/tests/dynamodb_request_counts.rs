@@ -322,6 +322,18 @@ async fn each_operation_stays_within_its_dynamodb_request_budget() {
         sent: turns[49].clone(),
     });
 
+    // An answer streamed: 4,000 bytes in 20 chunks 50 ms apart, batched into the log.
+    let streamed = streamed_answer(store.clone(), &recorder, true).await;
+    rows.push(Row {
+        scenario: "LLM answer streamed (4,000 B in 20 chunks, 50 ms apart)",
+        sent: streamed,
+    });
+    let whole = streamed_answer(store.clone(), &recorder, false).await;
+    rows.push(Row {
+        scenario: "the same answer from a model that does not stream",
+        sent: whole,
+    });
+
     println!("\nDynamoDB requests per operation (DynamoDB Local)");
     println!("| scenario | requests | reads (GetItem/Query) | state writes | items per state write | events given a TTL (BatchWriteItem) | write units |");
     println!("|---|---|---|---|---|---|---|");
@@ -386,6 +398,24 @@ async fn each_operation_stays_within_its_dynamodb_request_budget() {
         "reads write nothing"
     );
     assert_eq!(rows[4].writes().len(), 1, "a cancel is one transition");
+    // A streamed answer is a batch a write (the first chunk at once, then every 250 ms or
+    // 1 KiB: 1 s of 4,000 B makes at most 6), each of the head and one event: the text is
+    // in the log alone until the end, so a batch costs the same however long the answer.
+    let batches = &rows[7];
+    let units: Vec<f64> = batches.sent.iter().map(|s| s.write_units).collect();
+    println!("A streamed answer's writes, in write units: {units:?}");
+    assert!(
+        (3..=7).contains(&batches.writes().len()),
+        "{:?}",
+        batches.writes()
+    );
+    assert!(
+        batches.writes()[..batches.writes().len() - 1]
+            .iter()
+            .all(|n| *n == 2),
+        "{:?}",
+        batches.writes()
+    );
     // A checkpoint writes what it adds, not the task: the 50th turn (which also completes
     // the task) costs at most twice the 2nd.
     assert!(
@@ -396,22 +426,74 @@ async fn each_operation_stays_within_its_dynamodb_request_budget() {
     );
 }
 
+/// Drives one LLM task whose answer streams (20 chunks of 200 bytes, 50 ms apart), or
+/// comes whole, and returns the requests from its model call on.
+async fn streamed_answer(store: Arc<DynamoStore>, recorder: &Recorder, streams: bool) -> Vec<Sent> {
+    let chunks: Vec<String> = (0..20)
+        .map(|i| format!("{i:02}{}", "x".repeat(198)))
+        .collect();
+    let turn = if streams {
+        serde_json::json!({"chunks": chunks, "chunk_delay_ms": 50})
+    } else {
+        serde_json::json!({"text": chunks.concat()})
+    };
+    let script = serde_json::json!({ "turns": [turn] });
+    let model = Marked {
+        inner: Scripted::parse("streamed", &script.to_string()).expect("script"),
+        recorder: recorder.clone(),
+    };
+    let agent = LlmAgent::new(
+        Arc::new(model),
+        "scripted",
+        ToolRegistry::builtin(),
+        SystemPrompt::default(),
+    );
+    let h = Harness::new(store, Arc::new(agent), with_push_key()).expect("harness");
+    recorder.take();
+    let done = run(&h, send("streamed", "")).await;
+    assert_eq!(
+        done["task"]["artifacts"][0]["parts"][0]["text"],
+        chunks.concat()
+    );
+    let sent = recorder.take();
+    let from = sent
+        .iter()
+        .position(|s| s.operation == MODEL_CALL)
+        .expect("a call");
+    sent[from + 1..].to_vec()
+}
+
 /// Marks each model call in the recorder, so a drive's requests split into turns.
 struct Marked {
     inner: Scripted,
     recorder: Recorder,
 }
 
-#[async_trait::async_trait]
-impl Model for Marked {
-    async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
+impl Marked {
+    fn mark(&self) {
         self.recorder.0.lock().expect("recorder").push(Sent {
             operation: MODEL_CALL.into(),
             items_written: 0,
             write_units: 0.0,
             query: None,
         });
+    }
+}
+
+#[async_trait::async_trait]
+impl Model for Marked {
+    async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
+        self.mark();
         self.inner.chat(request).await
+    }
+
+    async fn chat_stream(
+        &self,
+        request: &ChatRequest,
+        on_delta: common::models::OnDelta<'_>,
+    ) -> Result<ChatResponse, ModelError> {
+        self.mark();
+        self.inner.chat_stream(request, on_delta).await
     }
 }
 

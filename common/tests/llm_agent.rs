@@ -1316,8 +1316,7 @@ impl Model for Parrot {
         let said = format!("{:?}", request.messages);
         Ok(ChatResponse {
             text: Some(said),
-            tool_calls: Vec::new(),
-            usage: Default::default(),
+            ..Default::default()
         })
     }
 }

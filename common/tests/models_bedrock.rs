@@ -4,6 +4,7 @@
 //! ValidationException, 404 ResourceNotFoundException, 429 ThrottlingException and
 //! ModelNotReadyException, 500, 503), a response slower than the read timeout and a
 //! refused connection. The request the SDK put on the wire is read back from the mock.
+//! ConverseStream's tests are in `models_bedrock/stream.rs`.
 
 use std::time::Duration;
 
@@ -18,6 +19,10 @@ use common::models::{
 use serde_json::{json, Value};
 use wiremock::matchers::{method, path_regex};
 use wiremock::{Mock, MockServer, ResponseTemplate};
+
+/// ConverseStream: the same client against a loopback server that sends event-stream frames.
+#[path = "models_bedrock/stream.rs"]
+mod stream;
 
 const MODEL: &str = "anthropic.claude-3-5-haiku-20241022-v1:0";
 const ENCODED_PATH: &str = "/model/anthropic.claude-3-5-haiku-20241022-v1%3A0/converse";
@@ -231,6 +236,7 @@ async fn a_text_answer_comes_back_with_its_token_usage() {
                 input_tokens: 412,
                 output_tokens: 15
             },
+            finish_reason: Some("end_turn".into()),
         }
     );
 }

@@ -18,9 +18,11 @@ const LIST_EVERY_MS = 2000;
 const HISTORY_SHOWN = 50;
 /// How long a burst of the open task's events is gathered before it is read again once.
 const RELOAD_AFTER_MS = 250;
+/// The states in which an answer may be on its way: the stored task does not hold it yet.
+const ANSWERING = ['TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING'];
 
 const $ = (id) => document.getElementById(id);
-const state = { who: null, token: null, tokenMode: false, claim: null, waiting: new Set(), rpcPath: '/', commands: [], open: null, stream: null, seq: 0, listTimer: null, reloading: false, reloadAgain: false };
+const state = { who: null, token: null, tokenMode: false, claim: null, waiting: new Set(), rpcPath: '/', commands: [], open: null, stream: null, seq: 0, listTimer: null, reloading: false, reloadAgain: false, live: new Map(), base: new Map() };
 
 /// An element with text content only; children appended in order.
 function el(tag, text, cls) {
@@ -322,16 +324,75 @@ async function renderTask(task) {
   }
   if (!(ext.sub_tasks || []).length) subs.append(el('li', 'None.', 'state'));
 
+  renderArtifacts(task);
+  $('cancel').hidden = TERMINAL.includes(status.state);
+}
+
+// ------------------------------------------------------------------ artifacts, as they stream
+
+/// The text an artifact's parts carry, joined.
+function textOf(artifact) {
+  return (artifact.parts || []).filter((p) => typeof p.text === 'string').map((p) => p.text).join('');
+}
+
+/// The stored artifacts, and in place of or after them those streaming (`state.live`). A
+/// streaming one keeps its element, so its text goes on growing in the same node. Once
+/// the task is no longer working, what it stores is the answer: the streamed text goes.
+function renderArtifacts(task) {
+  const status = task.status || {};
+  if (!ANSWERING.includes(status.state)) state.live.clear();
   const arts = $('artifacts');
   arts.replaceChildren();
   for (const a of task.artifacts || []) {
+    const live = state.live.get(a.artifactId);
+    if (live) {
+      arts.append(live.li);
+      continue;
+    }
     const li = el('li');
+    li.dataset.artifactId = a.artifactId;
     li.append(el('div', a.name || a.artifactId, 'who'));
     renderParts(a.parts, li);
     arts.append(li);
   }
-  if (!(task.artifacts || []).length) arts.append(el('li', 'None.', 'state'));
-  $('cancel').hidden = TERMINAL.includes(status.state);
+  for (const live of state.live.values()) if (!live.li.isConnected) arts.append(live.li);
+  if (!arts.children.length) arts.append(el('li', 'None.', 'state'));
+}
+
+/// Applies an `artifactUpdate` of the open task as A2A says: `append` adds its parts' text
+/// to the artifact with its id, else it replaces the artifact. The text goes into one text
+/// node (shown as typed, never as HTML); nothing else on the page is drawn again.
+function applyUpdate(update) {
+  const artifact = update.artifact || {};
+  const id = artifact.artifactId;
+  if (!id) return;
+  let live = state.live.get(id);
+  if (!live) {
+    const li = el('li', null, 'streaming');
+    li.dataset.artifactId = id;
+    li.append(el('div', artifact.name || id, 'who'));
+    const text = document.createTextNode(update.append ? state.base.get(id) || '' : '');
+    const block = el('div', null, 'text live');
+    block.append(text);
+    li.append(block);
+    live = { li, text };
+    state.live.set(id, live);
+    const arts = $('artifacts');
+    const shown = [...arts.children].find((c) => c.dataset.artifactId === id);
+    if (shown) shown.replaceWith(li);
+    else {
+      arts.querySelector(':scope > li:not([data-artifact-id])')?.remove(); // "None."
+      arts.append(li);
+    }
+  }
+  if (update.append) live.text.appendData(textOf(artifact));
+  else live.text.data = textOf(artifact);
+}
+
+/// A task as a stream gives it: what the updates after it apply to.
+function applySnapshot(task) {
+  state.base = new Map((task.artifacts || []).map((a) => [a.artifactId, textOf(a)]));
+  for (const [id, live] of state.live) live.text.data = state.base.get(id) || '';
 }
 
 async function loadTask(id) {
@@ -363,9 +424,9 @@ function reloadSoon(id) {
   }, RELOAD_AFTER_MS);
 }
 
-/// Follows the open task: SubscribeToTask over SSE; its events read the task again, a burst
-/// of them once (so the page shows what GetTask does), until the task ends or another is
-/// opened. A
+/// Follows the open task: SubscribeToTask over SSE; an answer's artifact updates are shown
+/// as they come (`applyUpdate`), its other events read the task again, a burst of them
+/// once (so the page shows what GetTask does), until the task ends or another is opened. A
 /// stream closes when the task waits on someone (an interrupted state): until it moves
 /// on, the task is read again every few seconds, then followed again. A stream that ends
 /// at once (refused, say) is tried again later and later, never in a tight loop.
@@ -401,8 +462,9 @@ async function stream(id, ctrl) {
       buffer += value;
       let cut;
       while ((cut = buffer.indexOf('\n\n')) >= 0) {
+        const event = buffer.slice(0, cut);
         buffer = buffer.slice(cut + 2);
-        if (state.open === id) reloadSoon(id);
+        if (state.open === id) onEvent(id, event);
       }
     }
   } catch (e) {
@@ -410,8 +472,31 @@ async function stream(id, ctrl) {
   }
 }
 
+/// One SSE event of the open task's stream: an artifact update is applied at once; any
+/// other event reads the task again soon.
+function onEvent(id, event) {
+  const data = event.split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trimStart()).join('\n');
+  let result = null;
+  try {
+    result = JSON.parse(data).result;
+  } catch {
+    // Not one the page knows: reading the task shows where it stands.
+  }
+  const update = result && result.artifactUpdate;
+  if (update && update.taskId === id) {
+    applyUpdate(update);
+    return;
+  }
+  if (result && result.task && result.task.id === id) applySnapshot(result.task);
+  reloadSoon(id);
+}
+
 async function openTask(id) {
   showError(null);
+  if (state.open !== id) {
+    state.live.clear();
+    state.base.clear();
+  }
   state.open = id;
   $('start').hidden = true;
   $('pick').hidden = true;

@@ -937,6 +937,9 @@ def model_statements(res, conditions) -> list[dict]:
     return out
 
 
+# Converse is allowed by bedrock:InvokeModel, ConverseStream (the streamed answer) by
+# bedrock:InvokeModelWithResponseStream.
+INVOKE = ["bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"]
 PROFILE_ARN = ("arn:${AWS::Partition}:bedrock:${AWS::Region}:${AWS::AccountId}:"
                "inference-profile/${BedrockInferenceProfile}.${ModelId}")
 
@@ -964,9 +967,9 @@ def test_model_permissions_by_default_are_invoke_on_the_profile_and_its_models_o
     conditions = conditions_for(template)
     statements = model_statements(functions["resume"], conditions)
     assert statements == [
-        {"Effect": "Allow", "Action": "bedrock:InvokeModel",
+        {"Effect": "Allow", "Action": INVOKE,
          "Resource": {"Fn::Sub": PROFILE_ARN}},
-        {"Effect": "Allow", "Action": "bedrock:InvokeModel",
+        {"Effect": "Allow", "Action": INVOKE,
          "Resource": [
              {"Fn::Sub": "arn:${AWS::Partition}:bedrock:*::foundation-model/${ModelId}"},
              {"Fn::Sub": "arn:${AWS::Partition}:bedrock:::foundation-model/${ModelId}"}],
@@ -981,7 +984,7 @@ def test_model_permissions_by_default_are_invoke_on_the_profile_and_its_models_o
     # No profile: the model in this region, nothing else.
     direct = model_statements(functions["resume"],
                               conditions_for(template, BedrockInferenceProfile="none"))
-    assert direct == [{"Effect": "Allow", "Action": "bedrock:InvokeModel", "Resource": {
+    assert direct == [{"Effect": "Allow", "Action": INVOKE, "Resource": {
         "Fn::Sub": "arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/${ModelId}"}}]
     # Only the function that drives tasks calls the model.
     for binary, res in functions.items():

@@ -15,6 +15,8 @@ storage), as two people on two machines would.
 4. A draft typed while the previous message is on its way is kept when its answer comes.
 5. The page asks for what it shows (a `historyLength`), and a burst of events on the open
    task's stream reads the task a few times, not once an event.
+6. An answer the model streams shows, growing, in the open task while it is still working
+   (two screenshots), and ends as the stored answer, once.
 
 A screenshot of each step goes to $HARNESS_UI_ARTIFACTS (default: a temporary folder,
 printed).
@@ -74,19 +76,28 @@ def artifacts() -> Path:
     return path
 
 
-def serve(work: Path, *flags: str):
-    """harness-local on a free port with the scripted model that asks bob; its URL."""
-    script = work / 'script.json'
-    script.write_text(json.dumps({'turns': [
-        {'tool_calls': [{'name': 'ask_participant', 'arguments': {
-            'participant_id': 'bob', 'question': QUESTION}}]},
-        {'text': ANSWER},
-    ]}))
+ASKS_BOB = {'turns': [
+    {'tool_calls': [{'name': 'ask_participant', 'arguments': {
+        'participant_id': 'bob', 'question': QUESTION}}]},
+    {'text': ANSWER},
+]}
+# An answer in 20 pieces, 300 ms apart; one carries markup, which must show as text.
+STREAMED = [('' if i == 0 else ' ') + f'Stroke {i + 1:02} of 20 paints the shed blue.'
+            for i in range(20)]
+STREAMED[7] += ' <img src=x onerror="window.__pwned=1">'
+STREAMS = {'turns': [{'chunks': STREAMED, 'chunk_delay_ms': 300}]}
+
+
+def serve(work: Path, *flags: str, script: dict = ASKS_BOB):
+    """harness-local on a free port with the scripted model (by default, the one that
+    asks bob); its URL."""
+    path = work / 'script.json'
+    path.write_text(json.dumps(script))
     port = free_port()
     log = open(work / 'server.log', 'wb')  # noqa: SIM115 - closed below
     proc = subprocess.Popen(
         [str(binary()), '--listen', f'127.0.0.1:{port}', '--state-dir', str(work / 'state'),
-         '--agent', 'llm', '--model', f'scripted:{script}', *flags],
+         '--agent', 'llm', '--model', f'scripted:{path}', *flags],
         stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
         env={k: v for k, v in os.environ.items() if not k.startswith('HARNESS_')},
     )
@@ -112,6 +123,12 @@ def serve(work: Path, *flags: str):
 @pytest.fixture(scope='module')
 def harness():
     yield from serve(Path(tempfile.mkdtemp(prefix='harness-ui-')))
+
+
+@pytest.fixture(scope='module')
+def streaming_harness():
+    """A harness whose model streams its answer slowly."""
+    yield from serve(Path(tempfile.mkdtemp(prefix='harness-ui-stream-')), script=STREAMS)
 
 
 @pytest.fixture(scope='module')
@@ -332,3 +349,66 @@ def test_the_page_forbids_inline_script(harness):
         policy = resp.headers['Content-Security-Policy']
     assert "script-src 'self'" in policy and 'unsafe-inline' not in policy, policy
     assert "default-src 'none'" in policy, policy
+
+
+def test_the_answer_shows_as_it_streams_before_the_task_completes(
+        browser, streaming_harness, artifacts):
+    """The model writes its answer in 20 pieces 300 ms apart: the open task shows it
+    growing while it is still working, as text (the markup in it makes no element), added
+    to one text node rather than the task drawn again per piece, and at the end the
+    stored answer once. Before, the answer showed only once the task had completed."""
+    answer = ''.join(STREAMED)
+    alice = person(browser, streaming_harness, 'alice')
+    reads = []
+    alice.on('request', lambda r: reads.append(time.monotonic())
+             if 'GetTask' in (r.post_data or '') else None)
+    start_task(alice, 'Stream the answer', 'Tell me how the shed gets painted', 'bob watcher')
+
+    def seen() -> tuple[str, list[str]]:
+        """The task's state line and its artifacts' texts, read at one moment."""
+        return tuple(alice.evaluate("""() => [
+            document.getElementById('task-state').textContent,
+            [...document.querySelectorAll('#artifacts li .text')].map((t) => t.textContent),
+        ]"""))
+
+    def wait_for(ok, what: str) -> tuple[str, list[str]]:
+        deadline = time.monotonic() + WAIT_MS / 1000
+        while True:
+            state, texts = seen()
+            if ok(state, texts):
+                return state, texts
+            assert time.monotonic() < deadline, f'{what}: {state} {texts}'
+            alice.wait_for_timeout(20)
+
+    def partial(texts: list[str], longer_than: int = 0) -> bool:
+        return (len(texts) == 1 and longer_than < len(texts[0]) < len(answer)
+                and answer.startswith(texts[0]))
+
+    state1, texts1 = wait_for(lambda st, t: partial(t) or st == 'State: completed',
+                              'part of the answer shows')
+    alice.screenshot(path=artifacts / '8-answer-streaming-1.png', full_page=True)
+    assert state1 == 'State: working', (state1, texts1)
+    assert partial(texts1), texts1
+    # The piece shown is the one the next pieces are added to.
+    alice.evaluate("document.querySelector('#artifacts li .text').dataset.marked = 'yes'")
+    reads_before = len(reads)
+
+    # At least three pieces more, while the task still works.
+    more = len(texts1[0]) + 3 * len(STREAMED[1])
+    state2, texts2 = wait_for(lambda st, t: partial(t, more) or st == 'State: completed',
+                              'more of the answer shows')
+    alice.screenshot(path=artifacts / '9-answer-streaming-2.png', full_page=True)
+    assert state2 == 'State: working', (state2, texts2)
+    assert partial(texts2, more) and texts2[0].startswith(texts1[0]), (texts1, texts2)
+    assert alice.evaluate("document.querySelector('#artifacts li .text').dataset.marked") == 'yes'
+    assert len(reads) - reads_before <= 1, 'the task is not read again for each piece'
+
+    expect(alice.locator('#task-state')).to_have_text('State: completed', timeout=WAIT_MS)
+    alice.screenshot(path=artifacts / '10-answer-complete.png', full_page=True)
+    _, texts = seen()
+    assert texts == [answer], texts
+    conversation = alice.locator('#conversation').text_content()
+    assert conversation.count(answer) == 1, conversation
+    assert alice.locator('#task').text_content().count(STREAMED[0]) == 2, 'in the answer and the artifact'
+    expect(alice.locator('#task img')).to_have_count(0)
+    assert alice.evaluate('window.__pwned') is None

@@ -532,7 +532,7 @@ async fn request_help(
     .await;
     if !decided.model_calls.is_empty() {
         // The decision's model calls count like the agent's own, decided or not.
-        run.update_agent(|s| count_calls(s, &decided.model_calls))
+        run.update_agent(|s| count_calls(s, ctx.model_id, &decided.model_calls))
             .await?;
     }
     let decision = match decided.decision {
@@ -567,11 +567,10 @@ async fn request_help(
     }
 }
 
-fn count_calls(state: &mut super::llm::AgentState, calls: &[Usage]) {
+fn count_calls(state: &mut super::llm::AgentState, model: &str, calls: &[Usage]) {
     for u in calls {
         state.model_calls += 1;
-        state.usage.input_tokens += u.input_tokens;
-        state.usage.output_tokens += u.output_tokens;
+        state.count(model, *u);
     }
 }
 

@@ -10,10 +10,10 @@ use super::compaction;
 use super::context::{untrusted, SystemPrompt};
 use super::intrinsics;
 use super::tools::{Checked, ToolOutcome, ToolRegistry};
-use crate::a2a::{Artifact, Message, Part, Role, TaskState};
+use crate::a2a::{Message, Part, Role, TaskState};
 use crate::channels::help::{HelpDecider, ModelDecider};
 use crate::engine::links::{self, Link};
-use crate::engine::transition::{add_artifact, agent_message, new_id, set_status};
+use crate::engine::transition::{agent_message, set_status};
 use crate::engine::Agent;
 use crate::engine::{RunError, TaskRun};
 use crate::ext::task::ParticipantKind;
@@ -353,26 +353,6 @@ fn sub_task_note(nonce: &str, child: Option<&crate::store::TaskRecord>, id: &str
     }
 }
 
-/// The model's answer with the task's nonce masked wherever it could reach participants
-/// (its text, and tool arguments such as a question or a sub-task's goal): a member who
-/// talked the model into repeating it would learn how to close its blocks.
-fn masked(nonce: &str, mut answer: crate::models::ChatResponse) -> crate::models::ChatResponse {
-    use super::context::without_nonce;
-    if nonce.is_empty() {
-        return answer;
-    }
-    answer.text = answer.text.map(|t| without_nonce(nonce, &t));
-    for call in &mut answer.tool_calls {
-        let json = call.arguments.to_string();
-        if json.contains(nonce) {
-            if let Ok(v) = serde_json::from_str(&without_nonce(nonce, &json)) {
-                call.arguments = v;
-            }
-        }
-    }
-    answer
-}
-
 /// Longest sub-task summary a parent is given.
 const SUMMARY_CHARS: usize = 500;
 
@@ -462,7 +442,7 @@ impl LlmAgent {
         request.task_id = rec.id().to_owned();
         let (task_id, nonce) = (rec.id().to_owned(), state.nonce.clone());
         let answer = match run.keeping_lease(choice.model.chat(&request)).await? {
-            Ok(a) => masked(&nonce, a),
+            Ok(a) => super::streamed::masked(&nonce, a),
             Err(e) => {
                 tracing::warn!(%task_id, error = %e, "the summary call failed; older turns are left out instead");
                 return Ok(());
@@ -478,8 +458,7 @@ impl LlmAgent {
         run.update_agent(|a| {
             a.compaction = Some(compacted.clone());
             a.summaries += 1;
-            a.usage.input_tokens += usage.input_tokens;
-            a.usage.output_tokens += usage.output_tokens;
+            a.count(&choice.id, usage);
         })
         .await
     }
@@ -686,8 +665,8 @@ impl Agent for LlmAgent {
                 }
             }
             let nonce = run.record().agent.nonce.clone();
-            let answer = match run.keeping_lease(choice.model.chat(&request)).await? {
-                Ok(a) => masked(&nonce, a),
+            let answer = match super::streamed::call(run, &*choice.model, &request, &nonce).await? {
+                Ok(a) => a,
                 Err(e) => {
                     let why = crate::engine::failure_notice("The model call failed", &e);
                     return Self::fail(run, &why).await;
@@ -700,31 +679,28 @@ impl Agent for LlmAgent {
             let taken = |a: &mut crate::store::conversation::AgentState| {
                 a.conversation.push(said.clone());
                 a.model_calls += 1;
-                a.usage.input_tokens += answer.usage.input_tokens;
-                a.usage.output_tokens += answer.usage.output_tokens;
+                a.count(&choice.id, answer.usage);
             };
             if answer.tool_calls.is_empty() {
                 // The answer, its artifact and the task's end in one commit: no crash can
                 // leave an answer taken that the task does not end with.
                 let text = answer.text.clone().unwrap_or_default();
-                let artifact = Artifact {
-                    artifact_id: new_id(),
-                    name: "answer".into(),
-                    parts: vec![Part::text(text.clone())],
-                    ..Default::default()
-                };
                 return run
-                    .apply(|rec| {
+                    .answer(&text, true, |rec| {
                         taken(&mut rec.agent);
                         let msg = agent_message(&rec.task, vec![Part::text(text.clone())]);
-                        vec![
-                            add_artifact(rec, artifact.clone(), false, true),
-                            set_status(rec, TaskState::Completed, Some(msg), None),
-                        ]
+                        vec![set_status(rec, TaskState::Completed, Some(msg), None)]
                     })
                     .await;
             }
-            run.update_agent(taken).await?;
+            // What streams were shown of the turn's text is shown whole before the tools run.
+            let text = answer.text.clone().unwrap_or_default();
+            run.answer(&text, false, |rec| {
+                taken(&mut rec.agent);
+                rec.handovers = 0;
+                Vec::new()
+            })
+            .await?;
         }
     }
 }

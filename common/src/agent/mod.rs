@@ -9,6 +9,7 @@ pub mod delegate;
 pub(crate) mod elsewhere;
 pub mod intrinsics;
 pub mod llm;
+mod streamed;
 pub mod tools;
 
 use crate::engine::Agent;

@@ -26,6 +26,7 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::mpsc;
 
 use crate::a2a::{A2aError, StreamResponse};
+use crate::store::conversation::Answering;
 use crate::store::{Store, TaskRecord};
 
 /// Re-reads the log this soon after an event even without a signal, for writers in other
@@ -178,6 +179,10 @@ pub struct Follow {
     /// When the follower's token stops being accepted: the stream ends then, with the
     /// task's not-found (None: no token, or one that outlives any stream).
     pub until: Option<std::time::Instant>,
+    /// The answer being written when `first` was read (the task's
+    /// [`Answering`]): its text so far is in the log alone, so its updates up to `after`
+    /// are sent after `first` (see [`super::answer`]).
+    pub answer: Option<Answering>,
 }
 
 pub type EventStream =
@@ -223,6 +228,9 @@ async fn produce(store: Arc<dyn Store>, f: Follow, tx: &Tx) -> Result<(), ()> {
     tx.send(Ok(f.first)).await.map_err(|_| ())?;
     if f.settled && f.after >= f.replay_until {
         return Ok(());
+    }
+    if let Some(answer) = f.answer.as_ref().filter(|a| a.from <= f.after) {
+        answer_so_far(&*store, &f.task_id, answer, f.after, tx).await?;
     }
     let mut cursor = f.after;
     let mut poll = POLL_MIN;
@@ -272,6 +280,37 @@ async fn produce(store: Arc<dyn Store>, f: Follow, tx: &Tx) -> Result<(), ()> {
             }
         }
     }
+}
+
+/// Sends the updates of the answer's artifact from where its text starts up to `upto`.
+async fn answer_so_far(
+    store: &dyn Store,
+    task_id: &str,
+    answer: &Answering,
+    upto: u64,
+    tx: &Tx,
+) -> Result<(), ()> {
+    let mut cursor = answer.from.saturating_sub(1);
+    while cursor < upto {
+        let events = match store.read_events(task_id, Some(cursor), BATCH).await {
+            Ok(events) if !events.is_empty() => events,
+            Ok(_) => return Ok(()),
+            Err(e) => {
+                let _ = tx.send(Err(e.into())).await;
+                return Err(());
+            }
+        };
+        for e in events.into_iter().take_while(|e| e.seq <= upto) {
+            cursor = e.seq;
+            let of_answer = (e.event.artifact_update.as_ref())
+                .and_then(|u| u.artifact.as_ref())
+                .is_some_and(|a| a.artifact_id == answer.artifact);
+            if of_answer {
+                tx.send(Ok(e.event)).await.map_err(|_| ())?;
+            }
+        }
+    }
+    Ok(())
 }
 
 async fn wait_for(
@@ -386,6 +425,7 @@ mod tests {
             settled: false,
             subscription: None,
             until: None,
+            answer: None,
         };
         let stream = follow_for(store, f, Duration::from_millis(300));
         let events = tokio::time::timeout(Duration::from_secs(5), stream.collect::<Vec<_>>())

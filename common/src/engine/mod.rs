@@ -21,6 +21,7 @@
 //! parents, which take the outcome in at their next turn.
 
 pub mod agent;
+pub mod answer;
 pub mod follow;
 pub mod links;
 pub mod medium;

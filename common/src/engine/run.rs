@@ -12,6 +12,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use tokio::sync::mpsc;
+
+use super::answer::{Draft, Written};
 use super::transition;
 use crate::a2a::{Artifact, Message, StreamResponse, TaskState};
 use crate::store::{InboundMessage, Store, StoreError, TaskRecord};
@@ -60,6 +63,9 @@ pub struct TaskRun {
     /// The run ends waiting on a timer: the sweep wakes the task after this long (a
     /// timer in place of the lease: a remote agent's next poll, a delegation's deadline).
     pub poll_after: Option<Duration>,
+    /// What this run's commits have left the answer's artifact showing to streams
+    /// ([`super::answer`]); None before it showed any.
+    shown: Option<String>,
 }
 
 /// How long before its deadline a step in progress is dropped, so the run can still
@@ -82,6 +88,7 @@ impl TaskRun {
             handed_over: false,
             created: Vec::new(),
             poll_after: None,
+            shown: None,
         }
     }
 
@@ -169,28 +176,86 @@ impl TaskRun {
         &mut self,
         work: impl std::future::Future<Output = T>,
     ) -> Result<T, RunError> {
+        self.waiting(work, None).await
+    }
+
+    /// [`keeping_lease`](Self::keeping_lease) for a model call whose text is shown as it
+    /// is written: what `written` tells of is committed in batches ([`super::answer`]),
+    /// each a renewal of the lease. A batch that finds the task ended (a cancel) or taken
+    /// ends the wait as a renewal does, and the call is dropped.
+    pub async fn keeping_lease_writing<T>(
+        &mut self,
+        work: impl std::future::Future<Output = T>,
+        written: mpsc::UnboundedReceiver<Written>,
+    ) -> Result<T, RunError> {
+        self.waiting(work, Some(written)).await
+    }
+
+    async fn waiting<T>(
+        &mut self,
+        work: impl std::future::Future<Output = T>,
+        mut written: Option<mpsc::UnboundedReceiver<Written>>,
+    ) -> Result<T, RunError> {
         // What the run did so far is stored before it waits.
         self.flush().await?;
-        let Some(ttl) = self.lease.as_ref().map(|(_, ttl)| *ttl) else {
-            return Ok(work.await);
-        };
-        let period = (ttl / 3).max(Duration::from_millis(50));
+        let ttl = self.lease.as_ref().map(|(_, ttl)| *ttl);
         let far = tokio::time::Instant::now() + Duration::from_secs(365 * 24 * 3600);
+        let period = ttl.map_or(Duration::from_secs(3600), |ttl| {
+            (ttl / 3).max(Duration::from_millis(50))
+        });
         let cut_off = (self.deadline)
+            .filter(|_| ttl.is_some())
             .map(|d| tokio::time::Instant::from_std(d.checked_sub(RELEASE_MARGIN).unwrap_or(d)))
             .unwrap_or(far);
+        let id = match &self.record.agent.answer {
+            Some(answering) => answering.artifact.clone(),
+            None => transition::new_id(),
+        };
+        let mut draft = Draft::new(id);
         tokio::pin!(work);
         let mut renew = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
         loop {
+            let due = draft.due().map(tokio::time::Instant::from_std);
             tokio::select! {
+                // An answer complete takes its text whole: no batch of what it wrote last.
+                biased;
                 out = &mut work => return Ok(out),
-                _ = renew.tick() => self.apply(|_| Vec::new()).await?,
-                _ = tokio::time::sleep_until(cut_off) => {
+                w = next(&mut written) => draft.take(w),
+                () = tokio::time::sleep_until(due.unwrap_or(far)), if due.is_some() => {
+                    let batch = draft.batch();
+                    self.apply(|rec| vec![batch.apply(rec)]).await?;
+                    match self.shown.as_mut() {
+                        Some(shown) if batch.append => shown.push_str(&batch.text),
+                        _ => self.shown = Some(batch.text),
+                    }
+                    renew.reset();
+                }
+                _ = renew.tick(), if ttl.is_some() => self.apply(|_| Vec::new()).await?,
+                () = tokio::time::sleep_until(cut_off) => {
                     self.hand_over();
                     return Err(RunError::CutOff);
                 }
             }
         }
+    }
+
+    /// Commits `change` with the answer's artifact left showing `text`: the final answer
+    /// (`last`), which the stored task gets as its artifact, or the whole text of a turn
+    /// whose start streams were shown ([`super::answer`]).
+    pub async fn answer(
+        &mut self,
+        text: &str,
+        last: bool,
+        change: impl Fn(&mut TaskRecord) -> Vec<StreamResponse>,
+    ) -> Result<(), RunError> {
+        let shown = self.shown.clone();
+        self.apply(|rec| {
+            let shown = super::answer::settle(rec, shown.as_deref(), text, last);
+            shown.into_iter().chain(change(rec)).collect()
+        })
+        .await?;
+        self.shown = Some(text.to_owned());
+        Ok(())
     }
 
     pub fn record(&self) -> &TaskRecord {
@@ -298,6 +363,17 @@ impl TaskRun {
             }
         }
     }
+}
+
+/// What the writer tells of next; never, once it is done.
+async fn next(written: &mut Option<mpsc::UnboundedReceiver<Written>>) -> Written {
+    if let Some(rx) = written.as_mut() {
+        if let Some(w) = rx.recv().await {
+            return w;
+        }
+        *written = None;
+    }
+    std::future::pending().await
 }
 
 /// Whether `lease` (a run's owner and renewal) is the lease `rec` holds.

@@ -30,6 +30,9 @@
 //! The `model` label takes at most [`MAX_MODELS`] distinct values (names come from
 //! configuration, but a misconfiguration must not grow the series without bound): calls for
 //! further models are counted under `other`. An empty model name is counted as `unknown`.
+//! A client adds none: a task's `/model` is one of the models file's names, and the label
+//! is that model's id. The task's own counts, by the same ids, are in its metadata
+//! (`ops::shown`).
 //!
 //! # Recording
 //!

@@ -7,13 +7,20 @@
 //! map onto [`ModelError`] as for the OpenAI provider: 429, 529 (overloaded), other 5xx,
 //! timeouts and connection errors are transient, other statuses permanent, and messages
 //! never carry the key.
+//!
+//! `chat_stream` asks for a stream (`stream: true`) and reads its events as [`events`]
+//! describes; the [`sse`] module says how a stream is read, when it is complete, and its
+//! timeouts.
+
+mod events;
 
 use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::{json, Map, Value};
 
-use super::http;
+use super::sse::{self, Timeouts};
+use super::{http, OnDelta};
 use super::{ChatMessage, ChatRequest, ChatResponse, Model, ModelError, ToolCall, Usage};
 
 const PROVIDER: &str = "anthropic";
@@ -28,6 +35,7 @@ pub struct Anthropic {
     base_url: String,
     api_key: String,
     timeout: Duration,
+    stream_timeout: Duration,
     client: Result<reqwest::Client, String>,
 }
 
@@ -37,13 +45,15 @@ impl std::fmt::Debug for Anthropic {
             .field("base_url", &self.base_url)
             .field("api_key", &"[redacted]")
             .field("timeout", &self.timeout)
+            .field("stream_timeout", &self.stream_timeout)
             .finish()
     }
 }
 
 impl Anthropic {
     /// `base_url` without the version (`https://api.anthropic.com` when `None`); `timeout`
-    /// bounds each HTTP request as a whole.
+    /// bounds each whole-response request as a whole, and a streamed one between two
+    /// reads (see [`Anthropic::with_stream_timeout`]).
     pub fn new(base_url: Option<String>, api_key: impl Into<String>, timeout: Duration) -> Self {
         let base_url = base_url
             .filter(|b| !b.trim().is_empty())
@@ -54,8 +64,32 @@ impl Anthropic {
             base_url,
             api_key: api_key.into(),
             timeout,
+            stream_timeout: sse::STREAM_TIMEOUT.max(timeout),
             client: http::client(timeout),
         }
+    }
+
+    /// Overrides how long a streamed answer may take in all (by default 10 minutes, or
+    /// the timeout when that is longer).
+    pub fn with_stream_timeout(mut self, total: Duration) -> Self {
+        self.stream_timeout = total;
+        self
+    }
+
+    /// The request to the messages endpoint with `body`, and its URL.
+    fn post(&self, body: &Value) -> Result<(String, reqwest::RequestBuilder), ModelError> {
+        let client = self
+            .client
+            .as_ref()
+            .map_err(|e| ModelError::permanent(format!("{PROVIDER}: {e}")))?;
+        let url = format!("{}/v1/messages", self.base_url);
+        let key = http::secret_header(PROVIDER, "x-api-key", &self.api_key)?;
+        let builder = client
+            .post(&url)
+            .header("x-api-key", key)
+            .header("anthropic-version", API_VERSION)
+            .json(body);
+        Ok((url, builder))
     }
 
     /// Like [`Anthropic::new`], reading the key from the environment variable `key_var`
@@ -195,18 +229,10 @@ fn parse_response(body: &Value) -> Result<ChatResponse, ModelError> {
         }
     }
     let text = Some(texts.concat()).filter(|t| !t.is_empty());
-    let tokens = |field: &str| http::usage_tokens(body, field);
     Ok(ChatResponse {
         text,
         tool_calls,
-        usage: Usage {
-            // `input_tokens` leaves out the tokens read from or written to the prompt
-            // cache; they were processed all the same.
-            input_tokens: tokens("input_tokens")
-                + tokens("cache_creation_input_tokens")
-                + tokens("cache_read_input_tokens"),
-            output_tokens: tokens("output_tokens"),
-        },
+        usage: usage(body),
         finish_reason: body
             .get("stop_reason")
             .and_then(Value::as_str)
@@ -214,22 +240,49 @@ fn parse_response(body: &Value) -> Result<ChatResponse, ModelError> {
     })
 }
 
+/// The token counts in the `usage` object of `parent` (a message, or a stream's
+/// `message_delta`). `input_tokens` leaves out the tokens read from or written to the
+/// prompt cache; they were processed all the same.
+fn usage(parent: &Value) -> Usage {
+    let tokens = |field: &str| http::usage_tokens(parent, field);
+    Usage {
+        input_tokens: tokens("input_tokens")
+            + tokens("cache_creation_input_tokens")
+            + tokens("cache_read_input_tokens"),
+        output_tokens: tokens("output_tokens"),
+    }
+}
+
 #[async_trait]
 impl Model for Anthropic {
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
-        let client = self
-            .client
-            .as_ref()
-            .map_err(|e| ModelError::permanent(format!("{PROVIDER}: {e}")))?;
-        let url = format!("{}/v1/messages", self.base_url);
-        let key = http::secret_header(PROVIDER, "x-api-key", &self.api_key)?;
-        let builder = client
-            .post(&url)
-            .header("x-api-key", key)
-            .header("anthropic-version", API_VERSION)
-            .json(&body(request));
+        let (url, builder) = self.post(&body(request))?;
         let body = http::send(PROVIDER, &url, builder, self.timeout, Some(&self.api_key)).await?;
         parse_response(&body)
+    }
+
+    async fn chat_stream(
+        &self,
+        request: &ChatRequest,
+        on_delta: OnDelta<'_>,
+    ) -> Result<ChatResponse, ModelError> {
+        let mut body = body(request);
+        body["stream"] = json!(true);
+        let (url, builder) = self.post(&body)?;
+        let timeouts = Timeouts {
+            idle: self.timeout,
+            total: self.stream_timeout,
+        };
+        sse::stream(
+            PROVIDER,
+            &url,
+            builder,
+            timeouts,
+            Some(&self.api_key),
+            events::MessageStream::default(),
+            on_delta,
+        )
+        .await
     }
 }
 

@@ -1,21 +1,33 @@
 //! The Amazon Bedrock provider: the Converse API through `aws-sdk-bedrockruntime`, with
-//! tool use. Credentials, region and endpoint come from the standard AWS chain
-//! ([`Bedrock::from_env`]: environment, profile, the Lambda execution role, ...), or from a
-//! client built by the caller ([`Bedrock::new`]).
+//! tool use, whole (`chat`: Converse) or streamed (`chat_stream`: ConverseStream).
+//! Credentials, region and endpoint come from the standard AWS chain ([`Bedrock::from_env`]:
+//! environment, profile, the Lambda execution role, ...), or from a client built by the
+//! caller ([`Bedrock::new`]).
 //!
 //! The request: the system prompt as one `system` text block; user text as user messages;
 //! assistant turns as `text` and `toolUse` blocks; tool results as `toolResult` blocks in a
 //! user message (consecutive messages of the same role are merged into one, so a run of
 //! tool results, and any user text after them, becomes a single user message, which keeps
 //! the roles alternating as Converse requires); the tools as `toolConfig.tools[].toolSpec`
-//! (omitted when there are none); `inferenceConfig.maxTokens`.
+//! (omitted when there are none); `inferenceConfig.maxTokens`. Converse and ConverseStream
+//! are sent the same request.
 //!
-//! Failures map onto [`ModelError`]: throttling, service unavailable, internal errors,
-//! model-not-ready, model timeouts, other 5xx and 429s, timeouts and connection errors are
-//! transient; access denied, validation, unknown model, quota and other 4xx, and requests
-//! that could not be built or signed (no credentials) are permanent. Messages name the
-//! model, the error code, the HTTP status and the service's own message; they never carry
-//! credentials.
+//! The stream: `contentBlockDelta` text is the answer's text (text blocks joined with a
+//! newline, as a whole answer's are); `contentBlockStart` of a `toolUse` gives a call's id
+//! and name, its `contentBlockDelta`s fragments of its input's JSON text, and calls are
+//! numbered among calls; `messageStop` gives the stop reason, `metadata` the token usage;
+//! reasoning, citations and images are not part of the answer. A stream that ends before
+//! `messageStop` (the connection ended or broke) is cut off: transient, and the whole call
+//! is made again by [`super::retry::Retrying`].
+//!
+//! Failures of a call, and exceptions in the stream, map onto [`ModelError`] by the same
+//! rule: throttling, service unavailable, internal errors, model-not-ready, model timeouts,
+//! model stream errors, other 5xx and 429s, timeouts, connection errors and unreadable
+//! answers are transient; access denied, validation, unknown model, quota and other 4xx,
+//! an exception in the stream of a kind not named here, and requests that could not be
+//! built or signed (no credentials) are permanent. Messages name the operation, the model,
+//! the error code, the HTTP status (or that it came in the stream) and the service's own
+//! message; they never carry credentials.
 //!
 //! Retrying is done by [`super::retry::Retrying`], not here. The SDK has its own retry
 //! layer (standard mode, 3 attempts by default) that this provider leaves as the client's
@@ -33,15 +45,21 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use aws_sdk_bedrockruntime::error::{ProvideErrorMetadata, SdkError};
-use aws_sdk_bedrockruntime::operation::converse::{ConverseError, ConverseOutput};
+use aws_sdk_bedrockruntime::operation::converse::ConverseOutput;
 use aws_sdk_bedrockruntime::types::{
-    ContentBlock, ConversationRole, InferenceConfiguration, Message, SystemContentBlock, Tool,
-    ToolConfiguration, ToolInputSchema, ToolResultBlock, ToolResultContentBlock, ToolResultStatus,
-    ToolSpecification, ToolUseBlock,
+    ContentBlock, ContentBlockDelta, ContentBlockStart, ConversationRole, ConverseStreamOutput,
+    InferenceConfiguration, Message, SystemContentBlock, TokenUsage, Tool, ToolConfiguration,
+    ToolInputSchema, ToolResultBlock, ToolResultContentBlock, ToolResultStatus, ToolSpecification,
+    ToolUseBlock,
 };
+use aws_smithy_runtime_api::http::Response as HttpResponse;
+use aws_smithy_types::event_stream::RawMessage;
 use serde_json::Value;
 
-use super::{ChatMessage, ChatRequest, ChatResponse, Model, ModelError, ToolCall, Usage};
+use super::stream::{self, Assembly};
+use super::{
+    ChatMessage, ChatRequest, ChatResponse, Delta, Model, ModelError, OnDelta, ToolCall, Usage,
+};
 
 /// A [`Model`] backed by Bedrock's Converse API.
 #[derive(Debug, Clone)]
@@ -68,31 +86,105 @@ impl Bedrock {
     }
 }
 
+/// What Converse and ConverseStream are both sent.
+struct Parts {
+    messages: Vec<Message>,
+    system: Option<Vec<SystemContentBlock>>,
+    tool_config: Option<ToolConfiguration>,
+    inference: InferenceConfiguration,
+}
+
+fn parts(request: &ChatRequest) -> Result<Parts, ModelError> {
+    Ok(Parts {
+        messages: messages(request)?,
+        system: (!request.system.is_empty())
+            .then(|| vec![SystemContentBlock::Text(request.system.clone())]),
+        tool_config: tool_config(request)?,
+        inference: InferenceConfiguration::builder()
+            .max_tokens(i32::try_from(request.max_tokens).unwrap_or(i32::MAX))
+            .build(),
+    })
+}
+
+/// Sets [`Parts`] on a Converse or ConverseStream call (their builders have the same
+/// setters, and no trait in common).
+macro_rules! with_parts {
+    ($call:expr, $parts:expr) => {{
+        let parts: Parts = $parts;
+        $call
+            .set_messages(Some(parts.messages))
+            .set_system(parts.system)
+            .set_tool_config(parts.tool_config)
+            .inference_config(parts.inference)
+    }};
+}
+
+/// A Bedrock Runtime operation: its name, as errors say it, and the IAM action that
+/// allows it.
+struct Operation {
+    name: &'static str,
+    action: &'static str,
+}
+
+const CONVERSE: Operation = Operation {
+    name: "Converse",
+    action: "bedrock:InvokeModel",
+};
+const CONVERSE_STREAM: Operation = Operation {
+    name: "ConverseStream",
+    action: "bedrock:InvokeModelWithResponseStream",
+};
+
 #[async_trait]
 impl Model for Bedrock {
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
         let model = request.model.as_str();
-        let mut converse = self
-            .client
-            .converse()
-            .model_id(model)
-            .set_messages(Some(messages(request)?))
-            .inference_config(
-                InferenceConfiguration::builder()
-                    .max_tokens(i32::try_from(request.max_tokens).unwrap_or(i32::MAX))
-                    .build(),
-            );
-        if !request.system.is_empty() {
-            converse = converse.system(SystemContentBlock::Text(request.system.clone()));
-        }
-        if let Some(tools) = tool_config(request)? {
-            converse = converse.tool_config(tools);
-        }
-        let output = converse
+        let call = self.client.converse().model_id(model);
+        let output = with_parts!(call, parts(request)?)
             .send()
             .await
-            .map_err(|e| converse_error(model, &e))?;
+            .map_err(|e| call_error(model, &CONVERSE, &e))?;
         response(model, &output)
+    }
+
+    /// ConverseStream: each event's delta goes to `on_delta` as it comes. A stream that
+    /// ends before `messageStop` is cut off (transient); an exception in the stream is
+    /// classified as the same error of a whole call is.
+    async fn chat_stream(
+        &self,
+        request: &ChatRequest,
+        on_delta: OnDelta<'_>,
+    ) -> Result<ChatResponse, ModelError> {
+        let model = request.model.as_str();
+        let call = self.client.converse_stream().model_id(model);
+        let mut output = with_parts!(call, parts(request)?)
+            .send()
+            .await
+            .map_err(|e| call_error(model, &CONVERSE_STREAM, &e))?;
+        let mut events = Events::default();
+        let mut assembly = Assembly::default();
+        while let Some(event) = output
+            .stream
+            .recv()
+            .await
+            .map_err(|e| call_error(model, &CONVERSE_STREAM, &e))?
+        {
+            if let Some(delta) = events.delta(event) {
+                assembly.add(&delta);
+                on_delta(delta);
+            }
+        }
+        if !assembly.finished() {
+            return Err(stream::cut_off("bedrock"));
+        }
+        let response = assembly.finish("bedrock")?;
+        tracing::debug!(
+            model,
+            stop_reason = response.finish_reason.as_deref(),
+            tool_calls = response.tool_calls.len(),
+            "bedrock converse stream answered"
+        );
+        Ok(response)
     }
 }
 
@@ -232,28 +324,173 @@ fn response(model: &str, output: &ConverseOutput) -> Result<ChatResponse, ModelE
     } else {
         Some(texts.join("\n"))
     };
-    let usage = output
-        .usage()
-        .map(|u| Usage {
-            input_tokens: u64::try_from(u.input_tokens()).unwrap_or(0),
-            output_tokens: u64::try_from(u.output_tokens()).unwrap_or(0),
-        })
-        .unwrap_or_default();
     Ok(ChatResponse {
         text,
         tool_calls,
-        usage,
+        usage: output.usage().map(usage).unwrap_or_default(),
         finish_reason: Some(output.stop_reason().as_str().to_owned()),
     })
 }
 
-/// Maps a failed Converse call onto [`ModelError`].
-fn converse_error(model: &str, error: &SdkError<ConverseError>) -> ModelError {
+fn usage(u: &TokenUsage) -> Usage {
+    Usage {
+        input_tokens: u64::try_from(u.input_tokens()).unwrap_or(0),
+        output_tokens: u64::try_from(u.output_tokens()).unwrap_or(0),
+    }
+}
+
+/// ConverseStream's events as deltas. Converse numbers content blocks of every kind;
+/// deltas number tool calls among tool calls. Text blocks are joined with a newline, as
+/// [`response`] joins them; reasoning, citations and images are not part of the answer.
+#[derive(Default)]
+struct Events {
+    /// The call index of each tool-use content block.
+    calls: HashMap<i32, usize>,
+    /// The content block text last came in.
+    text_block: Option<i32>,
+}
+
+impl Events {
+    fn delta(&mut self, event: ConverseStreamOutput) -> Option<Delta> {
+        match event {
+            ConverseStreamOutput::ContentBlockStart(start) => match start.start {
+                Some(ContentBlockStart::ToolUse(tool)) => Some(Delta::ToolCall {
+                    index: self.call(start.content_block_index),
+                    id: Some(tool.tool_use_id),
+                    name: Some(tool.name),
+                    arguments: String::new(),
+                }),
+                _ => None,
+            },
+            ConverseStreamOutput::ContentBlockDelta(delta) => {
+                let block = delta.content_block_index;
+                match delta.delta {
+                    Some(ContentBlockDelta::Text(text)) if !text.is_empty() => {
+                        let next_block = self.text_block.replace(block).is_some_and(|b| b != block);
+                        Some(Delta::Text(if next_block {
+                            format!("\n{text}")
+                        } else {
+                            text
+                        }))
+                    }
+                    Some(ContentBlockDelta::ToolUse(tool)) if !tool.input.is_empty() => {
+                        Some(Delta::ToolCall {
+                            index: self.call(block),
+                            id: None,
+                            name: None,
+                            arguments: tool.input,
+                        })
+                    }
+                    _ => None,
+                }
+            }
+            ConverseStreamOutput::MessageStop(stop) => {
+                Some(Delta::Finish(stop.stop_reason.as_str().to_owned()))
+            }
+            ConverseStreamOutput::Metadata(metadata) => {
+                metadata.usage.as_ref().map(|u| Delta::Usage(usage(u)))
+            }
+            // messageStart (the role), contentBlockStop, and events newer than this SDK.
+            _ => None,
+        }
+    }
+
+    /// The call index of a tool-use content block: the next one the first time.
+    fn call(&mut self, block: i32) -> usize {
+        let next = self.calls.len();
+        *self.calls.entry(block).or_insert(next)
+    }
+}
+
+/// What a failed call's raw answer tells: the HTTP response of a call, or an exception
+/// message in ConverseStream's response stream (no status; its code in a header).
+trait RawAnswer {
+    fn status(&self) -> Option<u16>;
+    fn header(&self, name: &str) -> Option<&str>;
+}
+
+impl RawAnswer for HttpResponse {
+    fn status(&self) -> Option<u16> {
+        Some(HttpResponse::status(self).as_u16())
+    }
+
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers().get(name)
+    }
+}
+
+impl RawAnswer for RawMessage {
+    fn status(&self) -> Option<u16> {
+        None
+    }
+
+    fn header(&self, name: &str) -> Option<&str> {
+        let RawMessage::Decoded(message) = self else {
+            return None;
+        };
+        message
+            .headers()
+            .iter()
+            .find(|h| h.name().as_str() == name)
+            .and_then(|h| h.value().as_string().ok())
+            .map(|v| v.as_str())
+    }
+}
+
+/// Where an answer came from, as messages say it.
+fn answered_in(status: Option<u16>) -> String {
+    status.map_or_else(
+        || "in the response stream".to_owned(),
+        |status| format!("HTTP {status}"),
+    )
+}
+
+/// Whether an error the service named is worth another try, and a hint for the ones that
+/// are not. Codes compare without case: an HTTP error says `ThrottlingException`, the
+/// response stream `throttlingException`. An unknown code is retried when its status says
+/// so (408, 429, 5xx); in the stream, where there is none, it is not.
+fn classify(code: Option<&str>, status: Option<u16>, operation: &Operation) -> (bool, String) {
+    let code = code.unwrap_or_default().to_ascii_lowercase();
+    match code.as_str() {
+        "throttlingexception"
+        | "serviceunavailableexception"
+        | "internalserverexception"
+        | "modelnotreadyexception"
+        | "modeltimeoutexception"
+        | "modelstreamerrorexception" => (true, String::new()),
+        "accessdeniedexception" => (
+            false,
+            format!(
+                " (check that the credentials allow {} on this model and that access to the \
+                 model is enabled in this region)",
+                operation.action
+            ),
+        ),
+        "resourcenotfoundexception" => (
+            false,
+            " (check the model id and that the model is offered in this region)".to_owned(),
+        ),
+        "validationexception" => (false, String::new()),
+        _ => (
+            status.is_some_and(|s| s == 408 || s == 429 || s >= 500),
+            String::new(),
+        ),
+    }
+}
+
+/// Maps a failed Converse or ConverseStream call, or an error in ConverseStream's
+/// response stream, onto [`ModelError`].
+fn call_error<E, R>(model: &str, operation: &Operation, error: &SdkError<E, R>) -> ModelError
+where
+    E: ProvideErrorMetadata + std::error::Error + 'static,
+    R: RawAnswer + std::fmt::Debug,
+{
+    let op = operation.name;
     match error {
         SdkError::ServiceError(service) => {
-            let err = service.err();
-            let status = service.raw().status().as_u16();
-            let code = err.code().unwrap_or("an unrecognised response");
+            let (err, raw) = (service.err(), service.raw());
+            let status = raw.status();
+            let code = err.code().or_else(|| raw.header(":exception-type"));
             let detail = match err.message().filter(|m| !m.is_empty()) {
                 Some(m) => format!(": {m}"),
                 // No error code or message: a body the SDK could not read; say why.
@@ -263,42 +500,28 @@ fn converse_error(model: &str, error: &SdkError<ConverseError>) -> ModelError {
                     .map(|why| format!(": {why}"))
                     .unwrap_or_default(),
             };
-            let (transient, hint) = match err {
-                ConverseError::ThrottlingException(_) => (true, ""),
-                ConverseError::ServiceUnavailableException(_) => (true, ""),
-                ConverseError::InternalServerException(_) => (true, ""),
-                ConverseError::ModelNotReadyException(_) => (true, ""),
-                ConverseError::ModelTimeoutException(_) => (true, ""),
-                ConverseError::AccessDeniedException(_) => (
-                    false,
-                    " (check that the credentials allow bedrock:InvokeModel on this model and \
-                     that access to the model is enabled in this region)",
-                ),
-                ConverseError::ResourceNotFoundException(_) => (
-                    false,
-                    " (check the model id and that the model is offered in this region)",
-                ),
-                ConverseError::ValidationException(_) => (false, ""),
-                _ => (status == 408 || status == 429 || status >= 500, ""),
-            };
-            let message =
-                format!("bedrock: Converse for model `{model}` failed with {code} (HTTP {status}){detail}{hint}");
+            let (transient, hint) = classify(code, status, operation);
+            let message = format!(
+                "bedrock: {op} for model `{model}` failed with {} ({}){detail}{hint}",
+                code.unwrap_or("an unrecognised response"),
+                answered_in(status)
+            );
             if transient {
                 ModelError::Transient {
                     message,
-                    retry_after: retry_after(service.raw().headers().get("retry-after")),
+                    retry_after: retry_after(raw.header("retry-after")),
                 }
             } else {
                 ModelError::permanent(message)
             }
         }
         SdkError::TimeoutError(_) => ModelError::transient(format!(
-            "bedrock: Converse for model `{model}` timed out: {}",
+            "bedrock: {op} for model `{model}` timed out: {}",
             chain(error)
         )),
         SdkError::DispatchFailure(dispatch) => {
             let message = format!(
-                "bedrock: Converse for model `{model}` was not answered: {}",
+                "bedrock: {op} for model `{model}` got no complete answer: {}",
                 chain(error)
             );
             // Timeouts, I/O errors and errors the client classified (an incomplete message)
@@ -310,17 +533,16 @@ fn converse_error(model: &str, error: &SdkError<ConverseError>) -> ModelError {
                 ModelError::permanent(message)
             }
         }
-        SdkError::ResponseError(response) => {
-            let status = response.raw().status().as_u16();
-            ModelError::transient(format!(
-                "bedrock: Converse for model `{model}` got a response that could not be read \
-                 (HTTP {status}): {}",
-                chain(error)
-            ))
-        }
+        // An answer (or a frame of the stream) that could not be read.
+        SdkError::ResponseError(response) => ModelError::transient(format!(
+            "bedrock: {op} for model `{model}` got a response that could not be read \
+             ({}): {}",
+            answered_in(response.raw().status()),
+            chain(error)
+        )),
         // Construction failures and anything newer: the request never left.
         _ => ModelError::permanent(format!(
-            "bedrock: Converse for model `{model}` could not be sent: {}",
+            "bedrock: {op} for model `{model}` could not be sent: {}",
             chain(error)
         )),
     }
@@ -453,4 +675,38 @@ where
         .ok()
         .and_then(serde_json::Number::from_f64)
         .map_or(Value::Null, Value::Number)
+}
+
+#[cfg(test)]
+mod tests {
+    use aws_sdk_bedrockruntime::types::ContentBlockDeltaEvent;
+
+    use super::*;
+
+    fn text_delta(block: i32, text: &str) -> ConverseStreamOutput {
+        ConverseStreamOutput::ContentBlockDelta(
+            ContentBlockDeltaEvent::builder()
+                .content_block_index(block)
+                .delta(ContentBlockDelta::Text(text.into()))
+                .build()
+                .expect("an index"),
+        )
+    }
+
+    #[test]
+    fn streamed_text_blocks_are_joined_with_a_newline_as_a_whole_answers_are() {
+        let mut events = Events::default();
+        let texts: Vec<Option<Delta>> = [(0, "First"), (0, " block."), (2, "Second.")]
+            .into_iter()
+            .map(|(block, text)| events.delta(text_delta(block, text)))
+            .collect();
+        assert_eq!(
+            texts,
+            [
+                Some(Delta::Text("First".into())),
+                Some(Delta::Text(" block.".into())),
+                Some(Delta::Text("\nSecond.".into())),
+            ]
+        );
+    }
 }

@@ -11,11 +11,14 @@ use crate::models::ModelError;
 /// How much of an error body a message quotes.
 const MAX_DETAIL_CHARS: usize = 500;
 
-/// A client whose requests time out after `timeout`. Building one can fail (the TLS
-/// backend); the failure is kept and reported by each call rather than panicking.
+/// A client whose requests time out after `timeout` in all, and after `timeout` without
+/// a byte read (the same for a whole response; a streamed one sets a longer total bound
+/// of its own, see [`super::sse`]). Building one can fail (the TLS backend); the failure
+/// is kept and reported by each call rather than panicking.
 pub(crate) fn client(timeout: Duration) -> Result<reqwest::Client, String> {
     crate::https::client_builder()
         .timeout(timeout)
+        .read_timeout(timeout)
         .build()
         .map_err(|e| format!("could not build the HTTP client: {}", chain(&e)))
 }
@@ -55,41 +58,99 @@ pub(crate) async fn send(
     secret: Option<&str>,
 ) -> Result<Value, ModelError> {
     let result = async {
-        let response = request
-            .send()
-            .await
-            .map_err(|e| request_error(provider, url, timeout, &e))?;
+        let response = respond(provider, url, request, timeout).await?;
         let status = response.status();
-        let retry_after = retry_after(response.headers());
         let body = response
             .text()
             .await
             .map_err(|e| request_error(provider, url, timeout, &e))?;
-        if status.is_success() {
-            return serde_json::from_str(&body).map_err(|e| {
-                ModelError::permanent(format!(
-                    "{provider}: HTTP {} with a body that is not JSON ({e}): {}",
-                    status_text(status),
-                    truncate(body.trim())
-                ))
-            });
-        }
-        let message = format!(
-            "{provider}: HTTP {}{}",
-            status_text(status),
-            error_detail(&body)
-        );
-        Err(if is_transient(status) {
-            ModelError::Transient {
-                message,
-                retry_after,
-            }
-        } else {
-            ModelError::Permanent { message }
+        serde_json::from_str(&body).map_err(|e| {
+            ModelError::permanent(format!(
+                "{provider}: HTTP {} with a body that is not JSON ({e}): {}",
+                status_text(status),
+                truncate(body.trim())
+            ))
         })
     }
     .await;
     result.map_err(|e| redact(e, secret))
+}
+
+/// Sends the request and returns a 2xx response, its body unread; a failure to send it
+/// and every other status become a [`ModelError`] (not yet redacted): transient or
+/// permanent by the status, with the `Retry-After` the server sent and the API's message.
+pub(crate) async fn respond(
+    provider: &str,
+    url: &str,
+    request: reqwest::RequestBuilder,
+    timeout: Duration,
+) -> Result<reqwest::Response, ModelError> {
+    let response = request
+        .send()
+        .await
+        .map_err(|e| request_error(provider, url, timeout, &e))?;
+    let status = response.status();
+    if status.is_success() {
+        return Ok(response);
+    }
+    let retry_after = retry_after(response.headers());
+    let body = response
+        .text()
+        .await
+        .map_err(|e| request_error(provider, url, timeout, &e))?;
+    let message = format!(
+        "{provider}: HTTP {}{}",
+        status_text(status),
+        error_detail(&body)
+    );
+    Err(if is_transient(status) {
+        ModelError::Transient {
+            message,
+            retry_after,
+        }
+    } else {
+        ModelError::Permanent { message }
+    })
+}
+
+/// An error the API reported inside a stream that had begun (an OpenAI-compatible
+/// `{"error": {...}}` or vLLM's `{"object": "error", ...}` in a data line, Anthropic's
+/// `error` event), classified as the HTTP status it names or its type stands for would
+/// be: a `code` that is a status, else the type (Anthropic's documented error types,
+/// which OpenAI shares in part). An error of neither is transient: the server had
+/// accepted the request and failed while answering, as a 5xx does.
+pub(crate) fn stream_error(provider: &str, event: &Value) -> ModelError {
+    let error = match event.get("error") {
+        Some(e) if e.is_object() => e,
+        _ => event,
+    };
+    let status = error
+        .get("code")
+        .and_then(Value::as_u64)
+        .and_then(|c| u16::try_from(c).ok())
+        .or_else(|| {
+            Some(match error.get("type").and_then(Value::as_str)? {
+                "invalid_request_error" => 400,
+                "authentication_error" => 401,
+                "permission_error" => 403,
+                "not_found_error" => 404,
+                "request_too_large" => 413,
+                "rate_limit_error" => 429,
+                "api_error" | "server_error" => 500,
+                "timeout_error" => 504,
+                "overloaded_error" => 529,
+                _ => return None,
+            })
+        })
+        .and_then(|code| StatusCode::from_u16(code).ok());
+    let message = format!(
+        "{provider}: the response stream reported an error{}",
+        error_detail_of(event)
+    );
+    match status {
+        Some(status) if !is_transient(status) => ModelError::Permanent { message },
+        _ => ModelError::transient(message),
+    }
 }
 
 /// Rate limits, overload (including Anthropic's 529), server errors, and the request
@@ -131,7 +192,7 @@ fn request_error(provider: &str, url: &str, timeout: Duration, e: &reqwest::Erro
 }
 
 /// An error with its causes, `a: b: c`.
-fn chain(e: &dyn std::error::Error) -> String {
+pub(crate) fn chain(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {
@@ -205,7 +266,7 @@ fn truncate(text: &str) -> String {
 }
 
 /// Takes the key out of a message, in case a server echoes it back.
-fn redact(error: ModelError, secret: Option<&str>) -> ModelError {
+pub(crate) fn redact(error: ModelError, secret: Option<&str>) -> ModelError {
     let Some(secret) = secret.filter(|s| !s.is_empty()) else {
         return error;
     };

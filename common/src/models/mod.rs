@@ -12,6 +12,7 @@ pub mod offline;
 pub mod openai;
 pub mod retry;
 pub mod scripted;
+mod sse;
 pub mod stream;
 mod tool;
 

@@ -8,15 +8,22 @@
 //! permanent. Error messages name the provider, the status and the API's own message, and
 //! never carry the key.
 //!
+//! `chat_stream` asks for a stream (`stream: true`, `stream_options.include_usage`) and
+//! reads it as [`chunks`] describes; the [`sse`] module says how a stream is read, when
+//! it is complete, and its timeouts.
+//!
 //! The [`http`] module holds what this provider shares with the Anthropic one: the
 //! client, sending a JSON request and classifying what comes back.
+
+mod chunks;
 
 use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::{json, Map, Value};
 
-use super::http;
+use super::sse::{self, Timeouts};
+use super::{http, OnDelta};
 use super::{ChatMessage, ChatRequest, ChatResponse, Model, ModelError, ToolCall, Usage};
 
 const PROVIDER: &str = "openai";
@@ -61,6 +68,7 @@ pub struct OpenAi {
     base_url: String,
     api_key: Option<String>,
     timeout: Duration,
+    stream_timeout: Duration,
     max_tokens_field: MaxTokensField,
     client: Result<reqwest::Client, String>,
 }
@@ -71,6 +79,7 @@ impl std::fmt::Debug for OpenAi {
             .field("base_url", &self.base_url)
             .field("api_key", &self.api_key.as_ref().map(|_| "[redacted]"))
             .field("timeout", &self.timeout)
+            .field("stream_timeout", &self.stream_timeout)
             .field("max_tokens_field", &self.max_tokens_field)
             .finish()
     }
@@ -78,7 +87,8 @@ impl std::fmt::Debug for OpenAi {
 
 impl OpenAi {
     /// `base_url` up to and including the version, e.g. `https://api.openai.com/v1` or
-    /// `http://localhost:11434/v1`; `timeout` bounds each HTTP request as a whole.
+    /// `http://localhost:11434/v1`; `timeout` bounds each whole-response request as a
+    /// whole, and a streamed one between two reads (see [`OpenAi::with_stream_timeout`]).
     pub fn new(base_url: impl Into<String>, api_key: Option<String>, timeout: Duration) -> Self {
         let base_url = base_url.into().trim_end_matches('/').to_string();
         OpenAi {
@@ -86,8 +96,16 @@ impl OpenAi {
             base_url,
             api_key: api_key.filter(|k| !k.is_empty()),
             timeout,
+            stream_timeout: sse::STREAM_TIMEOUT.max(timeout),
             client: http::client(timeout),
         }
+    }
+
+    /// Overrides how long a streamed answer may take in all (by default 10 minutes, or
+    /// the timeout when that is longer).
+    pub fn with_stream_timeout(mut self, total: Duration) -> Self {
+        self.stream_timeout = total;
+        self
     }
 
     /// Like [`OpenAi::new`], reading the key from the environment variable `key_var` when
@@ -108,6 +126,21 @@ impl OpenAi {
     pub fn with_max_tokens_field(mut self, field: MaxTokensField) -> Self {
         self.max_tokens_field = field;
         self
+    }
+
+    /// The request to the completions endpoint with `body`, and its URL.
+    fn post(&self, body: &Value) -> Result<(String, reqwest::RequestBuilder), ModelError> {
+        let client = self
+            .client
+            .as_ref()
+            .map_err(|e| ModelError::permanent(format!("{PROVIDER}: {e}")))?;
+        let url = format!("{}/chat/completions", self.base_url);
+        let mut builder = client.post(&url).json(body);
+        if let Some(key) = &self.api_key {
+            let value = http::secret_header(PROVIDER, "Authorization", &format!("Bearer {key}"))?;
+            builder = builder.header(reqwest::header::AUTHORIZATION, value);
+        }
+        Ok((url, builder))
     }
 
     fn body(&self, request: &ChatRequest) -> Value {
@@ -276,16 +309,7 @@ fn tool_call(index: usize, call: &Value) -> Result<ToolCall, ModelError> {
 #[async_trait]
 impl Model for OpenAi {
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
-        let client = self
-            .client
-            .as_ref()
-            .map_err(|e| ModelError::permanent(format!("{PROVIDER}: {e}")))?;
-        let url = format!("{}/chat/completions", self.base_url);
-        let mut builder = client.post(&url).json(&self.body(request));
-        if let Some(key) = &self.api_key {
-            let value = http::secret_header(PROVIDER, "Authorization", &format!("Bearer {key}"))?;
-            builder = builder.header(reqwest::header::AUTHORIZATION, value);
-        }
+        let (url, builder) = self.post(&self.body(request))?;
         let body = http::send(
             PROVIDER,
             &url,
@@ -295,6 +319,31 @@ impl Model for OpenAi {
         )
         .await?;
         parse_response(&body)
+    }
+
+    async fn chat_stream(
+        &self,
+        request: &ChatRequest,
+        on_delta: OnDelta<'_>,
+    ) -> Result<ChatResponse, ModelError> {
+        let mut body = self.body(request);
+        body["stream"] = json!(true);
+        body["stream_options"] = json!({"include_usage": true});
+        let (url, builder) = self.post(&body)?;
+        let timeouts = Timeouts {
+            idle: self.timeout,
+            total: self.stream_timeout,
+        };
+        sse::stream(
+            PROVIDER,
+            &url,
+            builder,
+            timeouts,
+            self.api_key.as_deref(),
+            chunks::Chunks::default(),
+            on_delta,
+        )
+        .await
     }
 }
 

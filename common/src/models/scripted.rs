@@ -13,7 +13,7 @@
 //! id> <pid> <ms>` once it has its answer (ms since the epoch), so a test can tell which
 //! process made each call and when, across restarts. A
 //! summary call (`Purpose::Summary`, the context budget's) takes no turn: it is answered
-//! with the script's `summary` text, or a fixed one. A turn reports token usage as a
+//! with the script's `summary` text, or a fixed one. A call reports token usage as a
 //! provider would: the request's estimated size in, a token per four bytes of text out.
 
 use std::path::Path;
@@ -166,6 +166,7 @@ impl Scripted {
             self.logged("summary", request)?;
             self.logged("done", request)?;
             return Ok(Answer::Summary(ChatResponse {
+                usage: reported(request, Some(&self.summary)),
                 text: Some(self.summary.clone()),
                 ..Default::default()
             }));
@@ -213,14 +214,26 @@ impl Scripted {
                     arguments: c.arguments.clone(),
                 })
                 .collect(),
-            // As a provider reports it: the request's estimated size, and the answer's.
-            usage: Usage {
-                input_tokens: super::estimate_tokens(request) as u64,
-                output_tokens: text.as_deref().map_or(0, |t| t.len().div_ceil(4)) as u64,
-            },
-            finish_reason: Some(if turn.tool_calls.is_empty() { "stop" } else { "tool_calls" }.into()),
+            usage: reported(request, text.as_deref()),
+            finish_reason: Some(
+                if turn.tool_calls.is_empty() {
+                    "stop"
+                } else {
+                    "tool_calls"
+                }
+                .into(),
+            ),
             text,
         })
+    }
+}
+
+/// The usage of an answer of `text` to `request`, as a provider reports it: the request's
+/// estimated size in, a token per four bytes of the text out.
+fn reported(request: &ChatRequest, text: Option<&str>) -> Usage {
+    Usage {
+        input_tokens: super::estimate_tokens(request) as u64,
+        output_tokens: text.map_or(0, |t| t.len().div_ceil(4)) as u64,
     }
 }
 
@@ -361,9 +374,15 @@ mod tests {
     #[test]
     fn malformed_scripts_are_refused_with_the_reason() {
         for (script, why) in [
-            (r#"{"turns": [{"text": "a", "chunks": ["b"]}]}"#, "both text and chunks"),
+            (
+                r#"{"turns": [{"text": "a", "chunks": ["b"]}]}"#,
+                "both text and chunks",
+            ),
             (r#"{"turns": [{"chunks": []}]}"#, "no chunks"),
-            (r#"{"turns": [{"text": "a", "chunk_delay_ms": 5}]}"#, "without chunks"),
+            (
+                r#"{"turns": [{"text": "a", "chunk_delay_ms": 5}]}"#,
+                "without chunks",
+            ),
         ] {
             let err = Scripted::parse("t", script).unwrap_err();
             assert!(err.contains(why), "{err}");

@@ -4,9 +4,10 @@
 //! handed on goes with it: its open sub-tasks here are cancelled (and theirs), and its
 //! open remote tasks are cancelled on their agents.
 
+use super::shown::shown;
 use super::{Caller, Harness};
 use crate::a2a::{A2aError, CancelTaskRequest, Task, TaskState};
-use crate::engine::transition::{set_status, view};
+use crate::engine::transition::set_status;
 use crate::ext::permissions::Action;
 use crate::store::StoreError;
 
@@ -31,11 +32,8 @@ pub async fn cancel_task(
             Ok(stored) => {
                 h.engine.wake_parents_logged(&stored).await;
                 cancel_handed_on(h, &stored).await;
-                return Ok(view(
-                    stored.task,
-                    crate::config::DEFAULT_HISTORY_LENGTH,
-                    true,
-                ));
+                let history = crate::config::DEFAULT_HISTORY_LENGTH;
+                return Ok(shown(stored.task, &stored.agent, history, true));
             }
             // The task moved on meanwhile: decide again on its fresh state.
             Err(StoreError::Conflict { .. }) => continue,

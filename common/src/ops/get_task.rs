@@ -1,9 +1,9 @@
 //! GetTask: the task with at most `historyLength` recent messages (by default 20), of at
 //! most 4 MiB (`config::RESPONSE_BYTES`) together.
 
+use super::shown::shown;
 use super::{Caller, Harness};
 use crate::a2a::{validate, A2aError, GetTaskRequest, Task};
-use crate::engine::transition::view;
 
 #[tracing::instrument(skip_all, fields(task_id = %req.id))]
 pub async fn get_task(h: &Harness, req: GetTaskRequest, caller: &Caller) -> Result<Task, A2aError> {
@@ -12,5 +12,5 @@ pub async fn get_task(h: &Harness, req: GetTaskRequest, caller: &Caller) -> Resu
     let rec = h
         .visible_view(&req.tenant, &req.id, caller, Some(history), true)
         .await?;
-    Ok(view(rec.task, history, true))
+    Ok(shown(rec.task, &rec.agent, history, true))
 }

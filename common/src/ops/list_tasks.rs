@@ -6,7 +6,6 @@ use base64::Engine;
 
 use super::{Caller, Harness};
 use crate::a2a::{validate, A2aError, ListTasksRequest, ListTasksResponse, TaskState};
-use crate::engine::transition::view;
 use crate::store::{Cursor, TaskQuery};
 
 pub const DEFAULT_PAGE_SIZE: usize = 50;
@@ -66,7 +65,7 @@ pub async fn list_tasks(
         tasks: page
             .tasks
             .into_iter()
-            .map(|r| view(r.task, history, include_artifacts))
+            .map(|r| super::shown::shown(r.task, &r.agent, history, include_artifacts))
             .collect(),
         next_page_token: page.next.as_ref().map(encode_cursor).unwrap_or_default(),
         page_size: page_size as i32,

@@ -3,9 +3,10 @@
 //! only decode, call and encode.
 //!
 //! What they run against is the [`Harness`] (`harness`: its parts and their assembly),
-//! with who a request comes from (`identity`), what it may see and do (`access`), the
-//! audit trail (`audit`), what a caller is told of a failure (`error`) and the card a
-//! deployment publishes (`card`) beside it, one concern a file.
+//! with who a request comes from (`identity`), what it may see and do (`access`), how an
+//! answer shows a task (`shown`), the audit trail (`audit`), what a caller is told of a
+//! failure (`error`) and the card a deployment publishes (`card`) beside it, one concern
+//! a file.
 
 mod access;
 mod audit;
@@ -19,6 +20,7 @@ mod identity;
 pub mod list_tasks;
 pub mod push_config;
 pub mod send_message;
+mod shown;
 pub mod subscribe_to_task;
 
 pub use harness::Harness;

@@ -1,10 +1,10 @@
 //! SubscribeToTask: the current Task, then the events after it until the task is
 //! terminal or interrupted (a task already waiting for input ends with its snapshot).
 
+use super::shown::shown;
 use super::{Caller, Harness};
 use crate::a2a::{validate, A2aError, StreamResponse, SubscribeToTaskRequest};
 use crate::engine::follow::{follow, EventStream, Follow};
-use crate::engine::transition::view;
 
 #[tracing::instrument(skip_all, fields(task_id = %req.id))]
 pub async fn subscribe_to_task(
@@ -31,7 +31,7 @@ pub async fn subscribe_to_task(
         Follow {
             task_id: rec.task.id.clone(),
             may_see: h.visibility(&req.tenant, caller.id()),
-            first: StreamResponse::task(view(rec.task.clone(), history, true)),
+            first: StreamResponse::task(shown(rec.task.clone(), &rec.agent, history, true)),
             // The current Task already holds every earlier event's effect: replaying them
             // would show each state twice (and an old WORKING after the snapshot).
             after: rec.last_seq,
@@ -39,6 +39,7 @@ pub async fn subscribe_to_task(
             settled: rec.state().is_interrupted(),
             subscription: Some(subscription),
             until: caller.token_expires,
+            answer: rec.agent.answer.clone(),
         },
     ))
 }

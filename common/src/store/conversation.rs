@@ -3,6 +3,8 @@
 //! store owns these types so it depends on no agent; the agent and the model providers
 //! use them.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -26,6 +28,11 @@ pub struct AgentState {
     pub model: Option<String>,
     /// Tokens used by the committed model calls.
     pub usage: Usage,
+    /// The committed model calls and their tokens by the model id their requests carried
+    /// (the one the metrics count them under): turns, help decisions and summaries.
+    /// Counted from when builds kept it; [`Self::usage`] holds every call's tokens.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub by_model: BTreeMap<String, ModelUsage>,
     /// The question the task waits on in INPUT_REQUIRED, until its reply is accepted.
     pub pending_help: Option<crate::task::HelpRequest>,
     /// Accepted replies to help requests: message id and the question it answered.
@@ -56,6 +63,39 @@ pub struct AgentState {
     /// The tasks delegated to remote agents (see `crate::remote`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub remote: Vec<crate::task::Link>,
+    /// Where the model's text is shown as it is written (see `engine::answer`), once
+    /// some has been.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answer: Option<Answering>,
+}
+
+/// The answer's artifact, and where in the task's log the text it shows now starts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Answering {
+    pub artifact: String,
+    /// The seq of the event that last replaced the artifact's text (`append: false`):
+    /// that event and the artifact's updates after it make what it shows.
+    pub from: u64,
+}
+
+impl AgentState {
+    /// Counts one committed call of `model` (the id its request carried) that used
+    /// `usage`: in the task's tokens and in the model's. The caller counts the call as
+    /// the turn or summary it was.
+    pub fn count(&mut self, model: &str, usage: Usage) {
+        let total = &mut self.usage;
+        total.input_tokens = total.input_tokens.saturating_add(usage.input_tokens);
+        total.output_tokens = total.output_tokens.saturating_add(usage.output_tokens);
+        let of_model = self.by_model.entry(model.to_owned()).or_default();
+        of_model.calls = of_model.calls.saturating_add(1);
+        of_model.input_tokens = of_model.input_tokens.saturating_add(usage.input_tokens);
+        of_model.output_tokens = of_model.output_tokens.saturating_add(usage.output_tokens);
+    }
+
+    /// Every model call committed: turns and help decisions, and summaries.
+    pub fn calls(&self) -> u64 {
+        (self.model_calls + self.summaries) as u64
+    }
 }
 
 /// Turns of the conversation replaced, in what the model is given, by a summary.
@@ -109,4 +149,72 @@ pub enum ChatMessage {
 pub struct Usage {
     pub input_tokens: u64,
     pub output_tokens: u64,
+}
+
+/// One model's committed calls on a task, and their tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ModelUsage {
+    pub calls: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn calls_are_counted_by_model_and_a_head_from_before_reads_with_none() {
+        // A head stored by a build that kept only the total.
+        let old = r#"{"model_calls": 2, "summaries": 1, "model": "b",
+                      "usage": {"input_tokens": 100, "output_tokens": 10}}"#;
+        let mut state: AgentState = serde_json::from_str(old).expect("an old head reads");
+        assert!(state.by_model.is_empty());
+        assert_eq!(state.calls(), 3);
+        let stored = serde_json::to_value(&state).expect("JSON");
+        assert!(
+            stored.get("by_model").is_none(),
+            "nothing new is written: {stored}"
+        );
+
+        state.count(
+            "gpt",
+            Usage {
+                input_tokens: 7,
+                output_tokens: 3,
+            },
+        );
+        state.count(
+            "gpt",
+            Usage {
+                input_tokens: 1,
+                output_tokens: 1,
+            },
+        );
+        state.count(
+            "claude",
+            Usage {
+                input_tokens: u64::MAX,
+                output_tokens: 0,
+            },
+        );
+        assert_eq!(
+            state.usage.input_tokens,
+            u64::MAX,
+            "saturates, never panics"
+        );
+        assert_eq!(state.usage.output_tokens, 14);
+        let gpt = ModelUsage {
+            calls: 2,
+            input_tokens: 8,
+            output_tokens: 4,
+        };
+        assert_eq!(state.by_model["gpt"], gpt);
+        assert_eq!(state.by_model["claude"].calls, 1);
+
+        let again: AgentState =
+            serde_json::from_value(serde_json::to_value(&state).expect("JSON")).expect("reads");
+        assert_eq!(again.by_model, state.by_model, "kept in the head");
+    }
 }

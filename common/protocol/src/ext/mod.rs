@@ -15,6 +15,11 @@ pub const COMMANDS_EXTENSION: &str =
 /// Where a task carries the task extension's data (name, goal, criteria, participants...).
 pub const TASK_METADATA_KEY: &str = "io.github.madarauchiha-314.tiny-harness/task";
 
+/// Where the harness shows a task's members the task's model calls and tokens, in all and
+/// by model id: its own key, beside the task extension's (whose schema is closed), and
+/// no extension's contract. Never read from a client.
+pub const USAGE_METADATA_KEY: &str = "io.github.madarauchiha-314.tiny-harness/usage";
+
 pub const TASK_MEDIA_TYPE: &str = "application/vnd.tiny-harness.task+json";
 pub const CHANNEL_MEDIA_TYPE: &str = "application/vnd.tiny-harness.channel+json";
 pub const EVENT_MEDIA_TYPE: &str = "application/vnd.tiny-harness.event+json";

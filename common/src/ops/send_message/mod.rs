@@ -26,6 +26,7 @@ use continuation::continue_task;
 use start::start_task;
 
 use super::identity::IdEntry;
+use super::shown::shown;
 use super::{push_config, Caller, Harness};
 use crate::a2a::Operation;
 use crate::a2a::{
@@ -39,7 +40,7 @@ use crate::commands::{self, Command, Invocation};
 use crate::config::DEFAULT_HISTORY_LENGTH;
 use crate::engine::follow::{follow, EventStream, Follow, Subscription};
 use crate::engine::transition::{
-    accept_message, agent_message, await_assignee, created, new_id, new_task, set_status, view,
+    accept_message, agent_message, await_assignee, created, new_id, new_task, set_status,
 };
 use crate::engine::{RunError, Staged, Start};
 use crate::ext::channel::{self as channel_part, ChannelMessage};
@@ -142,7 +143,7 @@ pub async fn send_message(
         },
     };
     Ok(SendMessageResponse {
-        task: Some(view(record.task, accepted.history, true)),
+        task: Some(shown(record.task, &record.agent, accepted.history, true)),
         message: None,
     })
 }
@@ -208,7 +209,12 @@ pub async fn send_streaming_message(
         } => Follow {
             task_id: record.task.id.clone(),
             may_see,
-            first: StreamResponse::task(view(record.task.clone(), DEFAULT_HISTORY_LENGTH, true)),
+            first: StreamResponse::task(shown(
+                record.task.clone(),
+                &record.agent,
+                DEFAULT_HISTORY_LENGTH,
+                true,
+            )),
             after: replay_from,
             replay_until: if run.is_some() {
                 replay_from
@@ -221,6 +227,7 @@ pub async fn send_streaming_message(
                 place.unwrap_or_else(|| h.subscribers.hold(&record.task.id, &accepted.sender)),
             ),
             until: caller.token_expires,
+            answer: record.agent.answer.clone(),
         },
         // A resend opens no new work: it takes a place like a subscription.
         Intake::Duplicate(record) => Follow {
@@ -230,11 +237,17 @@ pub async fn send_streaming_message(
             }),
             task_id: record.task.id.clone(),
             may_see,
-            first: StreamResponse::task(view(record.task.clone(), DEFAULT_HISTORY_LENGTH, true)),
+            first: StreamResponse::task(shown(
+                record.task.clone(),
+                &record.agent,
+                DEFAULT_HISTORY_LENGTH,
+                true,
+            )),
             after: record.last_seq,
             replay_until: record.last_seq,
             settled: record.state().ends_stream(),
             until: caller.token_expires,
+            answer: record.agent.answer.clone(),
         },
     };
     Ok(follow(h.store.clone(), f))
