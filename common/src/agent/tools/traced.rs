@@ -15,7 +15,11 @@ pub(super) struct Traced {
 }
 
 impl Traced {
-    pub(super) fn boxed(name: &str, mcp_server: Option<String>, tool: Box<dyn Tool>) -> Box<dyn Tool> {
+    pub(super) fn boxed(
+        name: &str,
+        mcp_server: Option<String>,
+        tool: Box<dyn Tool>,
+    ) -> Box<dyn Tool> {
         Box::new(Traced {
             name: name.to_owned(),
             mcp_server,
