@@ -233,15 +233,59 @@ pub async fn shutdown() {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Remote(SpanContext);
 
+/// Most of a caller's `tracestate` the harness takes on: the 512 characters the W3C
+/// Trace Context asks every vendor to pass on. The list may otherwise hold 32 members of
+/// 513 characters (about 16 KiB, all the SDK checks), which every span of the trace would
+/// carry to the collector and every request to an MCP server, remote agent or webhook.
+pub const MAX_TRACE_STATE: usize = 512;
+
 /// The W3C trace context `headers` carry (HTTP headers, or gRPC metadata as headers);
 /// None when traces are off or they carry none that is valid.
 pub fn extract(headers: &http::HeaderMap) -> Option<Remote> {
     if !enabled() {
         return None;
     }
-    let cx = TraceContextPropagator::new().extract(&opentelemetry_http::HeaderExtractor(headers));
+    context_of(headers)
+}
+
+/// The trace context of `headers`: `traceparent` as the propagator reads it, `tracestate`
+/// cut to [`MAX_TRACE_STATE`] first.
+fn context_of(headers: &http::HeaderMap) -> Option<Remote> {
+    const PARENT: &str = "traceparent";
+    const STATE: &str = "tracestate";
+    let mut kept = http::HeaderMap::new();
+    if let Some(parent) = headers.get(PARENT) {
+        kept.insert(PARENT, parent.clone());
+    }
+    let state = (headers.get(STATE))
+        .and_then(|v| v.to_str().ok())
+        .map(bounded_trace_state)
+        .and_then(|v| http::HeaderValue::from_str(&v).ok());
+    if let Some(state) = state {
+        kept.insert(STATE, state);
+    }
+    let cx = TraceContextPropagator::new().extract(&opentelemetry_http::HeaderExtractor(&kept));
     let span = cx.span().span_context().clone();
     span.is_valid().then_some(Remote(span))
+}
+
+/// `tracestate` cut to [`MAX_TRACE_STATE`] characters as the W3C Trace Context says a
+/// vendor cuts it: first the members longer than 128 characters go, then members from
+/// the end (the oldest vendors' entries).
+fn bounded_trace_state(value: &str) -> String {
+    let mut members: Vec<&str> = (value.split(','))
+        .map(|m| m.trim_matches([' ', '\t']))
+        .filter(|m| !m.is_empty())
+        .collect();
+    let length =
+        |members: &[&str]| (members.iter().map(|m| m.len() + 1).sum::<usize>()).saturating_sub(1);
+    if length(&members) > MAX_TRACE_STATE {
+        members.retain(|m| m.len() <= 128);
+    }
+    while length(&members) > MAX_TRACE_STATE {
+        members.pop();
+    }
+    members.join(",")
 }
 
 /// Makes `remote` the parent of `span` (a request's span, before it is entered).
@@ -304,7 +348,46 @@ pub fn set_string(span: &tracing::Span, key: &'static str, value: String) {
 
 #[cfg(test)]
 mod tests {
-    use super::configured;
+    use super::{configured, context_of, MAX_TRACE_STATE};
+    use opentelemetry::trace::TraceState;
+
+    fn state_of(parent: &str, state: &str) -> Option<TraceState> {
+        let mut headers = http::HeaderMap::new();
+        headers.insert("traceparent", parent.parse().expect("a header value"));
+        headers.insert("tracestate", state.parse().expect("a header value"));
+        context_of(&headers).map(|r| r.0.trace_state().clone())
+    }
+
+    /// A caller's tracestate is carried on every span and outgoing request: at most the
+    /// 512 characters the W3C Trace Context asks for, long members dropped first.
+    #[test]
+    fn a_callers_tracestate_is_cut_to_512_characters() {
+        let parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        let kept = state_of(parent, "vendor=opaque, other=1").expect("a valid context");
+        assert_eq!(kept.header(), "vendor=opaque,other=1");
+
+        // 32 members of the most the SDK takes (256-character values), one short.
+        let long = "v".repeat(256);
+        let mut members = vec!["vendor=opaque".to_owned()];
+        members.extend((1..32).map(|i| format!("k{i}={long}")));
+        let sent = members.join(",");
+        assert!(sent.len() > 8_000);
+        let kept = state_of(parent, &sent).expect("a valid context");
+        assert_eq!(kept.header(), "vendor=opaque");
+
+        // Short members only: those from the end go.
+        let short: Vec<String> = (0..32)
+            .map(|i| format!("key{i:02}={}", "x".repeat(20)))
+            .collect();
+        let kept = state_of(parent, &short.join(",")).expect("a valid context");
+        let header = kept.header();
+        assert!(header.len() <= MAX_TRACE_STATE, "{}", header.len());
+        assert!(
+            header.starts_with("key00=") && !header.contains("key31="),
+            "{header}"
+        );
+        assert_eq!(header.split(',').count(), 19, "{header}");
+    }
 
     fn env<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
         move |name| {
