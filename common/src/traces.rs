@@ -198,9 +198,10 @@ pub fn content(text: impl FnOnce() -> String) -> Option<String> {
     on.then(|| crate::redact::active().redact_str(&text()).into_owned())
 }
 
-/// Sends every finished span still queued, waiting at most the batch processor's
-/// export timeout; returns at once when traces are off. For the end of a Lambda
-/// invocation, before the process may be frozen.
+/// Sends every finished span still queued, waiting at most 5 s (the SDK's bound on a
+/// flush; the export itself is bounded by `OTEL_EXPORTER_OTLP_TIMEOUT`, 10 s); returns at
+/// once when traces are off. For the end of a Lambda invocation, before the process may
+/// be frozen.
 pub async fn flush() {
     let Some(t) = TRACING.get() else {
         return;
@@ -325,6 +326,20 @@ pub fn carry<F: std::future::Future>(future: F) -> impl std::future::Future<Outp
         return Either::Left(future);
     }
     Either::Right(future.with_context(tracing::Span::current().context()))
+}
+
+/// `call` in `span` (a client span: a remote agent, a webhook), which is marked an error
+/// when the call fails. The error itself is no attribute: it may quote what a remote said.
+pub async fn client_call<T, E>(
+    span: tracing::Span,
+    call: impl std::future::Future<Output = Result<T, E>>,
+) -> Result<T, E> {
+    use tracing::Instrument;
+    let answer = call.instrument(span.clone()).await;
+    if answer.is_err() {
+        span.record("otel.status_code", "error");
+    }
+    answer
 }
 
 /// Sets `key` on `span` to a list of strings (the GenAI conventions' finish reasons),

@@ -59,70 +59,69 @@ async fn serve(app: axum::Router) -> String {
     url
 }
 
-/// An OTLP/HTTP receiver: `POST /v1/traces` kept whole, answered with an empty
-/// `ExportTraceServiceResponse`.
-async fn collector() -> (String, Received) {
+/// A loopback server keeping every POST to `path` (headers and body), answered by
+/// `answer`; its base URL.
+async fn keeping(path: &str, answer: fn(&Bytes) -> axum::response::Response) -> (String, Received) {
     let received = Received::default();
     let kept = received.clone();
     let app = axum::Router::new().route(
-        "/v1/traces",
-        axum::routing::post(move |headers: HeaderMap, body: Bytes| {
-            let kept = kept.clone();
-            async move {
-                kept.push(headers, body);
-                (
-                    [(axum::http::header::CONTENT_TYPE, "application/x-protobuf")],
-                    Vec::<u8>::new(),
-                )
-            }
-        }),
-    );
-    (serve(app).await, received)
-}
-
-/// An MCP server over Streamable HTTP answering in JSON: one read-only tool, `lookup`,
-/// whose result is [`RESULT_WORDS`]. Keeps every request.
-async fn mcp_server() -> (String, Received) {
-    let received = Received::default();
-    let kept = received.clone();
-    let app = axum::Router::new().route(
-        "/mcp",
+        path,
         axum::routing::post(move |headers: HeaderMap, body: Bytes| {
             let kept = kept.clone();
             async move {
                 kept.push(headers, body.clone());
-                let request: Value = serde_json::from_slice(&body).unwrap_or_default();
-                let result = match request["method"].as_str().unwrap_or_default() {
-                    "initialize" => json!({
-                        "protocolVersion": request["params"]["protocolVersion"],
-                        "capabilities": {"tools": {}},
-                        "serverInfo": {"name": "docs", "version": "1.0.0"}
-                    }),
-                    "tools/list" => json!({"tools": [{
-                        "name": "lookup",
-                        "description": "Looks a query up in the documents.",
-                        "inputSchema": {
-                            "type": "object",
-                            "properties": {"query": {"type": "string"}},
-                            "required": ["query"]
-                        },
-                        "annotations": {"readOnlyHint": true}
-                    }]}),
-                    "tools/call" => json!({
-                        "content": [{"type": "text", "text": RESULT_WORDS}],
-                        "isError": false
-                    }),
-                    // A notification: accepted, no answer.
-                    _ => return StatusCode::ACCEPTED.into_response(),
-                };
-                let answer = json!({"jsonrpc": "2.0", "id": request["id"], "result": result});
-                axum::Json(answer).into_response()
+                answer(&body)
             }
         })
         .get(|| async { StatusCode::METHOD_NOT_ALLOWED })
         .delete(|| async { StatusCode::OK }),
     );
-    (format!("{}/mcp", serve(app).await), received)
+    (serve(app).await, received)
+}
+
+/// An OTLP/HTTP receiver: `POST /v1/traces` kept whole, answered with an empty
+/// `ExportTraceServiceResponse`.
+async fn collector() -> (String, Received) {
+    keeping("/v1/traces", |_| {
+        let protobuf = [(axum::http::header::CONTENT_TYPE, "application/x-protobuf")];
+        (protobuf, Vec::<u8>::new()).into_response()
+    })
+    .await
+}
+
+/// An MCP server over Streamable HTTP answering in JSON: one read-only tool, `lookup`,
+/// whose result is [`RESULT_WORDS`]. Keeps every request.
+async fn mcp_server() -> (String, Received) {
+    let (url, received) = keeping("/mcp", |body| {
+        let request: Value = serde_json::from_slice(body).unwrap_or_default();
+        let result = match request["method"].as_str().unwrap_or_default() {
+            "initialize" => json!({
+                "protocolVersion": request["params"]["protocolVersion"],
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "docs", "version": "1.0.0"}
+            }),
+            "tools/list" => json!({"tools": [{
+                "name": "lookup",
+                "description": "Looks a query up in the documents.",
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {"query": {"type": "string"}},
+                    "required": ["query"]
+                },
+                "annotations": {"readOnlyHint": true}
+            }]}),
+            "tools/call" => json!({
+                "content": [{"type": "text", "text": RESULT_WORDS}],
+                "isError": false
+            }),
+            // A notification: accepted, no answer.
+            _ => return StatusCode::ACCEPTED.into_response(),
+        };
+        let answer = json!({"jsonrpc": "2.0", "id": request["id"], "result": result});
+        axum::Json(answer).into_response()
+    })
+    .await;
+    (format!("{url}/mcp"), received)
 }
 
 fn temp_file(prefix: &str, text: &str) -> std::path::PathBuf {
@@ -200,6 +199,16 @@ async fn interrupt(s: &mut Server) {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// The one `tools/call` request the MCP server got.
+fn tool_call(mcp_received: &Received) -> Value {
+    let calls: Vec<Value> = (mcp_received.all().iter())
+        .filter_map(|(_, body)| serde_json::from_slice::<Value>(body).ok())
+        .filter(|v| v["method"] == "tools/call")
+        .collect();
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    calls[0].clone()
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -358,12 +367,8 @@ async fn one_task_makes_one_trace_without_content(backend: Backend) {
     assert!(writes.iter().any(|w| w.name == format!("commit {store}")));
 
     // The MCP server was given the trace's context: the MCP span is the parent.
-    let calls: Vec<Value> = (mcp_received.all().iter())
-        .filter_map(|(_, body)| serde_json::from_slice::<Value>(body).ok())
-        .filter(|v| v["method"] == "tools/call")
-        .collect();
-    assert_eq!(calls.len(), 1);
-    let meta = &calls[0]["params"]["_meta"];
+    let call = tool_call(&mcp_received);
+    let meta = &call["params"]["_meta"];
     let expected = format!("00-{TRACE_ID}-{}-01", hex(&mcp_call[0].span_id));
     assert_eq!(meta["traceparent"], expected.as_str(), "{meta}");
     assert_eq!(meta["tracestate"], "vendor=opaque", "{meta}");
@@ -399,12 +404,8 @@ async fn without_the_otel_variables_nothing_is_exported(backend: Backend) {
     run_task(&s).await;
     interrupt(&mut s).await;
     assert!(exported.all().is_empty(), "exported without OTEL variables");
-    let calls: Vec<Value> = (mcp_received.all().iter())
-        .filter_map(|(_, body)| serde_json::from_slice::<Value>(body).ok())
-        .filter(|v| v["method"] == "tools/call")
-        .collect();
-    assert_eq!(calls.len(), 1);
-    let meta = &calls[0]["params"]["_meta"];
+    let call = tool_call(&mcp_received);
+    let meta = &call["params"]["_meta"];
     assert!(meta.get("traceparent").is_none(), "{meta}");
     assert!(meta.get("tracestate").is_none(), "{meta}");
     for (headers, _) in mcp_received.all() {

@@ -305,7 +305,6 @@ impl Notifier {
         body: Vec<u8>,
         decorate: impl Fn(reqwest::RequestBuilder) -> reqwest::RequestBuilder,
     ) -> Result<(), String> {
-        use tracing::Instrument;
         // A client span (no URL: it may carry a secret), each attempt carrying its
         // `traceparent`. A delivery outside a request (the notifier, a catch-up) is a
         // trace of its own.
@@ -316,13 +315,8 @@ impl Notifier {
             otel.status_code = tracing::field::Empty,
             http.request.method = "POST",
         );
-        let sent = (self.send_in(url, content_type, body, decorate))
-            .instrument(span.clone())
-            .await;
-        if sent.is_err() {
-            span.record("otel.status_code", "error");
-        }
-        sent
+        let sent = self.send_in(url, content_type, body, decorate);
+        crate::traces::client_call(span, sent).await
     }
 
     async fn send_in(

@@ -178,8 +178,10 @@ impl Client {
         self.call(agent, to, "CancelTask", &path, body, true).await
     }
 
-    /// One call, in a client span of the trace (the method and the agent's participant
-    /// id; nothing of the message), carrying its `traceparent`.
+    /// One call: a JSON-RPC request to the interface URL, or the HTTP+JSON route `path`
+    /// under it (`post`: POST with `body`, else GET). In a client span of the trace (the
+    /// method and the agent's participant id; nothing of the message), carrying its
+    /// `traceparent`.
     async fn call<T: DeserializeOwned>(
         &self,
         agent: &RemoteAgent,
@@ -189,7 +191,6 @@ impl Client {
         body: Value,
         post: bool,
     ) -> Result<T, RemoteError> {
-        use tracing::Instrument;
         let span = tracing::debug_span!(
             "remote_agent",
             otel.name = format!("a2a {method}").as_str(),
@@ -198,80 +199,64 @@ impl Client {
             rpc.method = method,
             remote_agent = agent.id.as_str(),
         );
-        let called = (self.call_in(agent, to, method, path, body, post))
-            .instrument(span.clone())
-            .await;
-        if called.is_err() {
-            span.record("otel.status_code", "error");
-        }
-        called
-    }
-
-    /// One call: a JSON-RPC request to the interface URL, or the HTTP+JSON route `path`
-    /// under it (`post`: POST with `body`, else GET).
-    async fn call_in<T: DeserializeOwned>(
-        &self,
-        agent: &RemoteAgent,
-        to: &Chosen,
-        method: &str,
-        path: &str,
-        body: Value,
-        post: bool,
-    ) -> Result<T, RemoteError> {
-        let req = match to.binding {
-            Binding::JsonRpc => {
-                let envelope = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": body});
-                self.http.post(to.url.clone()).json(&envelope)
-            }
-            Binding::Rest => {
-                let mut base = to.url.as_str().trim_end_matches('/').to_owned();
-                if !to.tenant.is_empty() {
-                    base = format!("{base}/{}", encode(&to.tenant));
+        let call = async {
+            let req = match to.binding {
+                Binding::JsonRpc => {
+                    let envelope =
+                        json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": body});
+                    self.http.post(to.url.clone()).json(&envelope)
                 }
-                let url = Url::parse(&format!("{base}/{path}")).map_err(malformed)?;
-                if post {
-                    self.http.post(url).json(&body)
-                } else {
-                    self.http.get(url)
+                Binding::Rest => {
+                    let mut base = to.url.as_str().trim_end_matches('/').to_owned();
+                    if !to.tenant.is_empty() {
+                        base = format!("{base}/{}", encode(&to.tenant));
+                    }
+                    let url = Url::parse(&format!("{base}/{path}")).map_err(malformed)?;
+                    if post {
+                        self.http.post(url).json(&body)
+                    } else {
+                        self.http.get(url)
+                    }
+                }
+            };
+            self.guard(&to.url)?;
+            let mut req = req
+                .header(ACCEPT, "application/json")
+                .header(CONTENT_TYPE, "application/json")
+                .header("A2A-Version", "1.0")
+                .header(crate::ext::participant::PARTICIPANT_HEADER, &self.sender);
+            if let Some(token) = &agent.token {
+                req = req.header(AUTHORIZATION, format!("Bearer {token}"));
+            }
+            let resp = (crate::traces::inject(req).send().await).map_err(unreachable)?;
+            let status = resp.status();
+            let text = read(resp).await?;
+            match to.binding {
+                Binding::JsonRpc => {
+                    let v: Value = serde_json::from_slice(&text).map_err(malformed)?;
+                    if let Some(err) = v.get("error") {
+                        return Err(RemoteError::Refused(refusal(err)));
+                    }
+                    if !status.is_success() {
+                        return Err(RemoteError::Status(status.as_u16()));
+                    }
+                    serde_json::from_value(v.get("result").cloned().unwrap_or(Value::Null))
+                        .map_err(malformed)
+                }
+                Binding::Rest => {
+                    if !status.is_success() {
+                        return Err(match serde_json::from_slice::<Value>(&text) {
+                            Ok(v) if v.get("error").is_some() => {
+                                RemoteError::Refused(refusal(&v["error"]))
+                            }
+                            _ => RemoteError::Status(status.as_u16()),
+                        });
+                    }
+                    serde_json::from_slice(&text).map_err(malformed)
                 }
             }
         };
-        self.guard(&to.url)?;
-        let mut req = req
-            .header(ACCEPT, "application/json")
-            .header(CONTENT_TYPE, "application/json")
-            .header("A2A-Version", "1.0")
-            .header(crate::ext::participant::PARTICIPANT_HEADER, &self.sender);
-        if let Some(token) = &agent.token {
-            req = req.header(AUTHORIZATION, format!("Bearer {token}"));
-        }
-        let resp = (crate::traces::inject(req).send().await).map_err(unreachable)?;
-        let status = resp.status();
-        let text = read(resp).await?;
-        match to.binding {
-            Binding::JsonRpc => {
-                let v: Value = serde_json::from_slice(&text).map_err(malformed)?;
-                if let Some(err) = v.get("error") {
-                    return Err(RemoteError::Refused(refusal(err)));
-                }
-                if !status.is_success() {
-                    return Err(RemoteError::Status(status.as_u16()));
-                }
-                serde_json::from_value(v.get("result").cloned().unwrap_or(Value::Null))
-                    .map_err(malformed)
-            }
-            Binding::Rest => {
-                if !status.is_success() {
-                    return Err(match serde_json::from_slice::<Value>(&text) {
-                        Ok(v) if v.get("error").is_some() => {
-                            RemoteError::Refused(refusal(&v["error"]))
-                        }
-                        _ => RemoteError::Status(status.as_u16()),
-                    });
-                }
-                serde_json::from_slice(&text).map_err(malformed)
-            }
-        }
+        crate::traces::client_call(span, call).await
     }
 
     /// An address written in the URL passes no resolver: it is checked here.
