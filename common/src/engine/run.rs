@@ -254,8 +254,15 @@ impl TaskRun {
             shown.into_iter().chain(change(rec)).collect()
         })
         .await?;
-        self.shown = Some(text.to_owned());
+        if super::answer::show(shown.as_deref(), text, last) != super::answer::Show::Nothing {
+            self.shown = Some(text.to_owned());
+        }
         Ok(())
+    }
+
+    /// What this run's streams show of the answer's artifact (None: nothing yet).
+    pub fn shown(&self) -> Option<&str> {
+        self.shown.as_deref()
     }
 
     pub fn record(&self) -> &TaskRecord {
