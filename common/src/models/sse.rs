@@ -59,6 +59,9 @@ pub(crate) trait Events {
         data: &str,
         emit: &mut dyn FnMut(Delta),
     ) -> Result<Flow, ModelError>;
+
+    /// The provider's whole response, for a server that answered one instead of a stream.
+    fn whole(&self, body: &serde_json::Value) -> Result<ChatResponse, ModelError>;
 }
 
 /// How long a streamed call may wait between two reads, and take in all.
@@ -85,12 +88,7 @@ pub(crate) async fn stream(
         let request = request.timeout(timeouts.total);
         let response = http::respond(provider, url, request, timeouts.idle).await?;
         if is_json(&response) {
-            // A server that ignored `stream: true`, or said why not in a 2xx.
-            let body = response.text().await.unwrap_or_default();
-            return Err(ModelError::permanent(format!(
-                "{provider}: the answer to a streaming request is JSON, not an event stream{}",
-                http::error_detail(&body)
-            )));
+            return whole(provider, response, &events, on_delta).await;
         }
         read(provider, response.bytes_stream(), &mut events, on_delta)
             .await
@@ -101,6 +99,31 @@ pub(crate) async fn stream(
     }
     .await;
     result.map_err(|e| http::redact(e, secret))
+}
+
+/// The JSON answer of a server that ignored `stream: true` (some OpenAI-compatible servers
+/// and proxies do): a whole response, shown at once as a model without a streaming API
+/// shows it, or an error it said in a 2xx. An error quotes the body's error alone, never
+/// other content (it may hold the answer's text).
+async fn whole(
+    provider: &str,
+    response: reqwest::Response,
+    events: &impl Events,
+    on_delta: OnDelta<'_>,
+) -> Result<ChatResponse, ModelError> {
+    let body = response.bytes().await.unwrap_or_default();
+    let value: serde_json::Value = serde_json::from_slice(&body).map_err(|e| {
+        ModelError::permanent(format!(
+            "{provider}: the JSON answer to a streaming request does not parse ({e}; {} bytes)",
+            body.len()
+        ))
+    })?;
+    if value.get("error").is_some_and(|e| !e.is_null()) {
+        return Err(http::stream_error(provider, &value));
+    }
+    let answer = events.whole(&value)?;
+    stream::replay(&answer, on_delta);
+    Ok(answer)
 }
 
 /// Why reading a stream stopped short.
@@ -267,6 +290,10 @@ pub(crate) mod tests {
             }
             emit(Delta::Text(data.to_string()));
             Ok(Flow::More)
+        }
+
+        fn whole(&self, _: &serde_json::Value) -> Result<ChatResponse, ModelError> {
+            Err(ModelError::permanent("no whole responses"))
         }
     }
 
