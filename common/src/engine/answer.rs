@@ -97,6 +97,12 @@ impl Draft {
         self.last = Some(Instant::now());
         batch
     }
+
+    /// Takes back a batch that was not committed: it goes first in the next.
+    pub(super) fn put_back(&mut self, batch: Batch) {
+        self.pending.insert_str(0, &batch.text);
+        self.replace |= !batch.append;
+    }
 }
 
 /// Text committed as one event.
@@ -306,6 +312,27 @@ mod tests {
         let mut rec = TaskRecord::default();
         let end = settle(&mut rec, Some("done"), "done", true).expect("an event");
         assert_eq!(text_of(&end), ("".into(), true, true));
+    }
+
+    #[test]
+    fn a_batch_put_back_goes_first_in_the_next_as_it_was() {
+        let mut rec = TaskRecord::default();
+        let mut draft = Draft::new("a1".into());
+        draft.take(Written::Text("Hel".into()));
+        let failed = draft.batch();
+        draft.take(Written::Text("lo".into()));
+        draft.put_back(failed);
+        assert_eq!(
+            text_of(&draft.batch().apply(&mut rec)),
+            ("Hello".into(), false, false)
+        );
+        draft.take(Written::Text(", w".into()));
+        let failed = draft.batch();
+        draft.put_back(failed);
+        assert_eq!(
+            text_of(&draft.batch().apply(&mut rec)),
+            (", w".into(), true, false)
+        );
     }
 
     #[test]
