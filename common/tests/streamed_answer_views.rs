@@ -1,6 +1,6 @@
 //! What a client that applies a task's artifact updates as A2A says ends with is what the
 //! task stores: after a turn that only called tools, after text a stream showed and then
-//! replaced, and after a stream that failed midway.
+//! replaced, after a stream that failed midway, and after a cancel mid-answer.
 
 use std::sync::Arc;
 
@@ -23,7 +23,7 @@ fn config() -> common::config::Config {
     }
 }
 
-async fn run(model: Arc<dyn Model>) -> (Value, Vec<Value>) {
+fn harness(model: Arc<dyn Model>) -> (Arc<Harness>, Arc<dyn Store>) {
     let dir = std::env::temp_dir().join(format!("views-{}", common::engine::transition::new_id()));
     let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(&dir).expect("store"));
     let agent = LlmAgent::new(
@@ -33,31 +33,38 @@ async fn run(model: Arc<dyn Model>) -> (Value, Vec<Value>) {
         SystemPrompt::default(),
     );
     let h = Harness::new(store.clone(), Arc::new(agent), config()).expect("harness");
-    let message = Message {
-        message_id: common::engine::transition::new_id(),
-        role: Role::User,
-        parts: vec![Part::text("What time is it?")],
-        ..Default::default()
-    };
-    let answer: Value = match execute(
-        &h,
-        Call::SendMessage(SendMessageRequest {
-            message: Some(message),
+    (h, store)
+}
+
+fn question() -> SendMessageRequest {
+    SendMessageRequest {
+        message: Some(Message {
+            message_id: common::engine::transition::new_id(),
+            role: Role::User,
+            parts: vec![Part::text("What time is it?")],
             ..Default::default()
         }),
-        &Caller::named("alice"),
-    )
-    .await
-    {
-        Ok(Answer::Json(v)) => serde_json::from_str(v.get()).expect("JSON"),
-        other => panic!("unexpected answer: {:?}", other.err()),
-    };
-    let id = answer["task"]["id"].as_str().expect("id").to_owned();
-    let events = store.read_events(&id, None, 10_000).await.expect("events");
-    let events = events
+        ..Default::default()
+    }
+}
+
+async fn logged(store: &Arc<dyn Store>, id: &str) -> Vec<Value> {
+    let events = store.read_events(id, None, 10_000).await.expect("events");
+    events
         .into_iter()
         .map(|e| serde_json::to_value(&e.event).expect("json"))
-        .collect();
+        .collect()
+}
+
+async fn run(model: Arc<dyn Model>) -> (Value, Vec<Value>) {
+    let (h, store) = harness(model);
+    let answer: Value =
+        match execute(&h, Call::SendMessage(question()), &Caller::named("alice")).await {
+            Ok(Answer::Json(v)) => serde_json::from_str(v.get()).expect("JSON"),
+            other => panic!("unexpected answer: {:?}", other.err()),
+        };
+    let id = answer["task"]["id"].as_str().expect("id").to_owned();
+    let events = logged(&store, &id).await;
     (answer, events)
 }
 
@@ -172,5 +179,63 @@ async fn a_stream_that_fails_midway_leaves_the_client_what_the_task_stores() {
         view.values().cloned().collect::<Vec<_>>(),
         stored,
         "the client ends with what the task stores"
+    );
+}
+
+/// Cancelled mid-answer, the task keeps the text its clients were shown, finished with
+/// `lastChunk`, and the answer stops growing: the model's call ends at its next batch.
+#[tokio::test]
+async fn a_cancel_mid_answer_keeps_what_was_shown_and_stops_the_answer() {
+    use futures::StreamExt;
+    let script = r#"{"turns": [{"chunks": ["One ", "two ", "three ", "four ", "five ", "six ", "seven ", "eight "],
+        "chunk_delay_ms": 300}]}"#;
+    let (h, store) = harness(Arc::new(Scripted::parse("t", script).unwrap()));
+    let alice = Caller::named("alice");
+    let Ok(Answer::Stream(mut stream)) =
+        execute(&h, Call::SendStreamingMessage(question()), &alice).await
+    else {
+        panic!("a stream");
+    };
+    let mut id = None;
+    let mut updates = 0;
+    while let Some(event) = stream.next().await {
+        let event = event.expect("an event");
+        if let Some(task) = &event.task {
+            id = Some(task.id.clone());
+        }
+        updates += usize::from(event.artifact_update.is_some());
+        if updates == 2 {
+            break;
+        }
+    }
+    let id = id.expect("the task first");
+    let cancel = common::a2a::CancelTaskRequest {
+        id: id.clone(),
+        ..Default::default()
+    };
+    let cancelled = match execute(&h, Call::CancelTask(cancel), &alice).await {
+        Ok(Answer::Json(v)) => serde_json::from_str::<Value>(v.get()).expect("JSON"),
+        other => panic!("unexpected answer: {:?}", other.err()),
+    };
+    assert_eq!(cancelled["status"]["state"], "TASK_STATE_CANCELED");
+    let stored: Vec<String> = (cancelled["artifacts"]
+        .as_array()
+        .expect("the answer so far"))
+    .iter()
+    .map(|x| x["parts"][0]["text"].as_str().unwrap_or("").to_owned())
+    .collect();
+    let view = client_view(&logged(&store, &id).await).expect("applies");
+    assert_eq!(
+        view.values().cloned().collect::<Vec<_>>(),
+        stored,
+        "the client ends with what the task stores"
+    );
+    assert!(stored[0].starts_with("One two "), "{stored:?}");
+    tokio::time::sleep(std::time::Duration::from_millis(1200)).await;
+    let after = logged(&store, &id).await;
+    assert_eq!(
+        client_view(&after).expect("applies"),
+        view,
+        "nothing written after the cancel"
     );
 }

@@ -27,7 +27,10 @@ use std::time::{Duration, Instant};
 
 use crate::a2a::{Artifact, Part, StreamResponse, TaskArtifactUpdateEvent};
 use crate::store::conversation::Answering;
-use crate::store::TaskRecord;
+use crate::store::{Store, StoreError, TaskRecord};
+
+/// How many events one read of the log takes.
+const READ_BATCH: usize = 128;
 
 /// How long text waits, after a batch, before it is committed...
 pub const BATCH_EVERY: Duration = Duration::from_millis(250);
@@ -184,6 +187,73 @@ pub(super) fn settle(
         Show::Append(rest) => Some(event(rec, &id, rest, true, last)),
         Show::Replace => Some(event(rec, &id, text, false, last)),
     }
+}
+
+/// The updates of the answer being written, in order, from the one that last replaced it
+/// up to `upto`: what a client that attaches at `upto` has not been shown of it.
+pub async fn written_so_far(
+    store: &dyn Store,
+    task_id: &str,
+    answer: &Answering,
+    upto: u64,
+) -> Result<Vec<StreamResponse>, StoreError> {
+    let mut updates = Vec::new();
+    let mut cursor = answer.from.saturating_sub(1);
+    while cursor < upto {
+        let events = store.read_events(task_id, Some(cursor), READ_BATCH).await?;
+        let before = cursor;
+        for e in events.into_iter().take_while(|e| e.seq <= upto) {
+            cursor = e.seq;
+            let of_answer = (e.event.artifact_update.as_ref())
+                .and_then(|u| u.artifact.as_ref())
+                .is_some_and(|a| a.artifact_id == answer.artifact);
+            if of_answer {
+                updates.push(e.event);
+            }
+        }
+        // The log has nothing more up to `upto` (a read past it, or none).
+        if cursor == before {
+            break;
+        }
+    }
+    Ok(updates)
+}
+
+/// Ends the answer being written where it stands, for a task ended by another writer (a
+/// cancel) mid-answer: the stored task gets as its artifact the text its clients were
+/// shown, and they get an update that finishes it (`lastChunk`, nothing appended). None
+/// when no answer is unfinished. Reads the log, so only when there is one.
+pub async fn finish_where_it_stands(
+    store: &dyn Store,
+    rec: &mut TaskRecord,
+) -> Result<Option<StreamResponse>, StoreError> {
+    let Some(answer) = rec.agent.answer.clone() else {
+        return Ok(None);
+    };
+    if rec
+        .task
+        .artifacts
+        .iter()
+        .any(|a| a.artifact_id == answer.artifact)
+    {
+        return Ok(None);
+    }
+    let mut text = String::new();
+    for update in written_so_far(store, &rec.task.id, &answer, rec.last_seq).await? {
+        let Some(u) = update.artifact_update else {
+            continue;
+        };
+        if !u.append {
+            text.clear();
+        }
+        let parts = u.artifact.map(|a| a.parts).unwrap_or_default();
+        text.extend(parts.iter().filter_map(|p| p.text.as_deref()));
+    }
+    if text.is_empty() {
+        return Ok(None);
+    }
+    rec.task.artifacts.push(artifact(&answer.artifact, &text));
+    Ok(Some(event(rec, &answer.artifact, "", true, true)))
 }
 
 fn artifact(id: &str, text: &str) -> Artifact {
