@@ -184,7 +184,17 @@ impl LlmAgent {
 
     async fn fail(run: &mut TaskRun, why: &str) -> Result<(), RunError> {
         let msg = run.agent_message(why);
-        run.set_status(TaskState::Failed, Some(msg)).await
+        match run.shown().filter(|s| !s.is_empty()).map(str::to_owned) {
+            // What streams showed of an answer is finished and kept: a client ends with
+            // the artifact the task stores, not with text the task does not have.
+            Some(shown) => {
+                run.answer(&shown, true, |rec| {
+                    vec![set_status(rec, TaskState::Failed, Some(msg.clone()), None)]
+                })
+                .await
+            }
+            None => run.set_status(TaskState::Failed, Some(msg)).await,
+        }
     }
 }
 

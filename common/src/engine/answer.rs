@@ -27,7 +27,10 @@ use std::time::{Duration, Instant};
 
 use crate::a2a::{Artifact, Part, StreamResponse, TaskArtifactUpdateEvent};
 use crate::store::conversation::Answering;
-use crate::store::TaskRecord;
+use crate::store::{Store, StoreError, TaskRecord};
+
+/// How many events one read of the log takes.
+const READ_BATCH: usize = 128;
 
 /// How long text waits, after a batch, before it is committed...
 pub const BATCH_EVERY: Duration = Duration::from_millis(250);
@@ -97,6 +100,12 @@ impl Draft {
         self.last = Some(Instant::now());
         batch
     }
+
+    /// Takes back a batch that was not committed: it goes first in the next.
+    pub(super) fn put_back(&mut self, batch: Batch) {
+        self.pending.insert_str(0, &batch.text);
+        self.replace |= !batch.append;
+    }
 }
 
 /// Text committed as one event.
@@ -122,11 +131,34 @@ impl Batch {
     }
 }
 
-/// The event that leaves a client that was shown `shown` of the answer's artifact showing
-/// `text`: the rest of it appended when it goes on from what was shown, else the whole of
-/// it in place of that. `last` marks the task's final answer, which the stored task gets
-/// as its artifact; a turn that is not the last gets an event only to finish what was
-/// being shown (`None` when nothing was, or it is whole already).
+/// How a client that was shown `shown` of the answer's artifact (None or empty: nothing)
+/// comes to show a turn's `text`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Show<'a> {
+    /// It shows it already: no event.
+    Nothing,
+    /// The text goes on from what was shown: its rest is appended.
+    Append(&'a str),
+    /// The text takes the place of what was shown, or is the first the client sees.
+    Replace,
+}
+
+/// What a turn's `text` needs shown: the final answer (`last`) is always finished with
+/// `lastChunk`, even when nothing is left to add; a turn that ends in tool calls shows its
+/// text whole before the tools run, and an empty one leaves what was shown.
+pub(super) fn show<'a>(shown: Option<&str>, text: &'a str, last: bool) -> Show<'a> {
+    let shown = shown.filter(|s| !s.is_empty());
+    match shown.and_then(|before| text.strip_prefix(before)) {
+        Some(rest) if !rest.is_empty() || last => Show::Append(rest),
+        Some(_) => Show::Nothing,
+        None if text.is_empty() && !last => Show::Nothing,
+        None => Show::Replace,
+    }
+}
+
+/// Makes the change [`show`] says on `rec` and returns its event, the first of its
+/// commit. The final answer (`last`) becomes the stored task's artifact; a turn's text
+/// that is not the last is in the log alone, where a late subscriber finds it.
 pub(super) fn settle(
     rec: &mut TaskRecord,
     shown: Option<&str>,
@@ -137,21 +169,91 @@ pub(super) fn settle(
         Some(a) => a.artifact.clone(),
         None => super::transition::new_id(),
     };
-    let rest = shown.and_then(|before| text.strip_prefix(before));
-    if !last {
-        return rest
-            .filter(|rest| !rest.is_empty() && shown.is_some_and(|s| !s.is_empty()))
-            .map(|rest| event(rec, &id, rest, true, false));
+    let how = show(shown, text, last);
+    if last {
+        let artifact = artifact(&id, text);
+        match rec.task.artifacts.iter_mut().find(|a| a.artifact_id == id) {
+            Some(existing) => *existing = artifact,
+            None => rec.task.artifacts.push(artifact),
+        }
+    } else if how == Show::Replace {
+        rec.agent.answer = Some(Answering {
+            artifact: id.clone(),
+            from: rec.last_seq + 1,
+        });
     }
-    let artifact = artifact(&id, text);
-    match rec.task.artifacts.iter_mut().find(|a| a.artifact_id == id) {
-        Some(existing) => *existing = artifact,
-        None => rec.task.artifacts.push(artifact),
+    match how {
+        Show::Nothing => None,
+        Show::Append(rest) => Some(event(rec, &id, rest, true, last)),
+        Show::Replace => Some(event(rec, &id, text, false, last)),
     }
-    Some(match rest {
-        Some(rest) => event(rec, &id, rest, true, true),
-        None => event(rec, &id, text, false, true),
-    })
+}
+
+/// The updates of the answer being written, in order, from the one that last replaced it
+/// up to `upto`: what a client that attaches at `upto` has not been shown of it.
+pub async fn written_so_far(
+    store: &dyn Store,
+    task_id: &str,
+    answer: &Answering,
+    upto: u64,
+) -> Result<Vec<StreamResponse>, StoreError> {
+    let mut updates = Vec::new();
+    let mut cursor = answer.from.saturating_sub(1);
+    while cursor < upto {
+        let events = store.read_events(task_id, Some(cursor), READ_BATCH).await?;
+        let before = cursor;
+        for e in events.into_iter().take_while(|e| e.seq <= upto) {
+            cursor = e.seq;
+            let of_answer = (e.event.artifact_update.as_ref())
+                .and_then(|u| u.artifact.as_ref())
+                .is_some_and(|a| a.artifact_id == answer.artifact);
+            if of_answer {
+                updates.push(e.event);
+            }
+        }
+        // The log has nothing more up to `upto` (a read past it, or none).
+        if cursor == before {
+            break;
+        }
+    }
+    Ok(updates)
+}
+
+/// Ends the answer being written where it stands, for a task ended by another writer (a
+/// cancel) mid-answer: the stored task gets as its artifact the text its clients were
+/// shown, and they get an update that finishes it (`lastChunk`, nothing appended). None
+/// when no answer is unfinished. Reads the log, so only when there is one.
+pub async fn finish_where_it_stands(
+    store: &dyn Store,
+    rec: &mut TaskRecord,
+) -> Result<Option<StreamResponse>, StoreError> {
+    let Some(answer) = rec.agent.answer.clone() else {
+        return Ok(None);
+    };
+    if rec
+        .task
+        .artifacts
+        .iter()
+        .any(|a| a.artifact_id == answer.artifact)
+    {
+        return Ok(None);
+    }
+    let mut text = String::new();
+    for update in written_so_far(store, &rec.task.id, &answer, rec.last_seq).await? {
+        let Some(u) = update.artifact_update else {
+            continue;
+        };
+        if !u.append {
+            text.clear();
+        }
+        let parts = u.artifact.map(|a| a.parts).unwrap_or_default();
+        text.extend(parts.iter().filter_map(|p| p.text.as_deref()));
+    }
+    if text.is_empty() {
+        return Ok(None);
+    }
+    rec.task.artifacts.push(artifact(&answer.artifact, &text));
+    Ok(Some(event(rec, &answer.artifact, "", true, true)))
 }
 
 fn artifact(id: &str, text: &str) -> Artifact {
@@ -243,21 +345,64 @@ mod tests {
     }
 
     #[test]
-    fn a_turn_that_calls_tools_finishes_what_it_showed_and_nothing_else() {
-        let mut rec = TaskRecord::default();
-        assert!(settle(&mut rec, None, "Let me look", false).is_none());
+    fn a_turn_that_calls_tools_shows_its_text_whole_and_an_empty_one_nothing() {
+        let mut rec = TaskRecord {
+            last_seq: 7,
+            ..Default::default()
+        };
         assert!(settle(&mut rec, Some("Let me look"), "Let me look", false).is_none());
+        assert!(settle(&mut rec, None, "", false).is_none());
+        assert!(settle(&mut rec, Some("Shown"), "", false).is_none());
         let rest = settle(&mut rec, Some("Let me"), "Let me look", false).expect("the rest");
         assert_eq!(text_of(&rest), (" look".into(), true, false));
+        // Text no stream showed (a model that does not stream, an answer quicker than a
+        // batch, a retry that replaced what was shown) is shown whole, in place of what was.
+        let whole = settle(&mut rec, Some("Let me"), "Checking", false).expect("whole");
+        assert_eq!(text_of(&whole), ("Checking".into(), false, false));
+        assert_eq!(rec.agent.answer.as_ref().map(|a| a.from), Some(8));
+        let first = settle(&mut rec, None, "Checking", false).expect("whole");
+        assert_eq!(text_of(&first), ("Checking".into(), false, false));
         assert!(rec.task.artifacts.is_empty());
     }
 
+    /// A final answer after a turn that showed nothing (it only called tools) is a new
+    /// artifact to a client, never an append to one it was not shown.
     #[test]
     fn an_answer_nothing_was_shown_of_is_a_new_artifact() {
+        for shown in [None, Some("")] {
+            let mut rec = TaskRecord::default();
+            let end = settle(&mut rec, shown, "whole", true).expect("an event");
+            assert_eq!(text_of(&end), ("whole".into(), false, true), "{shown:?}");
+            assert_eq!(rec.task.artifacts[0].parts, vec![Part::text("whole")]);
+        }
+    }
+
+    #[test]
+    fn a_final_answer_already_shown_whole_is_finished_with_last_chunk() {
         let mut rec = TaskRecord::default();
-        let end = settle(&mut rec, None, "whole", true).expect("an event");
-        assert_eq!(text_of(&end), ("whole".into(), false, true));
-        assert_eq!(rec.task.artifacts[0].parts, vec![Part::text("whole")]);
+        let end = settle(&mut rec, Some("done"), "done", true).expect("an event");
+        assert_eq!(text_of(&end), ("".into(), true, true));
+    }
+
+    #[test]
+    fn a_batch_put_back_goes_first_in_the_next_as_it_was() {
+        let mut rec = TaskRecord::default();
+        let mut draft = Draft::new("a1".into());
+        draft.take(Written::Text("Hel".into()));
+        let failed = draft.batch();
+        draft.take(Written::Text("lo".into()));
+        draft.put_back(failed);
+        assert_eq!(
+            text_of(&draft.batch().apply(&mut rec)),
+            ("Hello".into(), false, false)
+        );
+        draft.take(Written::Text(", w".into()));
+        let failed = draft.batch();
+        draft.put_back(failed);
+        assert_eq!(
+            text_of(&draft.batch().apply(&mut rec)),
+            (", w".into(), true, false)
+        );
     }
 
     #[test]

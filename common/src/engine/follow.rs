@@ -290,27 +290,18 @@ async fn answer_so_far(
     upto: u64,
     tx: &Tx,
 ) -> Result<(), ()> {
-    let mut cursor = answer.from.saturating_sub(1);
-    while cursor < upto {
-        let events = match store.read_events(task_id, Some(cursor), BATCH).await {
-            Ok(events) if !events.is_empty() => events,
-            Ok(_) => return Ok(()),
-            Err(e) => {
-                let _ = tx.send(Err(e.into())).await;
-                return Err(());
+    match super::answer::written_so_far(store, task_id, answer, upto).await {
+        Ok(updates) => {
+            for update in updates {
+                tx.send(Ok(update)).await.map_err(|_| ())?;
             }
-        };
-        for e in events.into_iter().take_while(|e| e.seq <= upto) {
-            cursor = e.seq;
-            let of_answer = (e.event.artifact_update.as_ref())
-                .and_then(|u| u.artifact.as_ref())
-                .is_some_and(|a| a.artifact_id == answer.artifact);
-            if of_answer {
-                tx.send(Ok(e.event)).await.map_err(|_| ())?;
-            }
+            Ok(())
+        }
+        Err(e) => {
+            let _ = tx.send(Err(e.into())).await;
+            Err(())
         }
     }
-    Ok(())
 }
 
 async fn wait_for(

@@ -218,23 +218,35 @@ impl TaskRun {
             let due = draft.due().map(tokio::time::Instant::from_std);
             tokio::select! {
                 // An answer complete takes its text whole: no batch of what it wrote last.
+                // The text comes last, so that however fast it comes, the batches, the
+                // lease's renewal and the cut-off are not put off by it.
                 biased;
                 out = &mut work => return Ok(out),
-                w = next(&mut written) => draft.take(w),
+                () = tokio::time::sleep_until(cut_off) => {
+                    self.hand_over();
+                    return Err(RunError::CutOff);
+                }
+                _ = renew.tick(), if ttl.is_some() => self.apply(|_| Vec::new()).await?,
                 () = tokio::time::sleep_until(due.unwrap_or(far)), if due.is_some() => {
                     let batch = draft.batch();
-                    self.apply(|rec| vec![batch.apply(rec)]).await?;
+                    match self.apply(|rec| vec![batch.apply(rec)]).await {
+                        Ok(()) => {}
+                        // A batch need not be stored: one the store failed (throttled, a
+                        // timeout) goes with the next, rather than end the model's call.
+                        Err(RunError::Store(StoreError::Unavailable(why))) => {
+                            tracing::warn!(task_id = %self.record.task.id, error = %why, "a batch of the answer was not stored; it goes with the next");
+                            draft.put_back(batch);
+                            continue;
+                        }
+                        Err(e) => return Err(e),
+                    }
                     match self.shown.as_mut() {
                         Some(shown) if batch.append => shown.push_str(&batch.text),
                         _ => self.shown = Some(batch.text),
                     }
                     renew.reset();
                 }
-                _ = renew.tick(), if ttl.is_some() => self.apply(|_| Vec::new()).await?,
-                () = tokio::time::sleep_until(cut_off) => {
-                    self.hand_over();
-                    return Err(RunError::CutOff);
-                }
+                w = next(&mut written) => draft.take(w),
             }
         }
     }
@@ -254,8 +266,15 @@ impl TaskRun {
             shown.into_iter().chain(change(rec)).collect()
         })
         .await?;
-        self.shown = Some(text.to_owned());
+        if super::answer::show(shown.as_deref(), text, last) != super::answer::Show::Nothing {
+            self.shown = Some(text.to_owned());
+        }
         Ok(())
+    }
+
+    /// What this run's streams show of the answer's artifact (None: nothing yet).
+    pub fn shown(&self) -> Option<&str> {
+        self.shown.as_deref()
     }
 
     pub fn record(&self) -> &TaskRecord {

@@ -65,13 +65,28 @@ use super::{
 #[derive(Debug, Clone)]
 pub struct Bedrock {
     client: aws_sdk_bedrockruntime::Client,
+    /// How long a stream may be silent, and take in all (the SDK bounds the response's
+    /// head, not its body): both transient, as for the HTTP providers.
+    idle: Duration,
+    total: Duration,
 }
 
 impl Bedrock {
     /// Uses `client` as it is configured (region, credentials, endpoint, timeouts and the
     /// SDK's own retries).
     pub fn new(client: aws_sdk_bedrockruntime::Client) -> Self {
-        Bedrock { client }
+        Bedrock {
+            client,
+            idle: super::CALL_TIMEOUT,
+            total: super::sse::STREAM_TIMEOUT,
+        }
+    }
+
+    /// Bounds a stream's silences by `idle` and the whole of it by `total`.
+    pub fn with_stream_timeouts(mut self, idle: Duration, total: Duration) -> Self {
+        self.idle = idle;
+        self.total = total;
+        self
     }
 
     /// A client from the standard AWS configuration chain: what a Lambda function has
@@ -163,12 +178,23 @@ impl Model for Bedrock {
             .map_err(|e| call_error(model, &CONVERSE_STREAM, &e))?;
         let mut events = Events::default();
         let mut assembly = Assembly::default();
-        while let Some(event) = output
-            .stream
-            .recv()
-            .await
-            .map_err(|e| call_error(model, &CONVERSE_STREAM, &e))?
-        {
+        let end = tokio::time::Instant::now() + self.total;
+        loop {
+            let next = tokio::time::Instant::now() + self.idle;
+            let event = match tokio::time::timeout_at(next.min(end), output.stream.recv()).await {
+                Ok(event) => event.map_err(|e| call_error(model, &CONVERSE_STREAM, &e))?,
+                Err(_) => {
+                    let why = if next < end {
+                        format!("was silent for {:?}", self.idle)
+                    } else {
+                        format!("did not end within {:?}", self.total)
+                    };
+                    return Err(ModelError::transient(format!(
+                        "bedrock: the ConverseStream of {model} {why} (timed out)"
+                    )));
+                }
+            };
+            let Some(event) = event else { break };
             if let Some(delta) = events.delta(event) {
                 assembly.add(&delta);
                 on_delta(delta);

@@ -41,6 +41,10 @@ use super::{ChatResponse, Delta, ModelError, OnDelta};
 /// The total bound of a streamed answer, unless the provider's timeout is longer.
 pub(crate) const STREAM_TIMEOUT: Duration = Duration::from_secs(600);
 
+/// The most bytes a streamed answer may take: a whole answer of the harness's token limit
+/// is far less, with every event's JSON around each token.
+pub(crate) const MAX_STREAM_BYTES: usize = 16 << 20;
+
 /// Whether a stream goes on after an event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Flow {
@@ -59,6 +63,9 @@ pub(crate) trait Events {
         data: &str,
         emit: &mut dyn FnMut(Delta),
     ) -> Result<Flow, ModelError>;
+
+    /// The provider's whole response, for a server that answered one instead of a stream.
+    fn whole(&self, body: &serde_json::Value) -> Result<ChatResponse, ModelError>;
 }
 
 /// How long a streamed call may wait between two reads, and take in all.
@@ -85,12 +92,7 @@ pub(crate) async fn stream(
         let request = request.timeout(timeouts.total);
         let response = http::respond(provider, url, request, timeouts.idle).await?;
         if is_json(&response) {
-            // A server that ignored `stream: true`, or said why not in a 2xx.
-            let body = response.text().await.unwrap_or_default();
-            return Err(ModelError::permanent(format!(
-                "{provider}: the answer to a streaming request is JSON, not an event stream{}",
-                http::error_detail(&body)
-            )));
+            return whole(provider, response, &events, on_delta).await;
         }
         read(provider, response.bytes_stream(), &mut events, on_delta)
             .await
@@ -101,6 +103,31 @@ pub(crate) async fn stream(
     }
     .await;
     result.map_err(|e| http::redact(e, secret))
+}
+
+/// The JSON answer of a server that ignored `stream: true` (some OpenAI-compatible servers
+/// and proxies do): a whole response, shown at once as a model without a streaming API
+/// shows it, or an error it said in a 2xx. An error quotes the body's error alone, never
+/// other content (it may hold the answer's text).
+async fn whole(
+    provider: &str,
+    response: reqwest::Response,
+    events: &impl Events,
+    on_delta: OnDelta<'_>,
+) -> Result<ChatResponse, ModelError> {
+    let body = response.bytes().await.unwrap_or_default();
+    let value: serde_json::Value = serde_json::from_slice(&body).map_err(|e| {
+        ModelError::permanent(format!(
+            "{provider}: the JSON answer to a streaming request does not parse ({e}; {} bytes)",
+            body.len()
+        ))
+    })?;
+    if value.get("error").is_some_and(|e| !e.is_null()) {
+        return Err(http::stream_error(provider, &value));
+    }
+    let answer = events.whole(&value)?;
+    stream::replay(&answer, on_delta);
+    Ok(answer)
 }
 
 /// Why reading a stream stopped short.
@@ -125,6 +152,19 @@ where
     E: Error + Send + Sync + 'static,
 {
     let mut assembly = Assembly::default();
+    // What is read is bounded in all: the parser holds an unfinished line or event whole,
+    // and the assembly the answer, so a server sending without end would take memory
+    // without end.
+    let mut read = 0usize;
+    let over = std::sync::atomic::AtomicBool::new(false);
+    let bytes = bytes.take_while(|chunk| {
+        read = read.saturating_add(chunk.as_ref().map_or(0, bytes::Buf::remaining));
+        let within = read <= MAX_STREAM_BYTES;
+        if !within {
+            over.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        std::future::ready(within)
+    });
     let mut sse = std::pin::pin!(SseStream::from_bytes_stream(bytes));
     while let Some(event) = sse.next().await {
         let event = match event {
@@ -149,6 +189,12 @@ where
         if flow == Flow::Done {
             return assembly.finish(provider).map_err(Broken::Model);
         }
+    }
+    if over.load(std::sync::atomic::Ordering::Relaxed) {
+        return Err(Broken::Model(ModelError::permanent(format!(
+            "{provider}: the response stream went on past {} MiB",
+            MAX_STREAM_BYTES >> 20
+        ))));
     }
     Err(Broken::Model(stream::cut_off(provider)))
 }
@@ -268,6 +314,23 @@ pub(crate) mod tests {
             emit(Delta::Text(data.to_string()));
             Ok(Flow::More)
         }
+
+        fn whole(&self, _: &serde_json::Value) -> Result<ChatResponse, ModelError> {
+            Err(ModelError::permanent("no whole responses"))
+        }
+    }
+
+    /// A line without end is not held without end: past the bound, the stream is refused
+    /// for good (it was held whole, then called cut off and made again).
+    #[test]
+    fn a_stream_past_its_bound_is_refused_as_too_long() {
+        let mut bytes = b"data: ".to_vec();
+        bytes.resize(MAX_STREAM_BYTES + 2, b'x');
+        let (deltas, result) = read_in_pieces::<Echo>("p", &bytes, 1 << 20);
+        assert!(deltas.is_empty());
+        let err = result.expect_err("too long");
+        assert!(matches!(err, ModelError::Permanent { .. }), "{err:?}");
+        assert!(err.to_string().contains("past 16 MiB"), "{err}");
     }
 
     #[test]

@@ -1,12 +1,14 @@
 //! CancelTask: a task that has not ended becomes CANCELED; the answer is the updated task.
 //! Its reporter and admins may cancel it (see `ext::permissions`).
-//! A run still working on it sees the change at its next commit and stops. The work it
+//! A run still working on it sees the change at its next commit and stops; an answer it
+//! was writing ends where it stands (`engine::answer::finish_where_it_stands`). The work it
 //! handed on goes with it: its open sub-tasks here are cancelled (and theirs), and its
 //! open remote tasks are cancelled on their agents.
 
 use super::shown::shown;
 use super::{Caller, Harness};
 use crate::a2a::{A2aError, CancelTaskRequest, Task, TaskState};
+use crate::engine::answer::finish_where_it_stands;
 use crate::engine::transition::set_status;
 use crate::ext::permissions::Action;
 use crate::store::StoreError;
@@ -27,8 +29,12 @@ pub async fn cancel_task(
             return Err(A2aError::TaskNotCancelable { task_id: req.id });
         }
         let mut next = rec.clone();
-        let event = set_status(&mut next, TaskState::Canceled, None, metadata.clone());
-        match h.store.commit(&next, rec.version, &[event], None).await {
+        // An answer being written ends where it stands: the task keeps what its clients
+        // were shown, finished, rather than leave them text it does not have.
+        let finished = finish_where_it_stands(h.store.as_ref(), &mut next).await?;
+        let status = set_status(&mut next, TaskState::Canceled, None, metadata.clone());
+        let events: Vec<_> = finished.into_iter().chain([status]).collect();
+        match h.store.commit(&next, rec.version, &events, None).await {
             Ok(stored) => {
                 h.engine.wake_parents_logged(&stored).await;
                 cancel_handed_on(h, &stored).await;

@@ -361,6 +361,46 @@ async fn the_answer_is_reported_while_the_rest_is_still_to_come() {
     );
 }
 
+/// The SDK bounds the response's head, not its body: a stream that stalls midway fails as
+/// the HTTP providers' do, transient, saying which bound ran out.
+#[tokio::test]
+async fn a_stream_that_stalls_times_out_as_a_transient_error() {
+    for (idle, total, says) in [
+        (
+            Duration::from_millis(500),
+            Duration::from_secs(30),
+            "was silent for 500ms",
+        ),
+        (
+            Duration::from_secs(30),
+            Duration::from_millis(500),
+            "did not end within 500ms",
+        ),
+    ] {
+        let mut reply = stream_of("text");
+        // Never let go: the connection stays open with nothing more on it.
+        reply.body.insert(2, Piece::Hold(Arc::new(Notify::new())));
+        let server = Server::start(vec![reply]).await;
+        let (on_delta, rx) = deltas();
+        let model = server.model().with_stream_timeouts(idle, total);
+        let result = tokio::time::timeout(
+            Duration::from_secs(20),
+            model.chat_stream(&first_question(), &on_delta),
+        )
+        .await
+        .expect("bounded");
+        let err = result.expect_err("stalled");
+        assert!(matches!(err, ModelError::Transient { .. }), "{err:?}");
+        assert!(err.to_string().contains(says), "{err}");
+        drop(on_delta);
+        assert_eq!(
+            shown(&reported(rx)),
+            "It is 18",
+            "what came before the stall"
+        );
+    }
+}
+
 #[tokio::test]
 async fn a_throttling_exception_in_the_stream_is_transient() {
     let error = streamed("throttled").await.0.unwrap_err();

@@ -45,9 +45,9 @@ impl Events for MessageStream {
     ) -> Result<Flow, ModelError> {
         let event: Value = serde_json::from_str(data).map_err(|e| {
             ModelError::permanent(format!(
-                "{PROVIDER}: the data of a `{}` event is not JSON ({e}){}",
+                "{PROVIDER}: the data of a `{}` event is not JSON ({e}; {} bytes)",
                 kind.unwrap_or("message"),
-                http::error_detail(data)
+                data.len()
             ))
         })?;
         let index = event.get("index").and_then(Value::as_u64);
@@ -83,6 +83,10 @@ impl Events for MessageStream {
             _ => {}
         }
         Ok(Flow::More)
+    }
+
+    fn whole(&self, body: &Value) -> Result<crate::models::ChatResponse, ModelError> {
+        super::parse_response(body)
     }
 }
 

@@ -34,8 +34,8 @@ impl Events for Chunks {
         }
         let chunk: Value = serde_json::from_str(data).map_err(|e| {
             ModelError::permanent(format!(
-                "{PROVIDER}: an event of the response stream is not JSON ({e}){}",
-                http::error_detail(data)
+                "{PROVIDER}: an event of the response stream is not JSON ({e}; {} bytes)",
+                data.len()
             ))
         })?;
         if chunk.get("error").is_some_and(|e| !e.is_null())
@@ -65,6 +65,10 @@ impl Events for Chunks {
             }));
         }
         Ok(Flow::More)
+    }
+
+    fn whole(&self, body: &Value) -> Result<crate::models::ChatResponse, ModelError> {
+        super::parse_response(body)
     }
 }
 
