@@ -253,6 +253,9 @@ pub struct Caller {
     /// is taken only while the task waits on that request (checked on the record its write
     /// is conditional on).
     pub answer_link: Option<String>,
+    /// The request's `Last-Event-ID` header: the SSE id of the last event a client had of
+    /// a stream it resumes (SubscribeToTask reads it).
+    pub last_event_id: Option<String>,
 }
 
 impl Caller {
