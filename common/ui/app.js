@@ -429,16 +429,19 @@ function reloadSoon(id) {
 /// once (so the page shows what GetTask does), until the task ends or another is opened. A
 /// stream closes when the task waits on someone (an interrupted state): until it moves
 /// on, the task is read again every few seconds, then followed again. A stream that ends
-/// at once (refused, say) is tried again later and later, never in a tight loop.
+/// at once (refused, say) is tried again later and later, never in a tight loop. Each
+/// stream after the first resumes after the last event shown (`Last-Event-ID`), so a cut
+/// or a wait loses nothing of what happened in between.
 async function follow(id) {
   if (state.stream) state.stream.abort();
   const ctrl = new AbortController();
   state.stream = ctrl;
   let pause = 500;
   let subscribe = true;
+  let last = null;
   while (state.stream === ctrl && state.open === id) {
     const started = Date.now();
-    if (subscribe) await stream(id, ctrl);
+    if (subscribe) last = await stream(id, ctrl, last);
     if (state.stream !== ctrl || state.open !== id) return;
     const task = await loadTask(id);
     const now = task.status && task.status.state;
@@ -449,11 +452,16 @@ async function follow(id) {
   }
 }
 
-async function stream(id, ctrl) {
+/// Follows the task from after the event `last` (from now when null); returns the id of
+/// the last event it showed.
+async function stream(id, ctrl, last) {
   const body = JSON.stringify({ jsonrpc: '2.0', id: ++state.seq, method: 'SubscribeToTask', params: { id } });
+  const extra = { Accept: 'text/event-stream' };
+  if (last) extra['Last-Event-ID'] = last;
+  let first = true;
   try {
-    const res = await fetch(state.rpcPath, { method: 'POST', headers: headers({ Accept: 'text/event-stream' }), body, signal: ctrl.signal });
-    if (!res.ok || !res.body) return;
+    const res = await fetch(state.rpcPath, { method: 'POST', headers: headers(extra), body, signal: ctrl.signal });
+    if (!res.ok || !res.body) return last;
     const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
     let buffer = '';
     for (;;) {
@@ -464,17 +472,25 @@ async function stream(id, ctrl) {
       while ((cut = buffer.indexOf('\n\n')) >= 0) {
         const event = buffer.slice(0, cut);
         buffer = buffer.slice(cut + 2);
-        if (state.open === id) onEvent(id, event);
+        if (state.open !== id) continue;
+        // Resumed, the stream's Task holds no answer being written: what the page shows
+        // of it stands, and the updates after `last` go on from it.
+        onEvent(id, event, !(first && last));
+        first = false;
+        const line = event.split('\n').find((l) => l.startsWith('id:'));
+        if (line) last = line.slice(3).trimStart();
       }
     }
   } catch (e) {
     if (e.name !== 'AbortError') showError(e);
   }
+  return last;
 }
 
 /// One SSE event of the open task's stream: an artifact update is applied at once; any
-/// other event reads the task again soon.
-function onEvent(id, event) {
+/// other event reads the task again soon (a Task also sets what the answer shows, unless
+/// `snapshot` is false).
+function onEvent(id, event, snapshot) {
   const data = event.split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trimStart()).join('\n');
   let result = null;
   try {
@@ -487,7 +503,7 @@ function onEvent(id, event) {
     applyUpdate(update);
     return;
   }
-  if (result && result.task && result.task.id === id) applySnapshot(result.task);
+  if (snapshot && result && result.task && result.task.id === id) applySnapshot(result.task);
   reloadSoon(id);
 }
 

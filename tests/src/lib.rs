@@ -807,6 +807,8 @@ pub fn assert_rest_error(status: u16, body: &Value, http: u16, grpc: &str, reaso
 #[derive(Debug, Clone, PartialEq)]
 pub struct SseEvent {
     pub event: Option<String>,
+    /// Its `id:` line, where a client resumes after it (`Last-Event-ID`).
+    pub id: Option<String>,
     pub data: Value,
 }
 
@@ -873,6 +875,7 @@ pub struct SseReader {
     stream: std::pin::Pin<Box<dyn futures::Stream<Item = reqwest::Result<Vec<u8>>> + Send>>,
     buf: Vec<u8>,
     event: Option<String>,
+    id: Option<String>,
     data: Vec<String>,
     done: bool,
 }
@@ -883,6 +886,7 @@ impl SseReader {
             stream: Box::pin(resp.bytes_stream().map(|r| r.map(|b| b.to_vec()))),
             buf: Vec::new(),
             event: None,
+            id: None,
             data: Vec::new(),
             done: false,
         }
@@ -891,6 +895,7 @@ impl SseReader {
     fn take_event(&mut self) -> Option<SseEvent> {
         if self.data.is_empty() {
             self.event = None;
+            self.id = None;
             return None;
         }
         let text = self.data.join("\n");
@@ -899,6 +904,7 @@ impl SseReader {
             .unwrap_or_else(|e| panic!("SSE data is not JSON ({e}): {text:?}"));
         Some(SseEvent {
             event: self.event.take(),
+            id: self.id.take(),
             data: value,
         })
     }
@@ -920,6 +926,8 @@ impl SseReader {
                     self.data.push(v.strip_prefix(' ').unwrap_or(v).to_owned());
                 } else if let Some(v) = line.strip_prefix("event:") {
                     self.event = Some(v.trim().to_owned());
+                } else if let Some(v) = line.strip_prefix("id:") {
+                    self.id = Some(v.strip_prefix(' ').unwrap_or(v).to_owned());
                 }
             }
             if self.done {

@@ -437,7 +437,9 @@ pub fn sse_frame(data: &[u8]) {
     for framing in &framings {
         for event in &events {
             let payload = framing.data(event);
-            let (kind, got) = read_sse(&encode_sse(framing.frame(Ok(event.clone()))));
+            let framed = encode_sse(framing.frame(Ok((event.clone(), Some("7.0a1b2c".into())))));
+            assert!(framed.contains("\nid: 7.0a1b2c\n") || framed.starts_with("id: 7.0a1b2c\n"));
+            let (kind, got) = read_sse(&framed);
             assert_eq!(kind, "message");
             assert_eq!(got, payload, "the data line does not round-trip");
             let json: Value = serde_json::from_str(&got)

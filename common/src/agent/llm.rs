@@ -451,7 +451,8 @@ impl LlmAgent {
         );
         request.task_id = rec.id().to_owned();
         let (task_id, nonce) = (rec.id().to_owned(), state.nonce.clone());
-        let answer = match run.keeping_lease(choice.model.chat(&request)).await? {
+        let call = run.keeping_lease(choice.model.chat(&request)).await;
+        let answer = match super::streamed::counted(call)? {
             Ok(a) => super::streamed::masked(&nonce, a),
             Err(e) => {
                 tracing::warn!(%task_id, error = %e, "the summary call failed; older turns are left out instead");

@@ -37,8 +37,16 @@ pub(super) async fn call(
     };
     let answer = run
         .keeping_lease_writing(model.chat_stream(request, &on_delta), rx)
-        .await?;
-    Ok(answer.map(|a| masked(nonce, a)))
+        .await;
+    Ok(counted(answer)?.map(|a| masked(nonce, a)))
+}
+
+/// Counts a model call that a cancel of its task cut short.
+pub(super) fn counted<T>(call: Result<T, RunError>) -> Result<T, RunError> {
+    if let Err(RunError::Ended(crate::a2a::TaskState::Canceled)) = &call {
+        crate::metrics::record(crate::metrics::Event::ModelCallCancelled);
+    }
+    call
 }
 
 /// The model's answer with the task's nonce masked wherever it could reach participants

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use crate::a2a::{Artifact, Part, StreamResponse, TaskArtifactUpdateEvent};
 use crate::store::conversation::Answering;
-use crate::store::{Store, StoreError, TaskRecord};
+use crate::store::{LoggedEvent, Store, StoreError, TaskRecord};
 
 /// How many events one read of the log takes.
 const READ_BATCH: usize = 128;
@@ -196,7 +196,7 @@ pub async fn written_so_far(
     task_id: &str,
     answer: &Answering,
     upto: u64,
-) -> Result<Vec<StreamResponse>, StoreError> {
+) -> Result<Vec<LoggedEvent>, StoreError> {
     let mut updates = Vec::new();
     let mut cursor = answer.from.saturating_sub(1);
     while cursor < upto {
@@ -208,7 +208,7 @@ pub async fn written_so_far(
                 .and_then(|u| u.artifact.as_ref())
                 .is_some_and(|a| a.artifact_id == answer.artifact);
             if of_answer {
-                updates.push(e.event);
+                updates.push(e);
             }
         }
         // The log has nothing more up to `upto` (a read past it, or none).
@@ -240,7 +240,7 @@ pub async fn finish_where_it_stands(
     }
     let mut text = String::new();
     for update in written_so_far(store, &rec.task.id, &answer, rec.last_seq).await? {
-        let Some(u) = update.artifact_update else {
+        let Some(u) = update.event.artifact_update else {
             continue;
         };
         if !u.append {

@@ -185,8 +185,42 @@ pub struct Follow {
     pub answer: Option<Answering>,
 }
 
-pub type EventStream =
-    std::pin::Pin<Box<dyn Stream<Item = Result<StreamResponse, A2aError>> + Send>>;
+pub type EventStream = std::pin::Pin<Box<dyn Stream<Item = Result<Sent, A2aError>> + Send>>;
+
+/// An event of a stream, with where in the task's log a client that has it stands (its
+/// SSE `id`): the seq of the last log event whose effect it has, and a tag of the task,
+/// so that an id another task issued is told apart (`<seq>.<tag>`, opaque to clients).
+/// The ids of a stream never go back, and a stream resumed from one
+/// (`ops::subscribe_to_task`, `Last-Event-ID`) sends what came after it.
+#[derive(Debug, Clone)]
+pub struct Sent {
+    pub event: StreamResponse,
+    /// None for the one message of a send that made no task.
+    pub id: Option<String>,
+}
+
+impl std::ops::Deref for Sent {
+    type Target = StreamResponse;
+
+    fn deref(&self) -> &StreamResponse {
+        &self.event
+    }
+}
+
+/// The cursor in `id`, an SSE id issued for `task_id`; None for any other.
+pub fn cursor_of(id: &str, task_id: &str) -> Option<u64> {
+    let (cursor, t) = id.split_once('.')?;
+    if t != tag(task_id) || cursor.is_empty() || !cursor.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    cursor.parse().ok()
+}
+
+fn tag(task_id: &str) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(task_id.as_bytes());
+    digest[..6].iter().map(|b| format!("{b:02x}")).collect()
+}
 
 /// Streams the events; ends after an event that leaves the task terminal or interrupted,
 /// after [`MAX_STREAM`](crate::config::MAX_STREAM), or with the task's not-found once the
@@ -219,18 +253,27 @@ fn follow_for(store: Arc<dyn Store>, f: Follow, longest: Duration) -> EventStrea
     Box::pin(futures::stream::poll_fn(move |cx| rx.poll_recv(cx)))
 }
 
-type Tx = mpsc::Sender<Result<StreamResponse, A2aError>>;
+type Tx = mpsc::Sender<Result<Sent, A2aError>>;
 
 /// Err means the follower went away.
 async fn produce(store: Arc<dyn Store>, f: Follow, tx: &Tx) -> Result<(), ()> {
     // Subscribed before the first read, so no commit falls between the two.
     let mut changes = store.changes();
-    tx.send(Ok(f.first)).await.map_err(|_| ())?;
+    let answer = f.answer.as_ref().filter(|a| a.from <= f.after);
+    // The task holds every effect up to `after` but the answer's text: a client that has
+    // it stands before the answer's first update, which follows it.
+    let stands = answer.map_or(f.after, |a| a.from.saturating_sub(1));
+    let tag = tag(&f.task_id);
+    let sent = |event, cursor: u64| Sent {
+        event,
+        id: Some(format!("{cursor}.{tag}")),
+    };
+    tx.send(Ok(sent(f.first, stands))).await.map_err(|_| ())?;
     if f.settled && f.after >= f.replay_until {
         return Ok(());
     }
-    if let Some(answer) = f.answer.as_ref().filter(|a| a.from <= f.after) {
-        answer_so_far(&*store, &f.task_id, answer, f.after, tx).await?;
+    if let Some(answer) = answer {
+        answer_so_far(&*store, &f.task_id, answer, f.after, &tag, tx).await?;
     }
     let mut cursor = f.after;
     let mut poll = POLL_MIN;
@@ -269,7 +312,7 @@ async fn produce(store: Arc<dyn Store>, f: Follow, tx: &Tx) -> Result<(), ()> {
         for e in events {
             cursor = e.seq;
             let ends = e.event.state().is_some_and(|s| s.ends_stream());
-            tx.send(Ok(e.event)).await.map_err(|_| ())?;
+            tx.send(Ok(sent(e.event, e.seq))).await.map_err(|_| ())?;
             let end = if e.seq <= f.replay_until {
                 f.settled && e.seq == f.replay_until
             } else {
@@ -288,12 +331,17 @@ async fn answer_so_far(
     task_id: &str,
     answer: &Answering,
     upto: u64,
+    tag: &str,
     tx: &Tx,
 ) -> Result<(), ()> {
     match super::answer::written_so_far(store, task_id, answer, upto).await {
         Ok(updates) => {
             for update in updates {
-                tx.send(Ok(update)).await.map_err(|_| ())?;
+                let sent = Sent {
+                    event: update.event,
+                    id: Some(format!("{}.{tag}", update.seq)),
+                };
+                tx.send(Ok(sent)).await.map_err(|_| ())?;
             }
             Ok(())
         }

@@ -12,7 +12,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::sync::mpsc;
+use tokio::sync::{broadcast, mpsc};
 
 use super::answer::{Draft, Written};
 use super::transition;
@@ -214,6 +214,9 @@ impl TaskRun {
         let mut draft = Draft::new(id);
         tokio::pin!(work);
         let mut renew = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+        // Another writer in this process (a CancelTask, a sweep) is heard at once; one in
+        // another process at the next commit (a batch, a renewal), which finds it.
+        let mut changes = Some(self.store.changes());
         loop {
             let due = draft.due().map(tokio::time::Instant::from_std);
             tokio::select! {
@@ -226,7 +229,15 @@ impl TaskRun {
                     self.hand_over();
                     return Err(RunError::CutOff);
                 }
-                _ = renew.tick(), if ttl.is_some() => self.apply(|_| Vec::new()).await?,
+                changed = next_change(&mut changes) => match changed {
+                    Some(id) if id != self.record.task.id => {}
+                    // This task, or perhaps (signals were missed): it may have ended.
+                    Some(_) | None => self.still_held().await?,
+                },
+                _ = renew.tick(), if ttl.is_some() => {
+                    self.apply(|_| Vec::new()).await?;
+                    heard(&mut changes);
+                }
                 () = tokio::time::sleep_until(due.unwrap_or(far)), if due.is_some() => {
                     let batch = draft.batch();
                     match self.apply(|rec| vec![batch.apply(rec)]).await {
@@ -240,6 +251,7 @@ impl TaskRun {
                         }
                         Err(e) => return Err(e),
                     }
+                    heard(&mut changes);
                     match self.shown.as_mut() {
                         Some(shown) if batch.append => shown.push_str(&batch.text),
                         _ => self.shown = Some(batch.text),
@@ -268,6 +280,19 @@ impl TaskRun {
         .await?;
         if super::answer::show(shown.as_deref(), text, last) != super::answer::Show::Nothing {
             self.shown = Some(text.to_owned());
+        }
+        Ok(())
+    }
+
+    /// Whether the task, as stored now, is still the run's: not ended by another writer
+    /// (`Ended`), its lease not taken (`LeaseLost`). One read of its head.
+    async fn still_held(&mut self) -> Result<(), RunError> {
+        let fresh = (self.store.load_task(&self.record.task.id).await?).ok_or(RunError::Gone)?;
+        if fresh.state().is_terminal() {
+            return Err(RunError::Ended(fresh.state()));
+        }
+        if self.lease.is_some() && !holds(&self.lease, &fresh) {
+            return Err(RunError::LeaseLost);
         }
         Ok(())
     }
@@ -396,6 +421,29 @@ async fn next(written: &mut Option<mpsc::UnboundedReceiver<Written>>) -> Written
 }
 
 /// Whether `lease` (a run's owner and renewal) is the lease `rec` holds.
+/// The next task this process changed (None: perhaps several, the signals were missed);
+/// pending for ever once the signals have ended.
+async fn next_change(changes: &mut Option<broadcast::Receiver<String>>) -> Option<String> {
+    let Some(rx) = changes.as_mut() else {
+        return std::future::pending().await;
+    };
+    match rx.recv().await {
+        Ok(id) => Some(id),
+        Err(broadcast::error::RecvError::Lagged(_)) => None,
+        Err(broadcast::error::RecvError::Closed) => {
+            *changes = None;
+            std::future::pending().await
+        }
+    }
+}
+
+/// Forgets the signals the run's own commit sent: it knows what it wrote.
+fn heard(changes: &mut Option<broadcast::Receiver<String>>) {
+    if let Some(rx) = changes.as_mut() {
+        *rx = rx.resubscribe();
+    }
+}
+
 fn holds(lease: &Option<(String, Duration)>, rec: &TaskRecord) -> bool {
     match (lease, &rec.lease) {
         (Some((owner, _)), Some(l)) => &l.owner == owner,

@@ -29,9 +29,11 @@ pub enum Event {
     PersonalPostHeld,
     /// `remote_callbacks_forged`
     RemoteCallbackForged,
+    /// `model_calls_cancelled`
+    ModelCallCancelled,
 }
 
-pub(super) const EVENTS: usize = 13;
+pub(super) const EVENTS: usize = 14;
 
 impl Event {
     /// Every event, in the order they are exported.
@@ -49,6 +51,7 @@ impl Event {
         Event::StoreRetry,
         Event::PersonalPostHeld,
         Event::RemoteCallbackForged,
+        Event::ModelCallCancelled,
     ];
 
     pub(super) const fn index(self) -> usize {
@@ -71,6 +74,7 @@ impl Event {
             Event::StoreRetry => "store_retries",
             Event::PersonalPostHeld => "personal_posts_held",
             Event::RemoteCallbackForged => "remote_callbacks_forged",
+            Event::ModelCallCancelled => "model_calls_cancelled",
         }
     }
 
@@ -93,6 +97,7 @@ impl Event {
             Event::RemoteCallbackForged => {
                 "Remote callbacks refused for a token that does not verify."
             }
+            Event::ModelCallCancelled => "Model calls cut short by a cancel of their task.",
         }
     }
 }

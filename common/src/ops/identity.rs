@@ -256,6 +256,9 @@ pub struct Caller {
     /// The trace the request is part of, from its `traceparent` (None unless traces are
     /// on): the parent of the request's span.
     pub trace_parent: Option<crate::traces::Remote>,
+    /// The request's `Last-Event-ID` header: the SSE id of the last event a client had of
+    /// a stream it resumes (SubscribeToTask reads it).
+    pub last_event_id: Option<String>,
 }
 
 impl Caller {

@@ -430,6 +430,9 @@ fn auth_error(e: &AuthError) -> A2aError {
     }
 }
 
+/// Where a client resumes a stream (SSE's own header, which browsers send on reconnect).
+const LAST_EVENT_ID: &str = "last-event-id";
+
 /// The participant the request comes from (its token's, else `X-Participant-Id`, else
 /// the default), and the deadline of the Lambda invocation serving it, when it is one.
 async fn caller(
@@ -451,6 +454,8 @@ async fn caller(
     };
     let mut caller = h.caller(op, header, verified).await?;
     caller.trace_parent = crate::traces::extract(headers);
+    caller.last_event_id = (headers.get(LAST_EVENT_ID))
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).trim().to_owned());
     let lambda = extensions.get::<lambda_http::Context>();
     caller.deadline = lambda.and_then(|c| crate::task::lease::instant_at_epoch_ms(c.deadline));
     caller.request_id = match lambda {
@@ -509,8 +514,10 @@ fn sse(
     framing: Framing,
     started: std::time::Instant,
 ) -> Response {
-    let events = timed(stream, started)
-        .map(move |item| Ok::<_, std::convert::Infallible>(framing.frame(item)));
+    let events = timed(stream, started).map(move |item| {
+        let item = item.map(|sent| (sent.event, sent.id));
+        Ok::<_, std::convert::Infallible>(framing.frame(item))
+    });
     let mut resp = Sse::new(events)
         .keep_alive(KeepAlive::default())
         .into_response();

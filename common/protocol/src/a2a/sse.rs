@@ -33,9 +33,12 @@ impl Framing {
         }
     }
 
-    pub fn frame(&self, item: Result<StreamResponse, A2aError>) -> Event {
+    /// The SSE event of `item`; an event (not an error) carries its `id`, where a client
+    /// resumes from after it, when it has one.
+    pub fn frame(&self, item: Result<(StreamResponse, Option<String>), A2aError>) -> Event {
         match item {
-            Ok(event) => Event::default().data(self.data(&event)),
+            Ok((event, Some(id))) => Event::default().id(id).data(self.data(&event)),
+            Ok((event, None)) => Event::default().data(self.data(&event)),
             Err(error) => Event::default().event("error").data(self.error(&error)),
         }
     }

@@ -38,7 +38,7 @@ use crate::channels;
 use crate::channels::personal::{ANSWER_ID_PREFIX, NO_LONGER_OPEN};
 use crate::commands::{self, Command, Invocation};
 use crate::config::DEFAULT_HISTORY_LENGTH;
-use crate::engine::follow::{follow, EventStream, Follow, Subscription};
+use crate::engine::follow::{follow, EventStream, Follow, Sent, Subscription};
 use crate::engine::transition::{
     accept_message, agent_message, await_assignee, created, new_id, new_task, set_status,
 };
@@ -197,9 +197,13 @@ pub async fn send_streaming_message(
     let place = accepted.place;
     let f = match accepted.intake {
         Intake::Direct(message) => {
+            // A message and no task: nothing to resume, so no id.
             return Ok(Box::pin(futures::stream::once(async {
-                Ok(StreamResponse::message(message))
-            })))
+                Ok(Sent {
+                    event: StreamResponse::message(message),
+                    id: None,
+                })
+            })));
         }
         Intake::Stored {
             record,
