@@ -257,7 +257,7 @@ struct Frame {
 }
 
 /// Reads the body chunk by chunk until it ends, splitting it into SSE events (keep-alive
-/// comments skipped). Every event must be a `data:` event.
+/// comments and ids skipped). Every event must be a `data:` event.
 async fn read_frames(
     mut body: impl Stream<Item = Result<Bytes, axum::Error>> + Unpin,
 ) -> Vec<Frame> {
@@ -275,6 +275,8 @@ async fn read_frames(
                 for line in event.lines() {
                     if let Some(d) = line.strip_prefix("data:") {
                         data.push_str(d.strip_prefix(' ').unwrap_or(d));
+                    } else if line.starts_with("id:") {
+                        // where a client resumes (Last-Event-ID): tests/e2e/stream_resume.rs
                     } else if line.is_empty() || line.starts_with(':') {
                         // the blank line ending the event, or a keep-alive comment
                     } else {
