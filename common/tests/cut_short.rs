@@ -2,17 +2,16 @@
 //! or its lease taken by another drive, drops the call in the process that drives it at
 //! once, not when the answer is done; nothing more is written and nothing follows it.
 
+mod support;
+
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use common::a2a::{Call, CancelTaskRequest, Message, Part, Role, SendMessageRequest};
-use common::agent::context::SystemPrompt;
-use common::agent::llm::LlmAgent;
-use common::agent::tools::ToolRegistry;
 use common::models::{ChatRequest, ChatResponse, Delta, Model, ModelError, OnDelta};
 use common::ops::{execute, Answer, Caller, Harness};
-use common::store::{EmbeddedStore, Store};
+use common::store::Store;
 use common::task::lease::Lease;
 use futures::StreamExt;
 
@@ -70,24 +69,13 @@ struct Running {
 
 /// A task whose model is writing (`words` in all): after its first two batches.
 async fn answering(words: usize) -> Running {
-    let dir = std::env::temp_dir().join(format!("cut-{}", common::engine::transition::new_id()));
-    let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(&dir).expect("store"));
+    let store = support::embedded_store();
     let model = Endless {
         words,
         ..Default::default()
     };
     let (dropped, calls) = (model.dropped.clone(), model.calls.clone());
-    let agent = LlmAgent::new(
-        Arc::new(model),
-        "endless",
-        ToolRegistry::builtin(),
-        SystemPrompt::default(),
-    );
-    let config = common::config::Config {
-        push_key: Some(common::sealing::PushKey::generate()),
-        ..Default::default()
-    };
-    let h = Harness::new(store.clone(), Arc::new(agent), config).expect("harness");
+    let h = support::llm_harness(store.clone(), Arc::new(model));
     let send = SendMessageRequest {
         message: Some(Message {
             message_id: common::engine::transition::new_id(),

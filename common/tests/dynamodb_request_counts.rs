@@ -32,9 +32,6 @@ use aws_smithy_types::config_bag::ConfigBag;
 use common::a2a::Call;
 use common::a2a::{CancelTaskRequest, GetTaskRequest, ListTasksRequest, Message, Part, Role};
 use common::a2a::{SendMessageRequest, TaskState};
-use common::agent::context::SystemPrompt;
-use common::agent::llm::LlmAgent;
-use common::agent::tools::ToolRegistry;
 use common::models::scripted::Scripted;
 use common::models::{ChatRequest, ChatResponse, Model, ModelError};
 use common::ops::{execute, Answer, Caller, Harness};
@@ -442,13 +439,7 @@ async fn streamed_answer(store: Arc<DynamoStore>, recorder: &Recorder, streams: 
         inner: Scripted::parse("streamed", &script.to_string()).expect("script"),
         recorder: recorder.clone(),
     };
-    let agent = LlmAgent::new(
-        Arc::new(model),
-        "scripted",
-        ToolRegistry::builtin(),
-        SystemPrompt::default(),
-    );
-    let h = Harness::new(store, Arc::new(agent), with_push_key()).expect("harness");
+    let h = support::llm_harness(store, Arc::new(model));
     recorder.take();
     let done = run(&h, send("streamed", "")).await;
     assert_eq!(
@@ -512,13 +503,7 @@ async fn long_task_turns(store: Arc<DynamoStore>, recorder: &Recorder) -> Vec<Ve
         inner: Scripted::parse("long task", &script).expect("script"),
         recorder: recorder.clone(),
     };
-    let agent = LlmAgent::new(
-        Arc::new(model),
-        "scripted",
-        ToolRegistry::builtin(),
-        SystemPrompt::default(),
-    );
-    let h = Harness::new(store, Arc::new(agent), with_push_key()).expect("harness");
+    let h = support::llm_harness(store, Arc::new(model));
     recorder.take();
     let done = run(&h, send("long", "")).await;
     assert_eq!(

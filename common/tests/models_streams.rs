@@ -679,6 +679,17 @@ async fn a_stream_that_never_ends_is_bounded_in_all() {
     );
 }
 
+/// A streamed call to `api` that a server answers with the JSON `body` (status 200).
+async fn answered_json(api: Api, body: String) -> (Result<ChatResponse, ModelError>, Seen, Server) {
+    let server = Server::start(vec![Reply::Whole(200, vec![], "application/json", body)]).await;
+    let (result, seen) = stream(
+        &*model(api, &server, Duration::from_secs(10)),
+        &request(vec![]),
+    )
+    .await;
+    (result, seen, server)
+}
+
 /// Some OpenAI-compatible servers and proxies ignore `stream: true`: their whole answer is
 /// taken as a model without a streaming API gives it, shown at once.
 #[tokio::test]
@@ -694,18 +705,7 @@ async fn a_whole_json_answer_to_a_streaming_request_is_taken_whole() {
                 "stop_reason": "end_turn", "usage": {"input_tokens": 5, "output_tokens": 2}})
             }
         };
-        let server = Server::start(vec![Reply::Whole(
-            200,
-            vec![],
-            "application/json",
-            whole.to_string(),
-        )])
-        .await;
-        let (result, seen) = stream(
-            &*model(api, &server, Duration::from_secs(10)),
-            &request(vec![]),
-        )
-        .await;
+        let (result, seen, _) = answered_json(api, whole.to_string()).await;
         let answer = result.expect("taken whole");
         assert_eq!(answer.text.as_deref(), Some("All whole."));
         assert_eq!(answer.usage.output_tokens, 2);
@@ -718,18 +718,7 @@ async fn a_whole_json_answer_to_a_streaming_request_is_taken_whole() {
 #[tokio::test]
 async fn a_json_answer_that_does_not_parse_is_refused_without_its_content() {
     let body = r#"{"choices": [{"message": {"content": "SECRET-PLAN-7 and more"#;
-    let server = Server::start(vec![Reply::Whole(
-        200,
-        vec![],
-        "application/json",
-        body.into(),
-    )])
-    .await;
-    let (result, _) = stream(
-        &*model(Api::OpenAi, &server, Duration::from_secs(10)),
-        &request(vec![]),
-    )
-    .await;
+    let (result, _, _) = answered_json(Api::OpenAi, body.into()).await;
     let err = result.expect_err("cut short");
     assert!(matches!(err, ModelError::Permanent { .. }), "{err:?}");
     let message = err.to_string();
@@ -744,18 +733,7 @@ async fn a_json_answer_that_does_not_parse_is_refused_without_its_content() {
 #[tokio::test]
 async fn an_error_a_server_answers_as_json_to_a_streaming_request_is_its_error() {
     let whole = json!({"error": {"message": "streaming is not supported", "type": "invalid_request_error"}});
-    let server = Server::start(vec![Reply::Whole(
-        200,
-        vec![],
-        "application/json",
-        whole.to_string(),
-    )])
-    .await;
-    let (result, _) = stream(
-        &*model(Api::OpenAi, &server, Duration::from_secs(10)),
-        &request(vec![]),
-    )
-    .await;
+    let (result, _, server) = answered_json(Api::OpenAi, whole.to_string()).await;
     let err = result.expect_err("not a stream");
     assert!(matches!(err, ModelError::Permanent { .. }), "{err:?}");
     let message = err.to_string();

@@ -2,38 +2,22 @@
 //! task stores: after a turn that only called tools, after text a stream showed and then
 //! replaced, after a stream that failed midway, and after a cancel mid-answer.
 
+mod support;
+
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use common::a2a::Call;
 use common::a2a::{Message, Part, Role, SendMessageRequest};
-use common::agent::context::SystemPrompt;
-use common::agent::llm::LlmAgent;
-use common::agent::tools::ToolRegistry;
 use common::models::scripted::Scripted;
 use common::models::{ChatRequest, ChatResponse, Delta, Model, ModelError, OnDelta};
 use common::ops::{execute, Answer, Caller, Harness};
-use common::store::{EmbeddedStore, Store};
+use common::store::Store;
 use serde_json::Value;
 
-fn config() -> common::config::Config {
-    common::config::Config {
-        push_key: Some(common::sealing::PushKey::generate()),
-        ..Default::default()
-    }
-}
-
 fn harness(model: Arc<dyn Model>) -> (Arc<Harness>, Arc<dyn Store>) {
-    let dir = std::env::temp_dir().join(format!("views-{}", common::engine::transition::new_id()));
-    let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(&dir).expect("store"));
-    let agent = LlmAgent::new(
-        model,
-        "scripted",
-        ToolRegistry::builtin(),
-        SystemPrompt::default(),
-    );
-    let h = Harness::new(store.clone(), Arc::new(agent), config()).expect("harness");
-    (h, store)
+    let store = support::embedded_store();
+    (support::llm_harness(store.clone(), model), store)
 }
 
 fn question() -> SendMessageRequest {
@@ -98,19 +82,37 @@ fn client_view(events: &[Value]) -> Result<std::collections::BTreeMap<String, St
     Ok(arts)
 }
 
-#[tokio::test]
-async fn tool_only_turn_then_answer_never_appends_to_an_unseen_artifact() {
-    let script = r#"{"turns": [
-        {"tool_calls": [{"name": "current_time", "arguments": {}}]},
-        {"text": "It is late."}
-    ]}"#;
+/// The text of each artifact `task` stores.
+fn stored_texts(task: &Value) -> Vec<String> {
+    let artifacts = task["artifacts"].as_array().into_iter().flatten();
+    artifacts
+        .map(|x| x["parts"][0]["text"].as_str().unwrap_or("").to_owned())
+        .collect()
+}
+
+/// Runs `script`: the task stores "It is late.", and a client that applied its updates
+/// shows that alone.
+async fn shows_the_answer_alone(script: &str) {
     let (answer, events) = run(Arc::new(Scripted::parse("t", script).unwrap())).await;
     assert_eq!(
         answer["task"]["artifacts"][0]["parts"][0]["text"],
         "It is late."
     );
     let view = client_view(&events).expect("a client can apply every update");
-    assert_eq!(view.values().collect::<Vec<_>>(), ["It is late."]);
+    assert_eq!(
+        view.values().collect::<Vec<_>>(),
+        ["It is late."],
+        "what a streaming client ends with"
+    );
+}
+
+#[tokio::test]
+async fn tool_only_turn_then_answer_never_appends_to_an_unseen_artifact() {
+    let script = r#"{"turns": [
+        {"tool_calls": [{"name": "current_time", "arguments": {}}]},
+        {"text": "It is late."}
+    ]}"#;
+    shows_the_answer_alone(script).await;
 }
 
 #[tokio::test]
@@ -121,17 +123,7 @@ async fn streamed_turn_then_tool_only_turn_then_answer_shows_the_answer_alone() 
         {"tool_calls": [{"name": "current_time", "arguments": {}}]},
         {"text": "It is late."}
     ]}"#;
-    let (answer, events) = run(Arc::new(Scripted::parse("t", script).unwrap())).await;
-    assert_eq!(
-        answer["task"]["artifacts"][0]["parts"][0]["text"],
-        "It is late."
-    );
-    let view = client_view(&events).expect("applies");
-    assert_eq!(
-        view.values().collect::<Vec<_>>(),
-        ["It is late."],
-        "what a streaming client ends with"
-    );
+    shows_the_answer_alone(script).await;
 }
 
 /// Streams some text, then fails for good.
@@ -162,14 +154,7 @@ async fn a_stream_that_fails_midway_leaves_the_client_what_the_task_stores() {
     let (answer, events) = run(Arc::new(PartlyThenFails)).await;
     let view = client_view(&events).expect("applies");
     assert_eq!(answer["task"]["status"]["state"], "TASK_STATE_FAILED");
-    let stored: Vec<String> = answer["task"]["artifacts"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .map(|x| x["parts"][0]["text"].as_str().unwrap_or("").to_owned())
-                .collect()
-        })
-        .unwrap_or_default();
+    let stored = stored_texts(&answer["task"]);
     assert_eq!(
         stored,
         ["The secret plan is to "],
@@ -218,12 +203,7 @@ async fn a_cancel_mid_answer_keeps_what_was_shown_and_stops_the_answer() {
         other => panic!("unexpected answer: {:?}", other.err()),
     };
     assert_eq!(cancelled["status"]["state"], "TASK_STATE_CANCELED");
-    let stored: Vec<String> = (cancelled["artifacts"]
-        .as_array()
-        .expect("the answer so far"))
-    .iter()
-    .map(|x| x["parts"][0]["text"].as_str().unwrap_or("").to_owned())
-    .collect();
+    let stored = stored_texts(&cancelled);
     let view = client_view(&logged(&store, &id).await).expect("applies");
     assert_eq!(
         view.values().cloned().collect::<Vec<_>>(),

@@ -275,19 +275,23 @@ pub(crate) mod tests {
 
     /// Reads `bytes` whole, in pieces of every size up to 64 bytes, and one byte at a
     /// time; every way must give the same deltas and result, which are returned.
+    /// The text deltas among `deltas`.
+    pub(crate) fn texts(deltas: &[Delta]) -> Vec<&str> {
+        deltas
+            .iter()
+            .filter_map(|d| match d {
+                Delta::Text(t) => Some(t.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
     pub(crate) fn read_fixture<P: Events + Send + Default>(
         provider: &str,
         bytes: &[u8],
     ) -> (Vec<Delta>, Result<ChatResponse, ModelError>) {
         let (deltas, result) = read_in_pieces::<P>(provider, bytes, bytes.len());
-        let text = |ds: &[Delta]| {
-            ds.iter()
-                .filter_map(|d| match d {
-                    Delta::Text(t) => Some(t.as_str()),
-                    _ => None,
-                })
-                .collect::<String>()
-        };
+        let text = |ds: &[Delta]| texts(ds).concat();
         for piece in 1..=64 {
             let (d, r) = read_in_pieces::<P>(provider, bytes, piece);
             // Events split differently give the same text, calls and result.

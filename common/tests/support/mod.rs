@@ -1,5 +1,5 @@
-//! Shared by the DynamoDB tests: a client for the test server and the deployed table
-//! definition.
+//! Shared by the integration tests: a client for the test DynamoDB server and the
+//! deployed table definition, and a harness whose agent is the LLM agent on a given model.
 #![allow(dead_code)]
 
 /// A client for the test DynamoDB server, or None when none is configured (then the
@@ -53,4 +53,31 @@ pub async fn fresh_table(client: &aws_sdk_dynamodb::Client) -> String {
         .await
         .expect("create table");
     table
+}
+
+/// A harness over `store` whose agent is the LLM agent on `model` (the built-in tools,
+/// the default prompt), with a push key so that webhooks may be set.
+pub fn llm_harness(
+    store: std::sync::Arc<dyn common::store::Store>,
+    model: std::sync::Arc<dyn common::models::Model>,
+) -> std::sync::Arc<common::ops::Harness> {
+    use common::agent::{context::SystemPrompt, llm::LlmAgent, tools::ToolRegistry};
+    let agent = LlmAgent::new(
+        model,
+        "scripted",
+        ToolRegistry::builtin(),
+        SystemPrompt::default(),
+    );
+    let config = common::config::Config {
+        push_key: Some(common::sealing::PushKey::generate()),
+        ..Default::default()
+    };
+    common::ops::Harness::new(store, std::sync::Arc::new(agent), config).expect("harness")
+}
+
+/// A new embedded store in a directory of its own.
+pub fn embedded_store() -> std::sync::Arc<dyn common::store::Store> {
+    let id = common::engine::transition::new_id();
+    let dir = std::env::temp_dir().join(format!("harness-test-{id}"));
+    std::sync::Arc::new(common::store::EmbeddedStore::open(&dir).expect("store"))
 }

@@ -168,7 +168,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::models::sse::tests::{read_fixture, read_in_pieces};
+    use crate::models::sse::tests::{read_fixture, read_in_pieces, texts};
     use crate::models::{stream, ToolCall, Usage};
 
     fn read(name: &str) -> (Vec<Delta>, Result<crate::models::ChatResponse, ModelError>) {
@@ -178,16 +178,6 @@ mod tests {
         );
         let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
         read_fixture::<MessageStream>(PROVIDER, &bytes)
-    }
-
-    fn texts(deltas: &[Delta]) -> Vec<&str> {
-        deltas
-            .iter()
-            .filter_map(|d| match d {
-                Delta::Text(t) => Some(t.as_str()),
-                _ => None,
-            })
-            .collect()
     }
 
     #[test]

@@ -128,7 +128,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::models::sse::tests::{read_fixture, read_in_pieces};
+    use crate::models::sse::tests::{read_fixture, read_in_pieces, texts};
     use crate::models::{stream, ToolCall};
 
     fn fixture(name: &str) -> Vec<u8> {
@@ -141,16 +141,6 @@ mod tests {
 
     fn read(name: &str) -> (Vec<Delta>, Result<crate::models::ChatResponse, ModelError>) {
         read_fixture::<Chunks>(PROVIDER, &fixture(name))
-    }
-
-    fn texts(deltas: &[Delta]) -> Vec<&str> {
-        deltas
-            .iter()
-            .filter_map(|d| match d {
-                Delta::Text(t) => Some(t.as_str()),
-                _ => None,
-            })
-            .collect()
     }
 
     #[test]
