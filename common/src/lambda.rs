@@ -44,6 +44,15 @@ where
     }
 }
 
+/// `HARNESS_REPLY_WITHIN` and `HARNESS_REPLY_WITHIN_MAX`.
+fn reply_within() -> Result<crate::task::deadline::ReplyWithin, Error> {
+    let (default, max) = (settings::REPLY_WITHIN, settings::REPLY_WITHIN_MAX);
+    Ok(crate::task::deadline::ReplyWithin::parse(
+        (default.env, var(default).as_deref()),
+        (max.env, var(max).as_deref()),
+    )?)
+}
+
 /// A participant id from the environment, refused if it could not be one.
 fn checked_id(setting: Setting) -> Result<Option<String>, Error> {
     var(setting)
@@ -345,6 +354,7 @@ async fn settings_from_env(
             .transpose()?,
         remotes: crate::remote::Remotes::from_config(&config)?,
         mcp: None,
+        reply_within: reply_within()?,
     };
     Ok((config, kind, settings))
 }

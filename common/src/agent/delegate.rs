@@ -32,16 +32,17 @@ pub const MAX_QUESTIONS: usize = 5;
 /// Longest error text from a remote the model is shown.
 const MAX_ERROR_CHARS: usize = 300;
 
-/// Delegates `text` to `agent` for the tool call `call` of the task `run` drives: checks
-/// the agent's card (a card it cannot use sends nothing), commits the link with the agent
-/// as a participant, sends, and completes the link. The same call run again after a crash
-/// finishes its own link instead of making another. The tool's result text, or why it
-/// failed.
+/// Delegates `text` to `agent` for the tool call `call` of the task `run` drives, to be
+/// answered by `due` (ms since the epoch; the agent's own deadline when sooner or when
+/// there is none): checks the agent's card (a card it cannot use sends nothing), commits
+/// the link with the agent as a participant, sends, and completes the link. The same call
+/// run again after a crash finishes its own link instead of making another. The tool's
+/// result text, or why it failed.
 pub async fn start(
     remotes: &Remotes,
     run: &mut TaskRun,
     agent: &RemoteAgent,
-    text: String,
+    (text, due): (String, Option<i64>),
     call: &str,
 ) -> Result<Result<String, ToolError>, RunError> {
     let created =
@@ -77,7 +78,7 @@ pub async fn start(
                 n,
                 id: Link::new_id(),
                 callback: remotes.new_reference(run.record().id(), n),
-                deadline_ms: deadline_of(agent),
+                deadline_ms: deadline_of(agent).min(due.unwrap_or(i64::MAX)),
                 agent: agent.id.clone(),
                 call: call.to_owned(),
                 text,
@@ -297,14 +298,14 @@ pub async fn take(remotes: Option<&Remotes>, run: &mut TaskRun) -> Result<Waitin
         // the result is read first, so one that came just before is not thrown away.
         let past = crate::task::lease::now_ms() >= link.deadline_ms;
         if past && link.remote_task.is_none() {
-            expire(remotes, run, &link, &agent, Via::Choose).await?;
+            expire(remotes, run, &link, Via::Choose).await?;
             continue;
         }
         let chosen = match remotes.client.choose(&agent).await {
             Ok(c) => c,
             Err(e) => {
                 let via = Via::Unreachable;
-                give_up(remotes, run, &link, &agent, (past, via), &e.to_string()).await?;
+                give_up(remotes, run, &link, (past, via), &e.to_string()).await?;
                 continue;
             }
         };
@@ -327,7 +328,7 @@ pub async fn take(remotes: Option<&Remotes>, run: &mut TaskRun) -> Result<Waitin
             Ok(t) => t,
             Err(e) => {
                 let via = Via::Chosen(&chosen);
-                give_up(remotes, run, &link, &agent, (past, via), &e.to_string()).await?;
+                give_up(remotes, run, &link, (past, via), &e.to_string()).await?;
                 continue;
             }
         };
@@ -343,7 +344,7 @@ pub async fn take(remotes: Option<&Remotes>, run: &mut TaskRun) -> Result<Waitin
             })
             .unwrap_or_default();
         if past && !state.is_terminal() {
-            expire(remotes, run, &link, &agent, Via::Chosen(&chosen)).await?;
+            expire(remotes, run, &link, Via::Chosen(&chosen)).await?;
             continue;
         }
         let nonce = run.record().agent.nonce.clone();
@@ -434,7 +435,6 @@ async fn expire(
     remotes: &Remotes,
     run: &mut TaskRun,
     link: &Link,
-    agent: &RemoteAgent,
     via: Via<'_>,
 ) -> Result<(), RunError> {
     let task_id = run.record().id().to_owned();
@@ -452,9 +452,13 @@ async fn expire(
         &link.agent,
         "did not answer within its deadline",
         &format!(
-            "No answer within {} s: {cancel}, and stopped following it. Go on without it, \
+            "No answer by {}: {cancel}, and stopped following it. Go on without it, \
              ask someone else, or fail the task.",
-            agent.deadline.as_secs()
+            crate::task::Deadline {
+                due_ms: link.deadline_ms,
+                remind_ms: None
+            }
+            .due_text()
         ),
     );
     tracing::info!(%task_id, agent = %link.agent, "a delegation passed its deadline");
@@ -476,13 +480,12 @@ async fn give_up(
     remotes: &Remotes,
     run: &mut TaskRun,
     link: &Link,
-    agent: &RemoteAgent,
     (past, via): (bool, Via<'_>),
     why: &str,
 ) -> Result<(), RunError> {
     if past {
         tracing::info!(task_id = %run.record().id(), agent = %link.agent, %why, "a delegation past its deadline could not be read");
-        expire(remotes, run, link, agent, via).await
+        expire(remotes, run, link, via).await
     } else {
         fail(run, link, why).await
     }

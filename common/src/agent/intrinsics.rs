@@ -59,6 +59,8 @@ pub struct Context<'a> {
     pub decider: &'a dyn HelpDecider,
     /// The remote agents the task may delegate to, if any are configured.
     pub remotes: Option<&'a Arc<Remotes>>,
+    /// How long waits on participants last.
+    pub reply_within: crate::task::deadline::ReplyWithin,
 }
 
 /// The result message of a call, as every tool result is framed: redacted before it is
@@ -77,11 +79,11 @@ pub fn result_message(nonce: &str, call: &ToolCall, outcome: &ToolOutcome) -> Ch
 pub async fn call(ctx: &Context<'_>, run: &mut TaskRun, call: &ToolCall) -> Result<(), RunError> {
     let refused = match call.name.as_str() {
         "ask_participant" => match parse(call) {
-            Ok(a) => return ask(run, call, a).await,
+            Ok(a) => return ask(ctx, run, call, a).await,
             Err(e) => e,
         },
         "create_task_for_participant" => match parse(call) {
-            Ok(a) => return create_task(ctx.remotes, run, call, a).await,
+            Ok(a) => return create_task(ctx, run, call, a).await,
             Err(e) => e,
         },
         "set_participant_role" => match parse(call) {
@@ -153,9 +155,32 @@ struct AskArgs {
     question: String,
     #[serde(default)]
     options: Vec<String>,
+    #[serde(default)]
+    reply_within: Option<String>,
 }
 
-async fn ask(run: &mut TaskRun, call: &ToolCall, a: AskArgs) -> Result<(), RunError> {
+/// The deadline a wait starting now gets (`reply_within`, else the deployment's
+/// default); a bad value is the model's error.
+fn deadline_of(
+    ctx: &Context<'_>,
+    asked: Option<&str>,
+) -> Result<Option<crate::task::Deadline>, ToolError> {
+    (ctx.reply_within.deadline(asked)).map_err(|e| ToolError::new("invalid_arguments", e))
+}
+
+/// What a tool's result adds about a deadline.
+fn due_note(deadline: Option<&crate::task::Deadline>) -> String {
+    deadline
+        .map(|d| format!(" (the answer is due by {})", d.due_text()))
+        .unwrap_or_default()
+}
+
+async fn ask(
+    ctx: &Context<'_>,
+    run: &mut TaskRun,
+    call: &ToolCall,
+    a: AskArgs,
+) -> Result<(), RunError> {
     let checked = check_decision(HelpDecision {
         route: Route::Ask,
         participant_id: a.participant_id.clone(),
@@ -172,9 +197,10 @@ async fn ask(run: &mut TaskRun, call: &ToolCall, a: AskArgs) -> Result<(), RunEr
             .map(|_| ())
             .ok_or_else(no_such_participant)
     });
-    if let Err(e) = checked {
-        return commit_result(run, call, Err(e)).await;
-    }
+    let deadline = match checked.and_then(|()| deadline_of(ctx, a.reply_within.as_deref())) {
+        Ok(deadline) => deadline,
+        Err(e) => return commit_result(run, call, Err(e)).await,
+    };
     let sender = ext
         .assignee()
         .map(|p| p.id.clone())
@@ -186,13 +212,15 @@ async fn ask(run: &mut TaskRun, call: &ToolCall, a: AskArgs) -> Result<(), RunEr
         question: a.question,
         options: a.options,
         call_id: call.id.clone(),
+        deadline,
     };
     let result = result_message(
         &run.record().agent.nonce,
         call,
         &ToolOutcome::output(format!(
-            "asked {}; waiting for the reply",
-            request.participant_id
+            "asked {}; waiting for the reply{}",
+            request.participant_id,
+            due_note(deadline.as_ref())
         )),
     );
     // The question, the pending request, the result and INPUT_REQUIRED in one commit.
@@ -208,6 +236,13 @@ async fn ask(run: &mut TaskRun, call: &ToolCall, a: AskArgs) -> Result<(), RunEr
             ..Default::default()
         };
         crate::ext::participant::address_to(&mut question, &request.participant_id);
+        if let Some(d) = &request.deadline {
+            (question.metadata.get_or_insert_with(Default::default)).insert(
+                crate::ext::REPLY_BY_METADATA_KEY.into(),
+                d.due_text().into(),
+            );
+            rec.lease = Some(d.timer());
+        }
         vec![set_status(
             rec,
             TaskState::InputRequired,
@@ -235,15 +270,22 @@ struct CreateArgs {
     acceptance_criteria: Vec<String>,
     #[serde(default)]
     step: Option<String>,
+    #[serde(default)]
+    reply_within: Option<String>,
 }
 
 /// Creates the sub-task, then links it in the same commit as the result.
 async fn create_task(
-    remotes: Option<&Arc<Remotes>>,
+    ctx: &Context<'_>,
     run: &mut TaskRun,
     call: &ToolCall,
     a: CreateArgs,
 ) -> Result<(), RunError> {
+    let remotes = ctx.remotes;
+    let deadline = match deadline_of(ctx, a.reply_within.as_deref()) {
+        Ok(deadline) => deadline,
+        Err(e) => return commit_result(run, call, Err(e)).await,
+    };
     if let Err(e) = check_decision(HelpDecision {
         route: Route::CreateTask,
         participant_id: a.participant_id.clone(),
@@ -282,7 +324,9 @@ async fn create_task(
         for c in &a.acceptance_criteria {
             text.push_str(&format!("\n- {c}"));
         }
-        let said = crate::agent::delegate::start(remotes, run, &agent, text, &call.id).await?;
+        let due = deadline.map(|d| d.due_ms);
+        let said =
+            crate::agent::delegate::start(remotes, run, &agent, (text, due), &call.id).await?;
         return commit_result(run, call, said).await;
     }
     if parent_ext.participant(&a.participant_id).is_none() {
@@ -299,6 +343,9 @@ async fn create_task(
         acceptance_criteria: a.acceptance_criteria,
     };
     let mut child = subtask::sub_task(&parent, &request, &harness);
+    if let Some(d) = deadline {
+        subtask::due_by(&mut child, d);
+    }
     // Its post to the assignee's personal channel is charged to whom the parent's would
     // be (`Addressed::charged`): the child's own history holds no person's word.
     child.agent.actor = Some(crate::engine::medium::Addressed::charged(&parent));
@@ -313,7 +360,11 @@ async fn create_task(
     let result = result_message(
         &run.record().agent.nonce,
         call,
-        &ToolOutcome::output(format!("task for {} created", a.participant_id)),
+        &ToolOutcome::output(format!(
+            "task for {} created{}",
+            a.participant_id,
+            due_note(deadline.as_ref())
+        )),
     );
     let child_id = child.id().to_owned();
     run.apply(|rec| {
@@ -547,8 +598,9 @@ async fn request_help(
                 participant_id: decision.participant_id,
                 question: decision.question.unwrap_or(a.need),
                 options: decision.options,
+                reply_within: None,
             };
-            ask(run, call, args).await
+            ask(ctx, run, call, args).await
         }
         Route::CreateTask => {
             let goal = decision.goal.unwrap_or(a.need);
@@ -561,8 +613,9 @@ async fn request_help(
                 goal,
                 acceptance_criteria: decision.acceptance_criteria,
                 step: None,
+                reply_within: None,
             };
-            create_task(ctx.remotes, run, call, args).await
+            create_task(ctx, run, call, args).await
         }
     }
 }

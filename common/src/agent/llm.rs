@@ -3,6 +3,7 @@
 //! resumes where it was and never repeats a committed model call.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 
@@ -88,6 +89,8 @@ pub struct LlmAgent {
     notes: String,
     /// The remote agents tasks may delegate to, if any are configured.
     remotes: Option<Arc<crate::remote::Remotes>>,
+    /// How long waits on participants last.
+    reply_within: crate::task::deadline::ReplyWithin,
 }
 
 impl LlmAgent {
@@ -111,7 +114,15 @@ impl LlmAgent {
             decider: ModelDecider::shared(),
             notes: String::new(),
             remotes: None,
+            reply_within: Default::default(),
         }
+    }
+
+    /// How long questions and tasks for participants wait for their answer when the model
+    /// names no `reply_within`, and the longest it may name.
+    pub fn with_reply_within(mut self, rule: crate::task::deadline::ReplyWithin) -> Self {
+        self.reply_within = rule;
+        self
     }
 
     /// The remote agents tasks may delegate to (`create_task_for_participant` naming a
@@ -309,10 +320,12 @@ fn new_inputs(rec: &crate::store::TaskRecord) -> Vec<Input> {
                 .replies
                 .iter()
                 .find(|r| r.message_id == m.message_id);
-            let framed = match reply {
-                Some(r) => crate::channels::frame_reply(&r.participant_id, &r.question, &text),
-                None if i == 0 => text,
-                None => format!("[{sender}] {text}"),
+            let late = (rec.agent.late.iter()).find(|r| r.message_id == m.message_id);
+            let framed = match (reply, late) {
+                (Some(r), _) => crate::channels::frame_reply(&r.participant_id, &r.question, &text),
+                (None, Some(late)) => super::waits::frame_late(late, &text),
+                (None, None) if i == 0 => text,
+                (None, None) => format!("[{sender}] {text}"),
             };
             let text = intrinsics::citable(&ext, sender, is_agent, &m.message_id, framed);
             Some(Input {
@@ -360,6 +373,14 @@ fn sub_task_note(nonce: &str, child: Option<&crate::store::TaskRecord>, id: &str
             "agent",
             &format!("Sub-task {id} is {state}: {summary}"),
         ),
+    }
+}
+
+/// The sooner of two timers, either of which may be unset.
+fn sooner(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     }
 }
 
@@ -490,18 +511,22 @@ impl LlmAgent {
             let actor = super::actor::of_batch(&ext, batch.map(|i| i.sender.as_str()));
             a.actor = actor.or(a.actor.take());
             a.inputs_upto = a.inputs_upto.max(upto);
-            a.replies
-                .retain(|r| !inputs.iter().any(|i| i.id == r.message_id));
+            let taken = |r: &Reply| inputs.iter().any(|i| i.id == r.message_id);
+            a.replies.retain(|r| !taken(r));
+            a.late.retain(|r| !taken(r));
         })
         .await
     }
 
-    /// Takes the outcome of ended sub-tasks into the conversation; true while one has not
-    /// ended (the task then waits, WORKING, for it to wake it).
-    async fn take_sub_tasks(run: &mut TaskRun) -> Result<bool, RunError> {
+    /// Takes the outcome of ended sub-tasks into the conversation, after taking the step
+    /// each open one's deadline asks for (`waits::child`); true while one has not ended
+    /// (the task then waits, WORKING, for it to wake it), with when the next deadline
+    /// step is due.
+    async fn take_sub_tasks(run: &mut TaskRun) -> Result<(bool, Option<Duration>), RunError> {
         let subs = run.record().ext().map(|e| e.sub_tasks).unwrap_or_default();
         let mut notes = Vec::new();
         let mut unresolved = false;
+        let mut wake_in: Option<Duration> = None;
         for sub in subs.iter().filter(|s| s.agent.is_none()) {
             if run.record().agent.noted.contains(&sub.task_id) {
                 continue;
@@ -513,14 +538,22 @@ impl LlmAgent {
                 Link::SubTask,
             )
             .await?;
-            match &child {
-                Some(c) if !c.state().is_terminal() => unresolved = true,
-                _ => notes.push((
-                    sub.task_id.clone(),
-                    sub_task_note(&run.record().agent.nonce, child.as_ref(), &sub.task_id),
-                    super::actor::of_sub_task(child.as_ref()),
-                )),
-            }
+            let child = match child {
+                Some(c) if !c.state().is_terminal() => match super::waits::child(run, c).await? {
+                    super::waits::Child::Waits(after) => {
+                        unresolved = true;
+                        wake_in = sooner(wake_in, after);
+                        continue;
+                    }
+                    super::waits::Child::Ended(c) => Some(*c),
+                },
+                other => other,
+            };
+            notes.push((
+                sub.task_id.clone(),
+                sub_task_note(&run.record().agent.nonce, child.as_ref(), &sub.task_id),
+                super::actor::of_sub_task(child.as_ref()),
+            ));
         }
         if !notes.is_empty() {
             run.update_agent(|a| {
@@ -534,7 +567,7 @@ impl LlmAgent {
             })
             .await?;
         }
-        Ok(unresolved)
+        Ok((unresolved, wake_in))
     }
 
     /// Runs the pending tool calls of the last answer, committing each result.
@@ -575,6 +608,7 @@ impl LlmAgent {
                         model_id: &choice.id,
                         decider: self.decider.as_ref(),
                         remotes: self.remotes.as_ref(),
+                        reply_within: self.reply_within,
                     };
                     intrinsics::call(&ctx, run, &call).await?;
                     crate::metrics::record(crate::metrics::Event::ToolCall);
@@ -627,16 +661,21 @@ impl Agent for LlmAgent {
         loop {
             self.run_tools(run).await?;
             if run.record().agent.pending_help.is_some() {
-                // Asked: nothing runs until the reply resumes the task.
-                return Ok(());
+                // Asked: nothing runs until the reply resumes the task, or its deadline
+                // (a timer, `waits`) reminds or expires.
+                match super::waits::question(run).await? {
+                    super::waits::Question::Waits => return Ok(()),
+                    super::waits::Question::Expired => {}
+                }
             }
             if run.record().state() != TaskState::Working {
                 run.set_status(TaskState::Working, None).await?;
             }
             Self::take_inputs(run).await?;
             let remote = crate::agent::delegate::take(self.remotes.as_deref(), run).await?;
-            run.poll_after = remote.wake_in;
-            if Self::take_sub_tasks(run).await? || remote.working {
+            let (subs_open, subs_wake) = Self::take_sub_tasks(run).await?;
+            run.poll_after = sooner(remote.wake_in, subs_wake);
+            if subs_open || remote.working {
                 // A parent does not go on while a sub-task is unresolved.
                 return Ok(());
             }

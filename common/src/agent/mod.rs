@@ -11,6 +11,7 @@ pub mod intrinsics;
 pub mod llm;
 mod streamed;
 pub mod tools;
+pub mod waits;
 
 use crate::engine::Agent;
 
@@ -69,6 +70,8 @@ pub struct LlmSettings {
     pub remotes: Option<std::sync::Arc<crate::remote::Remotes>>,
     /// MCP servers whose tools the model may call.
     pub mcp: Option<crate::mcp::Setup>,
+    /// How long waits on participants last (`reply_within`).
+    pub reply_within: crate::task::deadline::ReplyWithin,
 }
 
 impl Default for LlmSettings {
@@ -81,6 +84,7 @@ impl Default for LlmSettings {
             context_tokens: None,
             remotes: None,
             mcp: None,
+            reply_within: Default::default(),
         }
     }
 }
@@ -147,6 +151,7 @@ pub async fn build(
             name.unwrap_or(crate::models::offline::NAME),
         ))
         .with_notes(notes)
-        .with_remotes(settings.remotes.clone());
+        .with_remotes(settings.remotes.clone())
+        .with_reply_within(settings.reply_within);
     Ok(std::sync::Arc::new(agent))
 }

@@ -217,17 +217,23 @@ impl Medium for PersonalChannels {
             Asks::Answer => "You are asked on the task",
             Asks::Work => "A task is assigned to you:",
         };
+        let reminder = if request.reminder { "Reminder: " } else { "" };
+        let due = (request.due.as_ref())
+            .map(|d| format!("\nAnswer by {d}."))
+            .unwrap_or_default();
         let body = serde_json::json!({
             // Escaped as chat webhooks read markup, so a name or question cannot make a
             // link of its own or mention everyone.
             "text": format!(
-                "{asked} \"{}\": {}\nAnswer: {link}",
+                "{reminder}{asked} \"{}\": {}{due}\nAnswer: {link}",
                 escape_markup(&request.task_name),
                 escape_markup(&request.text)
             ),
             "task_id": request.task_id,
             "question": request.text,
             "answer_url": link,
+            "reply_by": request.due,
+            "reminder": request.reminder,
         });
         if let Err(why) = self.notifier.post_json(url, &body).await {
             tracing::warn!(task_id = %request.task_id, participant = %request.to, %why, "personal channel not reached");

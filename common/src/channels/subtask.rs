@@ -92,6 +92,20 @@ pub fn sub_task(parent: &TaskRecord, req: &ParticipantTask, sender: &str) -> Tas
     req.record(id, &parent.tenant, &parent.task.context_id, sender, &ext)
 }
 
+/// Gives `child`, a task waiting on its assignee, a deadline for their answer: kept with
+/// it (`reply_by`) and shown in its metadata and its status message's (the harness's
+/// `replyBy` key).
+pub fn due_by(child: &mut TaskRecord, deadline: crate::task::Deadline) {
+    use crate::ext::REPLY_BY_METADATA_KEY;
+    child.agent.reply_by = Some(deadline);
+    let due = Value::String(deadline.due_text());
+    (child.task.metadata.get_or_insert_with(Default::default))
+        .insert(REPLY_BY_METADATA_KEY.into(), due.clone());
+    if let Some(m) = child.task.status.as_mut().and_then(|s| s.message.as_mut()) {
+        (m.metadata.get_or_insert_with(Default::default)).insert(REPLY_BY_METADATA_KEY.into(), due);
+    }
+}
+
 /// A task of its own for a participant, asked for by `reporter`.
 pub fn standalone(
     tenant: &str,

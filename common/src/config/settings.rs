@@ -283,6 +283,18 @@ pub const TURN_LIMIT: Setting = both(
     "`50`",
     "most model calls a task may make before it fails",
 );
+pub const REPLY_WITHIN: Setting = both(
+    "HARNESS_REPLY_WITHIN",
+    Some("reply-within"),
+    "none (no deadline)",
+    "how long a question or a task for a participant waits for its answer when the model names no `reply_within` (`90s`, `45m`, `2h`, `3d`)",
+);
+pub const REPLY_WITHIN_MAX: Setting = both(
+    "HARNESS_REPLY_WITHIN_MAX",
+    Some("reply-within-max"),
+    "`30d`",
+    "the longest `reply_within` the model may give (1s to 30d)",
+);
 pub const CONTEXT_TOKENS: Setting = both(
     "HARNESS_CONTEXT_TOKENS",
     Some("context-tokens"),
@@ -550,6 +562,8 @@ pub const SETTINGS: &[Setting] = &[
     ANTHROPIC_API_KEY,
     PROMPT,
     TURN_LIMIT,
+    REPLY_WITHIN,
+    REPLY_WITHIN_MAX,
     CONTEXT_TOKENS,
     LEASE_SECONDS,
     REDACT_PATTERNS,

@@ -47,6 +47,10 @@ pub struct Addressed {
     /// task's reporter, whom the task's creator names. "" when there is none: no one's
     /// word, and so not posted.
     pub from: String,
+    /// When the answer is due (RFC 3339), if it is.
+    pub due: Option<String>,
+    /// Whether this is the half-way reminder of a request already sent.
+    pub reminder: bool,
 }
 
 impl Addressed {
@@ -80,15 +84,19 @@ impl Addressed {
         let to = rec.waiting_on()?;
         let ext = rec.ext().unwrap_or_default();
         let from = Addressed::charged(rec);
-        let (request_id, asks, text) = match &rec.agent.pending_help {
-            Some(help) if help.participant_id == to => {
-                (help.message_id.clone(), Asks::Answer, help.display())
-            }
+        let (request_id, asks, text, deadline) = match &rec.agent.pending_help {
+            Some(help) if help.participant_id == to => (
+                help.message_id.clone(),
+                Asks::Answer,
+                help.display(),
+                help.deadline,
+            ),
             Some(_) => return None,
             None if ext.assignee().is_some_and(|a| a.id == to) => (
                 format!("{}:assigned", rec.task.id),
                 Asks::Work,
                 ext.goal.clone(),
+                rec.agent.reply_by,
             ),
             None => return None,
         };
@@ -100,6 +108,9 @@ impl Addressed {
             asks,
             text,
             from,
+            due: deadline.map(|d| d.due_text()),
+            // Its reminder is taken when it is sent: a request announced after that is it.
+            reminder: deadline.is_some_and(|d| d.remind_ms.is_none()),
         })
     }
 }

@@ -42,18 +42,51 @@ use crate::task::lease;
 use medium::Media;
 pub use run::{RunError, Staged, TaskRun};
 
-/// Sweeps now and then every `period`, for as long as the engine lives (what
-/// `harness-local` does in place of the scheduled sweeper function).
+/// Sweeps now, then every `period` and as soon as a timer this process set runs out (a
+/// reply deadline, a remote's next poll), for as long as the engine lives (what
+/// `harness-local` does in place of the scheduled sweeper function). One sleep for the
+/// soonest timer, none per task: a timer set by a process that stopped is the store's, and
+/// the sweep at start or the next period finds it.
 pub async fn sweep_every(engine: Arc<Engine>, period: std::time::Duration) {
-    let mut ticks = tokio::time::interval(period);
+    use tokio::time::Instant;
+    let mut timers = Some(engine.store.timers());
+    let mut next = Instant::now();
     loop {
-        ticks.tick().await;
+        tokio::select! {
+            () = tokio::time::sleep_until(next) => {}
+            set = next_timer(&mut timers) => {
+                // A few ms after it runs out: the sweep takes leases that ran out before now.
+                let at = set.map_or(Instant::now(), |ms| {
+                    let left = ms.saturating_sub(lease::now_ms()).max(0) as u64 + 5;
+                    Instant::now() + std::time::Duration::from_millis(left)
+                });
+                next = next.min(at);
+                continue;
+            }
+        }
+        next = Instant::now() + period;
         match engine.sweep(SWEEP_BATCH).await {
             Ok(woken) if !woken.is_empty() => {
                 tracing::info!(tasks = woken.len(), "swept tasks whose drive was cut off")
             }
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "the sweep failed"),
+        }
+    }
+}
+
+/// When the next timer this process set runs out (None: perhaps several, the signals
+/// were missed); pending for ever once the signals have ended.
+async fn next_timer(timers: &mut Option<tokio::sync::broadcast::Receiver<i64>>) -> Option<i64> {
+    let Some(rx) = timers.as_mut() else {
+        return std::future::pending().await;
+    };
+    match rx.recv().await {
+        Ok(ms) => Some(ms),
+        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => None,
+        Err(tokio::sync::broadcast::error::RecvError::Closed) => {
+            *timers = None;
+            std::future::pending().await
         }
     }
 }
@@ -420,9 +453,11 @@ impl Engine {
     }
 
     /// Whether the agent has something to do on the task: it runs it, and it has neither
-    /// ended nor waits on a help request.
+    /// ended nor waits on a help request (whose deadline has no step due: a reminder or
+    /// its expiry is the agent's to take).
     fn has_work(&self, rec: &TaskRecord) -> bool {
-        let waiting = rec.state() == TaskState::InputRequired && rec.agent.pending_help.is_some();
+        let waiting = rec.state() == TaskState::InputRequired
+            && (rec.agent.pending_help.as_ref()).is_some_and(|h| !h.due_now());
         !rec.state().is_terminal() && self.runs(rec) && !waiting
     }
 

@@ -31,9 +31,13 @@ pub enum Event {
     RemoteCallbackForged,
     /// `model_calls_cancelled`
     ModelCallCancelled,
+    /// `replies_reminded`
+    ReplyReminded,
+    /// `replies_expired`
+    ReplyExpired,
 }
 
-pub(super) const EVENTS: usize = 14;
+pub(super) const EVENTS: usize = 16;
 
 impl Event {
     /// Every event, in the order they are exported.
@@ -52,6 +56,8 @@ impl Event {
         Event::PersonalPostHeld,
         Event::RemoteCallbackForged,
         Event::ModelCallCancelled,
+        Event::ReplyReminded,
+        Event::ReplyExpired,
     ];
 
     pub(super) const fn index(self) -> usize {
@@ -75,6 +81,8 @@ impl Event {
             Event::PersonalPostHeld => "personal_posts_held",
             Event::RemoteCallbackForged => "remote_callbacks_forged",
             Event::ModelCallCancelled => "model_calls_cancelled",
+            Event::ReplyReminded => "replies_reminded",
+            Event::ReplyExpired => "replies_expired",
         }
     }
 
@@ -98,6 +106,12 @@ impl Event {
                 "Remote callbacks refused for a token that does not verify."
             }
             Event::ModelCallCancelled => "Model calls cut short by a cancel of their task.",
+            Event::ReplyReminded => {
+                "Participants reminded half-way to a reply deadline (questions and tasks for them)."
+            }
+            Event::ReplyExpired => {
+                "Questions and tasks for participants that passed their reply deadline unanswered."
+            }
         }
     }
 }

@@ -25,6 +25,8 @@
 //! | `personal_posts_held` | counter | | posts to personal channels not made: over a sender's or recipient's hourly quota (`channels::personal`) |
 //! | `remote_callbacks_forged` | counter | | remote callbacks whose token does not verify: logged (at most once a minute) and counted, not audited (`server::remote_callback`) |
 //! | `model_calls_cancelled` | counter | | model calls cut short by a cancel of their task: the call is dropped at once in the process that took the cancel, at its next batch elsewhere (`engine::run`) |
+//! | `replies_reminded` | counter | | participants reminded half-way to a reply deadline, on a question or a task for them (`agent::waits`) |
+//! | `replies_expired` | counter | | questions and tasks for participants that passed their reply deadline unanswered (`agent::waits`) |
 //! | `requests` | counter | `operation` | A2A requests, by operation (Prometheus only) |
 //! | `time_to_first_event_ms` | histogram | | milliseconds from a request to its first event |
 //!

@@ -37,6 +37,17 @@ pub struct AgentState {
     pub pending_help: Option<crate::task::HelpRequest>,
     /// Accepted replies to help requests: message id and the question it answered.
     pub replies: Vec<Reply>,
+    /// Questions that expired unanswered, latest last (at most [`MAX_EXPIRED`]): the
+    /// question's message id, whom it asked, and what. A message from that participant
+    /// afterwards is a late reply.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub expired: Vec<Reply>,
+    /// Late replies not yet taken into the conversation: the reply's id, the question.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub late: Vec<Reply>,
+    /// On a task assigned to a participant: when their answer is due, if it is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reply_by: Option<crate::task::Deadline>,
     /// Sub-tasks whose outcome has been put in the conversation.
     pub noted: Vec<String>,
     /// Whose words the model acts on now (`agent::actor`): who a privileged tool call acts
@@ -107,6 +118,9 @@ pub struct Compaction {
     /// before).
     pub summary: String,
 }
+
+/// Most expired questions a task remembers, for the late replies they may get.
+pub const MAX_EXPIRED: usize = 8;
 
 /// A message accepted as the reply to a help request.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]

@@ -87,11 +87,18 @@ impl TaskRecord {
         self.task.state()
     }
 
-    /// When the lease of a drive in progress runs out (ms); None when no drive holds the
-    /// task (or it is no longer SUBMITTED or WORKING). One of the sweep index's keys.
+    /// When the lease of a drive in progress runs out (ms), or the timer a task waits
+    /// under (a question's deadline, while INPUT_REQUIRED too); None when neither holds
+    /// the task (or it is no longer SUBMITTED or WORKING, or has ended). One of the sweep
+    /// index's keys.
     pub fn lease_expiry(&self) -> Option<i64> {
         let running = matches!(self.state(), TaskState::Submitted | TaskState::Working);
-        self.lease.as_ref().filter(|_| running).map(|l| l.until_ms)
+        let timer = |l: &&crate::task::lease::Lease| {
+            l.owner == crate::task::lease::POLL_OWNER && !self.state().is_terminal()
+        };
+        (self.lease.as_ref())
+            .filter(|l| running || timer(l))
+            .map(|l| l.until_ms)
     }
 
     /// Whether the write that stores the record is a wake-up: the task is runnable with no
@@ -617,6 +624,14 @@ pub trait Store: Send + Sync + 'static {
     /// them locally (the table's stream feeds the notifier function in AWS).
     fn pushes(&self) -> tokio::sync::broadcast::Receiver<String>;
 
+    /// A signal for every commit in this process that set a task's timer
+    /// (`Lease::poll`): when it runs out, in ms since the epoch. What lets `harness-local`'s
+    /// sweep wake at the soonest timer instead of polling (the scheduled sweeper needs
+    /// none). None by default: the sweep's own period.
+    fn timers(&self) -> tokio::sync::broadcast::Receiver<i64> {
+        tokio::sync::broadcast::channel(1).1
+    }
+
     /// What the sweep looks at, through an index of only such tasks: tasks whose lease ran
     /// out before `leases_before` (their drive was cut off), oldest expiry first, and
     /// tasks last written as a wake-up ([`TaskRecord::woken`]) before `woken_before`,
@@ -635,6 +650,7 @@ pub struct Signals {
     changes: tokio::sync::broadcast::Sender<String>,
     wakes: tokio::sync::broadcast::Sender<String>,
     pushes: tokio::sync::broadcast::Sender<String>,
+    timers: tokio::sync::broadcast::Sender<i64>,
 }
 
 impl Default for Signals {
@@ -643,6 +659,7 @@ impl Default for Signals {
             changes: tokio::sync::broadcast::channel(1024).0,
             wakes: tokio::sync::broadcast::channel(1024).0,
             pushes: tokio::sync::broadcast::channel(1024).0,
+            timers: tokio::sync::broadcast::channel(1024).0,
         }
     }
 }
@@ -691,6 +708,11 @@ impl Signals {
         if rec.push {
             let _ = self.pushes.send(rec.task.id.clone());
         }
+        if let Some(timer) =
+            (rec.lease.as_ref()).filter(|l| l.owner == crate::task::lease::POLL_OWNER)
+        {
+            let _ = self.timers.send(timer.until_ms);
+        }
     }
 
     pub fn changes(&self) -> tokio::sync::broadcast::Receiver<String> {
@@ -703,5 +725,9 @@ impl Signals {
 
     pub fn pushes(&self) -> tokio::sync::broadcast::Receiver<String> {
         self.pushes.subscribe()
+    }
+
+    pub fn timers(&self) -> tokio::sync::broadcast::Receiver<i64> {
+        self.timers.subscribe()
     }
 }

@@ -148,6 +148,10 @@ impl<S: Store> Store for ReadOnly<S> {
         self.0.pushes()
     }
 
+    fn timers(&self) -> tokio::sync::broadcast::Receiver<i64> {
+        self.0.timers()
+    }
+
     async fn due_tasks(&self, _: i64, _: i64, _: usize) -> Result<Due, StoreError> {
         Err(StoreError::ReadOnly)
     }

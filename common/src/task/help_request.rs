@@ -17,6 +17,9 @@ pub struct HelpRequest {
     pub message_id: String,
     /// The tool call that asked.
     pub call_id: String,
+    /// When the reply is due, if it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<super::Deadline>,
 }
 
 impl HelpRequest {
@@ -35,6 +38,11 @@ impl HelpRequest {
             Part::text(self.display()),
             ChannelMessage::new(task_id, sender, ChannelKind::HelpRequest, &self.question).part(),
         ]
+    }
+
+    /// Whether it has a step due now (its reminder or its expiry): the task then has work.
+    pub fn due_now(&self) -> bool {
+        self.deadline.is_some_and(|d| d.due_now())
     }
 
     /// Whether a member's message answers it: it is from the participant asked or an

@@ -94,6 +94,13 @@ struct Args {
     /// Most model calls a task may make before it fails.
     #[arg(long = settings::TURN_LIMIT.long(), env = settings::TURN_LIMIT.env, default_value_t = common::agent::llm::DEFAULT_TURN_LIMIT)]
     turn_limit: usize,
+    /// How long a question or a task for a participant waits for its answer when the model
+    /// names no `reply_within` (`90s`, `45m`, `2h`, `3d`). Default: no deadline.
+    #[arg(long = settings::REPLY_WITHIN.long(), env = settings::REPLY_WITHIN.env)]
+    reply_within: Option<String>,
+    /// The longest `reply_within` the model may give (1s to 30d).
+    #[arg(long = settings::REPLY_WITHIN_MAX.long(), env = settings::REPLY_WITHIN_MAX.env, default_value = "30d")]
+    reply_within_max: String,
     /// Most tokens (estimated) a model request may hold, for models whose configuration
     /// names none; older turns are summarized past it. Default: the provider's.
     #[arg(long = settings::CONTEXT_TOKENS.long(), env = settings::CONTEXT_TOKENS.env)]
@@ -345,6 +352,10 @@ async fn run() -> Result<(), common::lambda::Error> {
         mcp: (config.mcp_servers.as_ref())
             .map(|source| common::mcp::Setup::load(source, &config))
             .transpose()?,
+        reply_within: common::task::deadline::ReplyWithin::parse(
+            (settings::REPLY_WITHIN.env, args.reply_within.as_deref()),
+            (settings::REPLY_WITHIN_MAX.env, Some(&args.reply_within_max)),
+        )?,
     };
     let agent = common::agent::build(args.agent, &settings).await?;
     let bounds = common::config::TaskBounds {

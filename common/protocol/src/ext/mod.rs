@@ -20,6 +20,12 @@ pub const TASK_METADATA_KEY: &str = "io.github.madarauchiha-314.tiny-harness/tas
 /// no extension's contract. Never read from a client.
 pub const USAGE_METADATA_KEY: &str = "io.github.madarauchiha-314.tiny-harness/usage";
 
+/// When the answer to a message that waits on someone is due (RFC 3339, UTC): in the
+/// metadata of a question's message and of a task for a participant (and its status
+/// message). The harness's own key: the channel part's schema is closed. Never read from
+/// a client.
+pub const REPLY_BY_METADATA_KEY: &str = "io.github.madarauchiha-314.tiny-harness/replyBy";
+
 pub const TASK_MEDIA_TYPE: &str = "application/vnd.tiny-harness.task+json";
 pub const CHANNEL_MEDIA_TYPE: &str = "application/vnd.tiny-harness.channel+json";
 pub const EVENT_MEDIA_TYPE: &str = "application/vnd.tiny-harness.event+json";

@@ -229,7 +229,7 @@ async fn message_on(
     }
     let runs = h.engine.runs(current);
     let pending = next.agent.pending_help.clone();
-    let continues = if !runs {
+    let mut continues = if !runs {
         // A participant's task: their message is its outcome; others' are remarks.
         ext.assignee().is_some_and(|a| a.id == from.id)
     } else if let Some(pending) = &pending {
@@ -240,6 +240,14 @@ async fn message_on(
     } else {
         true
     };
+    // A reply to a question that expired (or is past its due time, its timer not yet
+    // fired) is kept as a late remark and resumes nothing.
+    let late = runs
+        .then(|| late_reply(&mut next, message, from, continues))
+        .flatten();
+    if late.is_some() {
+        continues = false;
+    }
     // Before the status changes, so the question it answers precedes it in history.
     accept_message(&mut next, message, continues);
     let mut events = Vec::new();
@@ -308,6 +316,11 @@ async fn message_on(
     {
         Ok(record) => {
             attached(h, &record, webhook.as_ref());
+            if let Some(question) = late {
+                return Ok(Some(Stored::Direct(Box::new(expired_answer(
+                    &record, &question,
+                )))));
+            }
             if continues && runs && pending.is_some() {
                 crate::metrics::record(crate::metrics::Event::HelpAnswered);
             }
@@ -325,6 +338,48 @@ async fn message_on(
         Err(StoreError::Conflict { .. }) => Ok(None),
         Err(e) => Err(e.into()),
     }
+}
+
+/// Whether `message` is a late reply (`agent::waits::late_for`, or an answer to the
+/// pending question past its due time): if so it is noted as one on `next`, to be framed
+/// as late for the model, and the question it came too late for is returned.
+fn late_reply(
+    next: &mut TaskRecord,
+    message: &Message,
+    from: &Sender<'_>,
+    answers: bool,
+) -> Option<Reply> {
+    let now = crate::task::lease::now_ms();
+    let overdue = (next.agent.pending_help.as_ref())
+        .filter(|p| answers && p.deadline.is_some_and(|d| now >= d.due_ms));
+    let question = match overdue {
+        Some(p) => Reply {
+            message_id: p.message_id.clone(),
+            participant_id: p.participant_id.clone(),
+            question: p.question.clone(),
+        },
+        None => {
+            let in_reply_to = from.channel.and_then(|c| c.in_reply_to.as_deref());
+            let i = crate::agent::waits::late_for(next, from.id, in_reply_to)?;
+            next.agent.expired.remove(i)
+        }
+    };
+    next.agent.late.push(Reply {
+        message_id: message.message_id.clone(),
+        participant_id: from.id.to_owned(),
+        question: question.question.clone(),
+    });
+    Some(question)
+}
+
+/// What the sender of a late reply is answered: the question had expired, and their
+/// message is kept.
+fn expired_answer(record: &TaskRecord, question: &Reply) -> Message {
+    let text = format!(
+        "The question \"{}\" had expired before this reply came: it is kept in the task's history and resumes nothing.",
+        question.question
+    );
+    agent_message(&record.task, vec![Part::text(text)])
 }
 
 /// The webhook the message attaches, as its commit stores it (with the task marked, so

@@ -193,8 +193,9 @@ pub(super) fn task_item(
     if let Some(chunked) = events_chunked {
         item.insert(EVENTS_CHUNKED.into(), n(u64::from(chunked)));
     }
-    // The sweeper's sparse index holds a task only while a drive holds its lease, or
-    // while it waits on the wake-up this write is.
+    // The sweeper's sparse index holds a task only while a drive holds its lease, while
+    // it waits under a timer (a reply deadline, a remote's next poll), or while it waits
+    // on the wake-up this write is.
     let due = match rec.lease_expiry() {
         Some(until) => Some((LEASED, until)),
         None => rec.woken().then(|| (WOKEN, crate::task::lease::now_ms())),

@@ -284,4 +284,8 @@ impl Store for DynamoStore {
     fn pushes(&self) -> broadcast::Receiver<String> {
         self.signals.pushes()
     }
+
+    fn timers(&self) -> broadcast::Receiver<i64> {
+        self.signals.timers()
+    }
 }

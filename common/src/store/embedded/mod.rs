@@ -377,4 +377,8 @@ impl Store for EmbeddedStore {
     fn pushes(&self) -> broadcast::Receiver<String> {
         self.signals.pushes()
     }
+
+    fn timers(&self) -> broadcast::Receiver<i64> {
+        self.signals.timers()
+    }
 }

@@ -1,0 +1,221 @@
+//! The agent's side of reply deadlines (`task::deadline`): a question it asked, or a task
+//! it made for a participant, that reaches its reminder or passes its due time.
+//!
+//! - Half-way, the addressee is reminded once: a message in the task's history (a
+//!   `message` event every member's stream and webhook sees), and, once the drive ends,
+//!   a post on their personal channel if they have one (`engine::medium`).
+//! - Past it, a question expires: a status message names who did not answer by when, the
+//!   task goes back to WORKING, and the model is told there was no reply (where the reply
+//!   would have come), so it can ask someone else, go on, or fail. The question is kept
+//!   (`expired`) so a reply that comes later is taken as late, not as an answer.
+//! - A task for a participant past it is cancelled with that reason, and the parent takes
+//!   its outcome in at once, as it takes any sub-task's end.
+//!
+//! Nothing here runs while a task waits: the task's timer (`Lease::poll`) is set to its
+//! next step (by the commit that leaves a question waiting, or, for a parent waiting on
+//! its sub-tasks, by `TaskRun::poll_after`), and the sweep wakes it then.
+
+use std::time::Duration;
+
+use crate::a2a::{Message, Part, StreamResponse, TaskState};
+use crate::engine::transition::{agent_message, set_status};
+use crate::engine::{RunError, TaskRun};
+use crate::models::ChatMessage;
+use crate::store::conversation::{Reply, MAX_EXPIRED};
+use crate::store::{StoreError, TaskRecord};
+use crate::task::deadline::{Deadline, Step};
+
+/// The question the task waits on, as its deadline leaves it.
+pub enum Question {
+    /// Still waiting (under the timer of its deadline, if it has one: set by the commit
+    /// that left it waiting, which gives up the drive's lease).
+    Waits,
+    /// It expired: the task goes on without the reply.
+    Expired,
+}
+
+/// Takes the step the pending question's deadline asks for now, if any.
+pub async fn question(run: &mut TaskRun) -> Result<Question, RunError> {
+    let Some(help) = run.record().agent.pending_help.clone() else {
+        return Ok(Question::Waits);
+    };
+    let Some(deadline) = help.deadline else {
+        return Ok(Question::Waits);
+    };
+    match deadline.step() {
+        Step::Wait(_) => Ok(Question::Waits),
+        Step::Remind => {
+            let text = format!(
+                "Reminder: {}, the question \"{}\" waits for your reply by {}.",
+                help.participant_id,
+                help.question,
+                deadline.due_text()
+            );
+            let reminded = Deadline {
+                remind_ms: None,
+                ..deadline
+            };
+            run.apply(|rec| {
+                if let Some(h) = rec.agent.pending_help.as_mut() {
+                    h.deadline = Some(reminded);
+                }
+                // The commit that leaves it waiting again sets its timer.
+                rec.lease = Some(reminded.timer());
+                vec![reminder(rec, &help.participant_id, &text)]
+            })
+            .await?;
+            crate::metrics::record(crate::metrics::Event::ReplyReminded);
+            Ok(Question::Waits)
+        }
+        Step::Expired => {
+            let due = deadline.due_text();
+            let said = format!(
+                "No reply from {} by {due} to \"{}\": the question expired.",
+                help.participant_id, help.question
+            );
+            // Where the reply would have come, framed as the harness's (the question's
+            // words are the model's own).
+            let note = ChatMessage::User {
+                text: format!(
+                    "{said} Ask someone else, go on without the answer, or fail the task."
+                ),
+            };
+            let expired = Reply {
+                message_id: help.message_id.clone(),
+                participant_id: help.participant_id.clone(),
+                question: help.question.clone(),
+            };
+            run.apply(|rec| {
+                let a = &mut rec.agent;
+                a.pending_help = None;
+                a.conversation.push(note.clone());
+                // Unless its reply already came, late, before the timer fired.
+                let answered = (a.late.iter()).any(|l| {
+                    l.participant_id == expired.participant_id && l.question == expired.question
+                });
+                if !answered {
+                    a.expired.push(expired.clone());
+                }
+                let over = a.expired.len().saturating_sub(MAX_EXPIRED);
+                a.expired.drain(..over);
+                let msg = agent_message(&rec.task, vec![Part::text(said.clone())]);
+                vec![set_status(rec, TaskState::Working, Some(msg), None)]
+            })
+            .await?;
+            crate::metrics::record(crate::metrics::Event::ReplyExpired);
+            tracing::info!(task_id = %run.record().id(), participant = %help.participant_id, "a question expired unanswered");
+            Ok(Question::Expired)
+        }
+    }
+}
+
+/// What a task for a participant that has not ended needs of its parent now.
+pub enum Child {
+    /// It waits on; wake the parent after this long (None: no deadline).
+    Waits(Option<Duration>),
+    /// It ended (its deadline passed, or its assignee answered meanwhile): the child as
+    /// it ended.
+    Ended(Box<TaskRecord>),
+}
+
+/// Takes the step `child`'s deadline asks for now: a reminder (the child is added to what
+/// the run announces, so its addressee's personal channel gets it), or its cancel.
+pub async fn child(run: &mut TaskRun, mut child: TaskRecord) -> Result<Child, RunError> {
+    loop {
+        if child.state().is_terminal() {
+            return Ok(Child::Ended(Box::new(child)));
+        }
+        let Some(deadline) = child.agent.reply_by else {
+            return Ok(Child::Waits(None));
+        };
+        let assignee =
+            (child.ext().and_then(|e| e.assignee().map(|p| p.id.clone()))).unwrap_or_default();
+        let mut next = child.clone();
+        let (events, waits) = match deadline.step() {
+            Step::Wait(left) => return Ok(Child::Waits(Some(left))),
+            Step::Remind => {
+                let text = format!(
+                    "Reminder: {assignee}, this task waits for your answer by {}.",
+                    deadline.due_text()
+                );
+                if let Some(d) = next.agent.reply_by.as_mut() {
+                    d.remind_ms = None;
+                }
+                let left = (deadline.due_ms - crate::task::lease::now_ms()).max(0);
+                let events = vec![reminder(&mut next, &assignee, &text)];
+                (events, Some(Duration::from_millis(left as u64)))
+            }
+            Step::Expired => {
+                let said = format!(
+                    "No answer from {assignee} by {}: the task was cancelled.",
+                    deadline.due_text()
+                );
+                let msg = agent_message(&next.task, vec![Part::text(said)]);
+                let events = vec![set_status(&mut next, TaskState::Canceled, Some(msg), None)];
+                // Its parent, which cancels it, takes its end in now.
+                next.parents_owed = false;
+                (events, None)
+            }
+        };
+        match run
+            .store()
+            .commit(&next, child.version, &events, None)
+            .await
+        {
+            Ok(stored) => {
+                return Ok(match waits {
+                    Some(left) => {
+                        crate::metrics::record(crate::metrics::Event::ReplyReminded);
+                        run.created.push(stored);
+                        Child::Waits(Some(left))
+                    }
+                    None => {
+                        crate::metrics::record(crate::metrics::Event::ReplyExpired);
+                        tracing::info!(task_id = %stored.id(), participant = %assignee, "a task for a participant passed its deadline");
+                        Child::Ended(Box::new(stored))
+                    }
+                });
+            }
+            // Answered (or changed) meanwhile: decide again on what it is now.
+            Err(StoreError::Conflict { .. }) => {
+                child = (run.store().load_task(child.id()).await?).ok_or(RunError::Gone)?;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// A reminder addressed to `to`: into the task's history, and its `message` event.
+fn reminder(rec: &mut TaskRecord, to: &str, text: &str) -> StreamResponse {
+    let mut msg: Message = agent_message(&rec.task, vec![Part::text(text)]);
+    crate::ext::participant::address_to(&mut msg, to);
+    rec.task.history.push(msg.clone());
+    StreamResponse::message(msg)
+}
+
+/// How a late reply reaches the model: as a remark that answers nothing, with the
+/// question it came too late for (the sender's words in the untrusted block when they are
+/// an agent's, as every input).
+pub fn frame_late(late: &Reply, text: &str) -> String {
+    format!(
+        "Late reply from {} to \"{}\" (the question had expired; it answers nothing now): {text}",
+        late.participant_id, late.question
+    )
+}
+
+/// Whether `sender`'s message is a late reply to an expired question: it names one of
+/// theirs (`in_reply_to`), or, naming none, they were asked the latest question that
+/// expired and are not asked one now. Which one in `expired` (a late reply takes its
+/// question out, so only the first message after is late).
+pub fn late_for(rec: &TaskRecord, sender: &str, in_reply_to: Option<&str>) -> Option<usize> {
+    let expired = &rec.agent.expired;
+    match in_reply_to {
+        Some(id) => (expired.iter()).position(|q| q.message_id == id && q.participant_id == sender),
+        None => {
+            let asked_now =
+                (rec.agent.pending_help.as_ref()).is_some_and(|h| h.participant_id == sender);
+            let last = expired.len().checked_sub(1)?;
+            (expired[last].participant_id == sender && !asked_now).then_some(last)
+        }
+    }
+}
