@@ -503,6 +503,28 @@ def test_globals(template):
     assert str(params["LeaseSeconds"]["Default"]) == "300"
 
 
+def test_reply_deadlines_are_parameters(template):
+    """Reply deadlines (issue 52): the default and the maximum are parameters held to the
+    harness's own syntax; an empty default leaves the variable out (no deadline)."""
+    import re
+
+    params = template["Parameters"]
+    env = template["Globals"]["Function"]["Environment"]["Variables"]
+    assert env["HARNESS_REPLY_WITHIN"] == {
+        "Fn::If": ["HasReplyWithin", {"Ref": "ReplyWithin"}, {"Ref": "AWS::NoValue"}]
+    }
+    assert env["HARNESS_REPLY_WITHIN_MAX"] == {"Ref": "ReplyWithinMax"}
+    assert params["ReplyWithin"]["Default"] == ""
+    assert params["ReplyWithinMax"]["Default"] == "30d"
+    default = re.compile(params["ReplyWithin"]["AllowedPattern"])
+    most = re.compile(params["ReplyWithinMax"]["AllowedPattern"])
+    for good in ["90s", "45m", "2h", "3d"]:
+        assert default.fullmatch(good) and most.fullmatch(good), good
+    assert default.fullmatch("") and not most.fullmatch("")
+    for bad in ["5 weeks", "2w", "1.5h", "-1s", "h"]:
+        assert not default.fullmatch(bad) and not most.fullmatch(bad), bad
+
+
 def test_traces_are_off_unless_a_collector_is_given(template):
     """Traces (issue 50): the functions export to the OTLP endpoint a parameter names, with
     the headers another may hold (hidden), the ADOT collector layer optional; empty, the
