@@ -10,6 +10,8 @@
 const CHANNEL = 'application/vnd.tiny-harness.channel+json';
 const EVENT = 'application/vnd.tiny-harness.event+json';
 const TASK_KEY = 'io.github.madarauchiha-314.tiny-harness/task';
+/// When the answer to what waits on someone is due (RFC 3339), set by the harness.
+const REPLY_BY = 'io.github.madarauchiha-314.tiny-harness/replyBy';
 const COMMANDS = 'https://madarauchiha-314.github.io/tiny-harness/a2a/ext/commands/v1';
 const TERMINAL = ['TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STATE_CANCELED', 'TASK_STATE_REJECTED'];
 const INTERRUPTED = ['TASK_STATE_INPUT_REQUIRED', 'TASK_STATE_AUTH_REQUIRED'];
@@ -230,6 +232,18 @@ function waitingOnMe(task) {
   return state.waiting.has(task.id) && task.status && INTERRUPTED.includes(task.status.state);
 }
 
+/// When the answer the task waits on is due (ms since the epoch), if it is.
+function dueOf(task) {
+  const due = task.status && task.status.message && task.status.message.metadata && task.status.message.metadata[REPLY_BY];
+  const at = typeof due === 'string' ? Date.parse(due) : NaN;
+  return Number.isNaN(at) ? null : at;
+}
+
+/// A due time as the person reads it: in their own time zone.
+function dueText(at) {
+  return `Answer by ${new Date(at).toLocaleString()}`;
+}
+
 function extOf(task) {
   return (task.metadata && task.metadata[TASK_KEY]) || {};
 }
@@ -243,7 +257,9 @@ async function refreshList() {
     rpc('ListTasks', { waitingOnMe: true, pageSize: 100, historyLength: 0 }),
     rpc('ListTasks', { pageSize: 100, historyLength: 0 }),
   ]);
-  const first = waiting.tasks || [];
+  // What waits on me, soonest due first; then what has no due time, newest first.
+  const first = (waiting.tasks || []).map((t, i) => [dueOf(t) ?? Infinity, i, t])
+    .sort((a, b) => a[0] - b[0] || a[1] - b[1]).map(([, , t]) => t);
   const seen = new Set(first.map((t) => t.id));
   state.waiting = seen;
   const rest = (all.tasks || []).filter((t) => !seen.has(t.id));
@@ -258,6 +274,8 @@ async function refreshList() {
     b.type = 'button';
     b.append(el('span', extOf(task).name || task.id));
     if (seen.has(task.id)) b.append(el('span', 'Waiting on you', 'badge'));
+    const due = seen.has(task.id) && dueOf(task);
+    if (due) b.append(el('span', dueText(due), 'due state'));
     b.append(el('span', shortState(task), 'state'));
     b.addEventListener('click', () => openTask(task.id).catch(showError));
     li.append(b);
@@ -306,6 +324,9 @@ async function renderTask(task) {
     const asked = channelOf(status.message);
     $('answer').dataset.inReplyTo = asked && asked.kind === 'help_request' ? status.message.messageId : '';
   }
+  const due = asking && dueOf(task);
+  $('ask-due').hidden = !due;
+  $('ask-due').textContent = due ? dueText(due) : '';
 
   const subs = $('subtasks');
   subs.replaceChildren();

@@ -17,6 +17,10 @@ storage), as two people on two machines would.
    task's stream reads the task a few times, not once an event.
 6. An answer the model streams shows, growing, in the open task while it is still working
    (two screenshots), and ends as the stored answer, once.
+7. What waits on bob is listed soonest due first, each with its due time, and the open
+   question says by when to answer (issue 52).
+8. A stream cut by a proxy mid-answer resumes where it stopped: the page subscribes again
+   with `Last-Event-ID`, and the answer ends whole, nothing missing, nothing twice.
 
 A screenshot of each step goes to $HARNESS_UI_ARTIFACTS (default: a temporary folder,
 printed).
@@ -412,3 +416,161 @@ def test_the_answer_shows_as_it_streams_before_the_task_completes(
     assert alice.locator('#task').text_content().count(STREAMED[0]) == 2, 'in the answer and the artifact'
     expect(alice.locator('#task img')).to_have_count(0)
     assert alice.evaluate('window.__pwned') is None
+
+
+DEADLINES = {'turns': [
+    {'tool_calls': [
+        {'name': 'create_task_for_participant', 'arguments': {
+            'participant_id': 'bob', 'name': 'Measure the shed', 'goal': 'Measure it',
+            'reply_within': '1h'}},
+        {'name': 'ask_participant', 'arguments': {
+            'participant_id': 'bob', 'question': QUESTION, 'reply_within': '3h'}},
+    ]},
+    {'text': ANSWER},
+]}
+
+
+@pytest.fixture(scope='module')
+def deadlines_harness():
+    """A harness whose model gives bob a task due in an hour, then asks him a question
+    due in three."""
+    yield from serve(Path(tempfile.mkdtemp(prefix='harness-ui-due-')), script=DEADLINES)
+
+
+def test_what_waits_on_me_shows_when_it_is_due_soonest_first(
+        browser, deadlines_harness, artifacts):
+    """bob's inbox lists what waits on him soonest due first (the task due in an hour
+    before the newer question due in three), each with its due time, and the open
+    question says by when it is to be answered. Before, the list was newest first and
+    showed no due time."""
+    alice = person(browser, deadlines_harness, 'alice')
+    bob = person(browser, deadlines_harness, 'bob')
+    start_task(alice, 'Paint the shed', 'Paint the garden shed', 'bob watcher')
+    items = bob.locator('#task-list li.waiting')
+    expect(items).to_have_count(2, timeout=WAIT_MS)
+    expect(items.nth(0)).to_contain_text('Measure the shed')
+    expect(items.nth(1)).to_contain_text('Paint the shed')
+    dues = [bob.evaluate('(t) => Date.parse(t)', items.nth(i).locator('.due').text_content()
+                         .removeprefix('Answer by ')) for i in range(2)]
+    now_ms = time.time() * 1000
+    # As the page's locale writes it (to the second): about 1 h and 3 h from now.
+    assert abs(dues[0] - now_ms - 3_600_000) < 120_000, dues
+    assert abs(dues[1] - now_ms - 10_800_000) < 120_000, dues
+    bob.screenshot(path=artifacts / '11-bob-waiting-soonest-first.png', full_page=True)
+
+    items.nth(1).get_by_role('button').click()
+    expect(bob.locator('#ask-question')).to_contain_text(QUESTION, timeout=WAIT_MS)
+    expect(bob.locator('#ask-due')).to_be_visible()
+    expect(bob.locator('#ask-due')).to_have_text(items.nth(1).locator('.due').text_content())
+
+
+class CuttingProxy:
+    """A proxy in front of the harness that cuts the first SubscribeToTask stream after
+    `keep` events, as a load balancer or a phone does; it records the `Last-Event-ID` of
+    each SubscribeToTask it passes on, and the ids of the events it forwarded, by stream."""
+
+    def __init__(self, upstream: str, keep: int):
+        import http.client
+        import http.server
+        import threading
+        import urllib.parse
+
+        self.keep, self.cut, self.resumed_with, self.streams = keep, False, [], []
+        target = urllib.parse.urlparse(upstream)
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = 'HTTP/1.0'
+
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                self.relay()
+
+            def do_POST(self):
+                self.relay()
+
+            def relay(self):
+                body = self.rfile.read(int(self.headers.get('Content-Length') or 0))
+                up = http.client.HTTPConnection(target.hostname, target.port, timeout=30)
+                # The Host and Origin the page sent, as a proxy in front keeps them.
+                headers = {k: v for k, v in self.headers.items()
+                           if k.lower() not in ('connection', 'keep-alive')}
+                up.request(self.command, self.path, body=body or None, headers=headers)
+                res = up.getresponse()
+                subscribe = b'SubscribeToTask' in body
+                if subscribe:
+                    proxy.resumed_with.append(self.headers.get('Last-Event-ID'))
+                    forwarded = []
+                    proxy.streams.append(forwarded)
+                cut_this = subscribe and not proxy.cut
+                self.send_response(res.status)
+                for k, v in res.getheaders():
+                    if k.lower() not in ('transfer-encoding', 'connection', 'content-length'):
+                        self.send_header(k, v)
+                self.end_headers()
+                sent = 0
+                buffer = b''
+                while True:
+                    chunk = res.read1(65536)
+                    if not chunk:
+                        break
+                    if not subscribe:
+                        self.wfile.write(chunk)
+                        continue
+                    buffer += chunk
+                    while b'\n\n' in buffer:
+                        event, buffer = buffer.split(b'\n\n', 1)
+                        for line in event.split(b'\n'):
+                            if line.startswith(b'id:'):
+                                forwarded.append(line[3:].strip().decode())
+                        self.wfile.write(event + b'\n\n')
+                        self.wfile.flush()
+                        sent += 1
+                        if cut_this and sent >= proxy.keep:
+                            proxy.cut = True
+                            up.close()
+                            return
+                up.close()
+
+        self.server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Handler)
+        self.url = f'http://127.0.0.1:{self.server.server_address[1]}'
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+
+
+def test_a_cut_stream_resumes_where_it_stopped(browser, streaming_harness, artifacts):
+    """The open task's stream is cut after its Task and three pieces of the answer, while
+    the model is still writing: the page subscribes again with the id of the last event it
+    got (`Last-Event-ID`), the answer goes on growing from where it was, and it ends as
+    the stored answer, once, nothing missing and nothing twice."""
+    proxy = CuttingProxy(streaming_harness, keep=4)
+    try:
+        answer = ''.join(STREAMED)
+        alice = person(browser, proxy.url, 'alice')
+        start_task(alice, 'Cut the stream', 'Tell me how the shed gets painted', 'bob watcher')
+        deadline = time.monotonic() + WAIT_MS / 1000
+        while len(proxy.resumed_with) < 2:
+            assert time.monotonic() < deadline, proxy.resumed_with
+            alice.wait_for_timeout(20)
+        assert proxy.cut
+        assert proxy.resumed_with[0] is None, proxy.resumed_with
+        # The second stream asks for what came after the last event the first delivered.
+        first, second = proxy.streams[0], proxy.streams[1]
+        assert proxy.resumed_with[1] == first[-1], (proxy.resumed_with, first)
+        text = alice.locator('#artifacts li .text')
+        expect(text).to_have_count(1, timeout=WAIT_MS)
+        alice.screenshot(path=artifacts / '12-stream-resumed.png', full_page=True)
+        expect(alice.locator('#task-state')).to_have_text('State: completed', timeout=WAIT_MS)
+        assert text.text_content() == answer
+        assert alice.locator('#conversation').text_content().count(answer) == 1
+        # The resumed stream's Task stands where the cut left the client (its id is the
+        # cursor); the events after it follow the cut, in order, none twice.
+        assert second[0] == first[-1], (first, second)
+        ids = [int(i.split('.')[0]) for i in first + second[1:]]
+        assert ids == sorted(set(ids)), (first, second)
+    finally:
+        proxy.close()
