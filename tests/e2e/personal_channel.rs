@@ -13,6 +13,9 @@
 //! hers, and `/task carol` from ever new sender ids, reach bob and carol at most the cap;
 //! the tasks are still made, and dave's one post arrives.
 //!
+//! Issue 52: a question with a deadline reaches bob's channel with its due time, then once
+//! more half-way as a reminder; once it has expired its link answers nothing.
+//!
 //! Issue 47, review 2: the agent's question is charged to whom the model acts for (the
 //! task's actor), never to the reporter the creator's envelope names, so mallory's tasks
 //! listing bob with made-up reporters stop at her own quota; and a new task whose envelope
@@ -167,6 +170,47 @@ async fn answered_through_its_link(backend: Backend) {
     let after = state_of(&s, &id, "TASK_STATE_COMPLETED").await;
     assert_eq!(after["history"], done["history"]);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+async fn reminded_then_expired(backend: Backend) {
+    let steps = json!([
+        {"tool_calls": [{"name": "ask_participant", "arguments": {
+            "participant_id": "bob", "question": QUESTION, "reply_within": "2s"}}]},
+        {"text": "Painted it white."}
+    ]);
+    let Some((s, hook, id, dir)) = started(backend, steps).await else {
+        return;
+    };
+    let told = hook.wait_until("the reminder", |got| got.len() >= 2).await;
+    let (first, second) = (&told[0].body, &told[1].body);
+    let due = first["reply_by"].as_str().expect("a due time").to_owned();
+    assert_eq!(first["reminder"], false, "{first}");
+    let text = first["text"].as_str().expect("text");
+    assert!(text.contains(&format!("Answer by {due}.")), "{text}");
+    assert_eq!(second["reminder"], true, "{second}");
+    assert_eq!(second["reply_by"], due.as_str(), "{second}");
+    let text = second["text"].as_str().expect("text");
+    assert!(text.starts_with("Reminder: You are asked"), "{text}");
+
+    let done = state_of(&s, &id, "TASK_STATE_COMPLETED").await;
+    let link = second["answer_url"].as_str().expect("a link");
+    let (_, token) = link.split_once('#').expect("the token in the fragment");
+    let (status, answer) = post_answer(&s, token, "Blue").await;
+    assert_eq!(status, 409, "{answer}");
+    let after = state_of(&s, &id, "TASK_STATE_COMPLETED").await;
+    assert_eq!(after["history"], done["history"]);
+    assert_eq!(hook.all().len(), 2, "reminded once");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn a_question_with_a_deadline_is_reminded_once_on_the_channel_on_the_embedded_store() {
+    reminded_then_expired(Backend::Embedded).await;
+}
+
+#[tokio::test]
+async fn a_question_with_a_deadline_is_reminded_once_on_the_channel_on_dynamodb() {
+    reminded_then_expired(Backend::DynamoDb).await;
 }
 
 /// walt's message on alice's task under `message_id`, as a JSON-RPC answer.

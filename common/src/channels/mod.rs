@@ -73,6 +73,7 @@ mod tests {
             options: vec!["red".into(), "blue".into()],
             message_id: "t:help:3".into(),
             call_id: "c1".into(),
+            deadline: None,
         };
         assert_eq!(req.display(), "Which colour?\nOptions: red, blue");
         let mut e = ext();

@@ -364,6 +364,8 @@ mod tests {
             asks: Asks::Answer,
             text: "Which?".into(),
             from: "alice".into(),
+            due: None,
+            reminder: false,
         }
     }
 

@@ -242,6 +242,7 @@ mod addressed {
             options: vec!["a".into(), "b".into()],
             message_id: "m-1".into(),
             call_id: "c".into(),
+            deadline: None,
         });
         let request = Addressed::of(&rec).unwrap();
         assert_eq!(
