@@ -469,6 +469,7 @@ async fn an_answer_link_racing_another_answer_is_refused_and_stores_nothing() {
                 options: Vec::new(),
                 message_id: asked.clone(),
                 call_id: "call-1".into(),
+                deadline: None,
             });
             let mut question = common::engine::transition::agent_message(
                 &rec.task,

@@ -1047,7 +1047,7 @@ contract!(
 );
 
 /// The sweeper's index: a task is found while SUBMITTED or WORKING with a lease that ran
-/// out, or once the write that stored it was a wake-up (runnable with no drive, or ended
+/// out, while waiting (INPUT_REQUIRED) under a timer that ran out (a reply deadline), or once the write that stored it was a wake-up (runnable with no drive, or ended
 /// owing its parents one) made before the time asked; a live lease, no lease and no
 /// wake-up, or a finished task owing nothing, are not found.
 async fn only_cut_off_or_unanswered_tasks_are_found_for_the_sweep(store: Arc<dyn Store>) {
@@ -1056,6 +1056,12 @@ async fn only_cut_off_or_unanswered_tasks_are_found_for_the_sweep(store: Arc<dyn
     let lease = |until_ms| {
         Some(Lease {
             owner: "crashed".into(),
+            until_ms,
+        })
+    };
+    let timer = |until_ms| {
+        Some(Lease {
+            owner: common::task::lease::POLL_OWNER.into(),
             until_ms,
         })
     };
@@ -1080,6 +1086,28 @@ async fn only_cut_off_or_unanswered_tasks_are_found_for_the_sweep(store: Arc<dyn
             false,
             false,
             Found::Lease,
+        ),
+        // A question's deadline: the task waits on someone under a timer.
+        (
+            TaskState::InputRequired,
+            timer(now - 20_000),
+            false,
+            false,
+            Found::Lease,
+        ),
+        (
+            TaskState::InputRequired,
+            timer(now + 60_000),
+            false,
+            false,
+            Found::No,
+        ),
+        (
+            TaskState::InputRequired,
+            lease(now - 60_000),
+            false,
+            false,
+            Found::No,
         ),
         (
             TaskState::Working,
