@@ -65,7 +65,8 @@ def idle_cpu(binary: str, tasks: int, idle: float, within: str | None) -> float:
     url = f"http://127.0.0.1:{port}/"
     proc = subprocess.Popen(
         [binary, "--listen", f"127.0.0.1:{port}", "--state-dir", os.path.join(work, "state"),
-         "--agent", "llm", "--model", f"scripted:{script}", "--rate-limit-per-minute", "0"],
+         "--agent", "llm", "--model", f"scripted:{script}", "--rate-limit-per-minute", "0",
+         "--tasks-for-others-per-hour", str(tasks + 1)],
         env=dict(os.environ, RUST_LOG="warn"), stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL)
     try:

@@ -726,19 +726,31 @@ async fn a_parent_that_fails_cancels_its_open_remote_task() {
 /// Issue 47: B (push notifications on) never finishes within A's 2 s deadline for it. The
 /// sweep finds A's timer; A's drive cancels B's task and tells the model, which goes on.
 /// Review 3: when B is `gone` by then, the model is told the cancel could not be sent.
+/// Issue 52: the same when the deadline is the model's (`reply_within: 2s`) and the
+/// registry's is a day.
 async fn a_remote_that_never_answers_is_given_up_at_its_deadline(backend: Backend, gone: bool) {
+    given_up_at_its_deadline(backend, gone, false).await
+}
+
+async fn given_up_at_its_deadline(backend: Backend, gone: bool, the_models: bool) {
     let b_script = Script::new(json!([{"text": "Too late.", "delay_ms": 60000}]));
     let Some(b) =
         Server::start_on(backend, &["--agent", "llm", "--model", &b_script.model()]).await
     else {
         return;
     };
+    let mut delegate = json!({"participant_id": "b", "name": "Paint", "goal": "Paint the shed"});
+    let registry_deadline = if the_models {
+        delegate["reply_within"] = json!("2s");
+        "deadline = 86400"
+    } else {
+        "deadline = 2"
+    };
     let a_script = Script::new(json!([
-        {"tool_calls": [{"name": "create_task_for_participant", "arguments": {
-            "participant_id": "b", "name": "Paint", "goal": "Paint the shed"}}]},
+        {"tool_calls": [{"name": "create_task_for_participant", "arguments": delegate}]},
         {"text": "Painted it myself."}
     ]));
-    let agents = registry_with(&[("b", card_url(&b))], "deadline = 2");
+    let agents = registry_with(&[("b", card_url(&b))], registry_deadline);
     // A short lease: the sweep, which rings timers, runs every second.
     let Some(a) = harness_a_with(backend, &a_script, &agents, &["--lease-seconds", "2"]).await
     else {
@@ -801,6 +813,16 @@ async fn a_remote_that_never_answers_is_given_up_at_its_deadline_on_the_embedded
 #[tokio::test]
 async fn a_remote_that_never_answers_is_given_up_at_its_deadline_on_dynamodb() {
     a_remote_that_never_answers_is_given_up_at_its_deadline(Backend::DynamoDb, false).await;
+}
+
+#[tokio::test]
+async fn a_remote_is_given_up_at_the_models_reply_within_on_the_embedded_store() {
+    given_up_at_its_deadline(Backend::Embedded, false, true).await;
+}
+
+#[tokio::test]
+async fn a_remote_is_given_up_at_the_models_reply_within_on_dynamodb() {
+    given_up_at_its_deadline(Backend::DynamoDb, false, true).await;
 }
 
 #[tokio::test]
