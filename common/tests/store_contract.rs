@@ -1046,8 +1046,8 @@ contract!(
     long_events_read_back_whole_across_pages,
 );
 
-/// The sweeper's index: a task is found while SUBMITTED or WORKING with a lease that ran
-/// out, while waiting (INPUT_REQUIRED) under a timer that ran out (a reply deadline), or once the write that stored it was a wake-up (runnable with no drive, or ended
+/// The sweeper's index: a task is found while it has not ended and holds a lease or a timer
+/// that ran out (a drive cut off; a reply deadline while it waits, INPUT_REQUIRED), or once the write that stored it was a wake-up (runnable with no drive, or ended
 /// owing its parents one) made before the time asked; a live lease, no lease and no
 /// wake-up, or a finished task owing nothing, are not found.
 async fn only_cut_off_or_unanswered_tasks_are_found_for_the_sweep(store: Arc<dyn Store>) {
@@ -1102,12 +1102,13 @@ async fn only_cut_off_or_unanswered_tasks_are_found_for_the_sweep(store: Arc<dyn
             false,
             Found::No,
         ),
+        // A drive cut off while it reminded or expired a question.
         (
             TaskState::InputRequired,
-            lease(now - 60_000),
+            lease(now - 10_000),
             false,
             false,
-            Found::No,
+            Found::Lease,
         ),
         (
             TaskState::Working,

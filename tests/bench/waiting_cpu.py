@@ -8,7 +8,7 @@ Each round starts BINARY twice, on a fresh state directory and a free port, with
 agent on a scripted model that asks bob a question: once with `reply_within` of a day on
 every question, once with none. It makes N tasks (alice's, with bob on them) and waits
 until each waits on bob (INPUT_REQUIRED), then lets the server sit for SECONDS and reads
-the CPU time the process used meanwhile (utime + stime from /proc/<pid>/stat). The order
+the CPU time the process's threads ran meanwhile (/proc/<pid>/task/*/schedstat). The order
 of the two alternates from round to round. Prints the CPU milliseconds each used while
 idle, per round and the median. Standard library only.
 """
@@ -25,9 +25,6 @@ import subprocess
 import tempfile
 import time
 import urllib.request
-
-TICKS = os.sysconf("SC_CLK_TCK")
-
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -47,10 +44,17 @@ def rpc(url: str, method: str, params: dict) -> dict:
 
 
 def cpu_ms(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    # utime and stime are fields 14 and 15 of stat; 12 and 13 after the name is cut off.
-    return (int(fields[11]) + int(fields[12])) * 1000 / TICKS
+    """The CPU time the process's threads have run, in ms, to the nanosecond the kernel
+    keeps (schedstat), not the 10 ms ticks of stat; the process's threads live as long as
+    it does (tokio's workers)."""
+    total = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except FileNotFoundError:
+            pass
+    return total / 1e6
 
 
 def idle_cpu(binary: str, tasks: int, idle: float, within: str | None) -> float:
@@ -112,10 +116,10 @@ def main() -> None:
         for label, within in order if r % 2 == 0 else order[::-1]:
             ms = idle_cpu(a.binary, a.tasks, a.idle, within)
             runs[label].append(ms)
-            print(f"round {r + 1}: {label}: {ms:.0f} ms of CPU in {a.idle:.0f} s idle", flush=True)
+            print(f"round {r + 1}: {label}: {ms:.1f} ms of CPU in {a.idle:.0f} s idle", flush=True)
     for label, values in runs.items():
-        print(f"{a.tasks} tasks waiting, {label}: median {statistics.median(values):.0f} ms of CPU "
-              f"in {a.idle:.0f} s idle (min {min(values):.0f}, max {max(values):.0f})")
+        print(f"{a.tasks} tasks waiting, {label}: median {statistics.median(values):.1f} ms of CPU "
+              f"in {a.idle:.0f} s idle (min {min(values):.1f}, max {max(values):.1f})")
 
 
 if __name__ == "__main__":

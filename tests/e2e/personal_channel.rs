@@ -176,6 +176,8 @@ async fn reminded_then_expired(backend: Backend) {
     let steps = json!([
         {"tool_calls": [{"name": "ask_participant", "arguments": {
             "participant_id": "bob", "question": QUESTION, "reply_within": "2s"}}]},
+        {"tool_calls": [{"name": "ask_participant", "arguments": {
+            "participant_id": "walt", "question": "Which brush?"}}]},
         {"text": "Painted it white."}
     ]);
     let Some((s, hook, id, dir)) = started(backend, steps).await else {
@@ -192,13 +194,23 @@ async fn reminded_then_expired(backend: Backend) {
     let text = second["text"].as_str().expect("text");
     assert!(text.starts_with("Reminder: You are asked"), "{text}");
 
-    let done = state_of(&s, &id, "TASK_STATE_COMPLETED").await;
+    // Expired, the model asks walt: the task waits on, but bob's link answers nothing.
+    let deadline = Instant::now() + WAIT;
+    let waiting = loop {
+        let task = state_of(&s, &id, "TASK_STATE_INPUT_REQUIRED").await;
+        if task["status"]["message"]["metadata"]["addressee"] == "walt" {
+            break task;
+        }
+        assert!(Instant::now() < deadline, "walt never asked: {task}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
     let link = second["answer_url"].as_str().expect("a link");
     let (_, token) = link.split_once('#').expect("the token in the fragment");
     let (status, answer) = post_answer(&s, token, "Blue").await;
     assert_eq!(status, 409, "{answer}");
-    let after = state_of(&s, &id, "TASK_STATE_COMPLETED").await;
-    assert_eq!(after["history"], done["history"]);
+    let after = state_of(&s, &id, "TASK_STATE_INPUT_REQUIRED").await;
+    assert_eq!(after["history"], waiting["history"]);
+    assert_eq!(after["status"], waiting["status"]);
     assert_eq!(hook.all().len(), 2, "reminded once");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -7,7 +7,9 @@
 //!   expires unanswered: a status message names who did not answer by when, the task is
 //!   WORKING again and the model's next turn is told there was no reply.
 //! - One answered in time resumes the task and nothing expires after.
-//! - One whose deadline passed while the harness was down expires within 5 s of start.
+//! - One whose deadline passed while the harness was down expires within 5 s of start;
+//!   one the harness restarted before expires on time; one a sub-task's end wakes the
+//!   task under keeps its deadline.
 //! - A late reply is kept (history, framed as late for the model), resumes nothing, and
 //!   its sender is told the question expired.
 //! - A task for a participant past its deadline is cancelled with that reason, and its
@@ -159,27 +161,45 @@ async fn a_question_past_its_deadline_expires_on_dynamodb() {
     a_question_past_its_deadline_expires(Backend::DynamoDb).await;
 }
 
+/// The texts of the task's history and status once one starts with `prefix`.
+async fn once_said(s: &harness_e2e::Server, id: &str, prefix: &str) -> Vec<String> {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let said = texts(&get_task_as(s, "alice", id).await);
+        if said.iter().any(|t| t.starts_with(prefix)) {
+            return said;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "nothing said {prefix:?}: {said:#?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 async fn a_question_answered_in_time_does_not_expire(backend: Backend) {
     let script = Script::new(json!([
-        ask("bob", "Which colour?", Some("2s")),
+        ask("bob", "Which colour?", Some("3s")),
         {"text": "Painted it blue."}
     ]));
     let Some(s) = llm_server(backend, &script).await else {
         return;
     };
     let id = task_id(&start(&s, "Fence", None).await);
+    // Reminded half-way, bob answers then: the task goes on at once.
+    once_said(&s, &id, "Reminder: bob").await;
     let reply = reply_message(&unique("r"), &id, "Blue");
     let answered = send_as(&s, Some("bob"), reply).await;
     assert_eq!(state(&answered), "TASK_STATE_COMPLETED", "{answered}");
-    // Past the deadline: nothing reminds or expires.
-    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    // Past the deadline: nothing more reminds or expires.
+    tokio::time::sleep(Duration::from_millis(2_000)).await;
     let after = get_task_as(&s, "alice", &id).await;
     assert_eq!(state(&after), "TASK_STATE_COMPLETED", "{after}");
     let said = texts(&after);
-    assert!(
-        !said
-            .iter()
-            .any(|t| t.starts_with("Reminder:") || t.starts_with("No reply")),
+    assert!(!said.iter().any(|t| t.starts_with("No reply")), "{said:#?}");
+    assert_eq!(
+        said.iter().filter(|t| t.starts_with("Reminder:")).count(),
+        1,
         "{said:#?}"
     );
     assert!(model_saw(&script, "Fence").contains("Reply from bob to \\\"Which colour?\\\": Blue"));
@@ -229,6 +249,79 @@ async fn a_deadline_that_passed_while_down_fires_at_start_on_the_embedded_store(
 #[tokio::test]
 async fn a_deadline_that_passed_while_down_fires_at_start_on_dynamodb() {
     a_deadline_that_passed_while_down_fires_at_start(Backend::DynamoDb).await;
+}
+
+/// Killed at once after the question, restarted before its deadline: the dead process's
+/// lock file is free, so the sweep at start takes its leases at once; the question's timer
+/// is no lease of a drive, and stands, and the question expires on time.
+async fn a_restart_before_the_deadline_keeps_it(backend: Backend) {
+    let script = Script::new(json!([
+        ask("bob", "Which colour?", Some("3s")),
+        {"text": "Painted it white."}
+    ]));
+    let Some(mut s) = llm_server(backend, &script).await else {
+        return;
+    };
+    let id = task_id(&start(&s, "Door", None).await);
+    s.kill();
+    s.restart().await;
+    // Before, the sweep at start put the timer out with the dead process's leases: the
+    // question waited for ever.
+    let done = wait_for_state_as(&s, "alice", &id, "TASK_STATE_COMPLETED", WAIT).await;
+    let said = texts(&done);
+    assert!(
+        said.iter().any(|t| t.starts_with("No reply from bob")),
+        "{said:#?}"
+    );
+}
+
+#[tokio::test]
+async fn a_restart_before_the_deadline_keeps_it_on_the_embedded_store() {
+    a_restart_before_the_deadline_keeps_it(Backend::Embedded).await;
+}
+
+#[tokio::test]
+async fn a_restart_before_the_deadline_keeps_it_on_dynamodb() {
+    a_restart_before_the_deadline_keeps_it(Backend::DynamoDb).await;
+}
+
+/// The model gives bob a task and asks carol a question due in 3 s, in one turn; bob's
+/// task ending wakes the parent while the question waits: the question's timer stands,
+/// and it expires on time.
+async fn a_sub_task_ending_while_a_question_waits_keeps_its_deadline(backend: Backend) {
+    let script = Script::new(json!([
+        {"tool_calls": [
+            {"name": "create_task_for_participant", "arguments": {
+                "participant_id": "bob", "name": "Measure", "goal": "Measure the shed"}},
+            {"name": "ask_participant", "arguments": {
+                "participant_id": "carol", "question": "Which brush?", "reply_within": "3s"}}
+        ]},
+        {"text": "Painted."}
+    ]));
+    let Some(s) = llm_server(backend, &script).await else {
+        return;
+    };
+    let id = task_id(&start(&s, "Hut", None).await);
+    let child = format!("{id}.1");
+    wait_for_state_as(&s, "bob", &child, "TASK_STATE_INPUT_REQUIRED", WAIT).await;
+    let done = reply_message(&unique("d"), &child, "3 by 4");
+    send_as(&s, Some("bob"), done).await;
+    let ended = wait_for_state_as(&s, "alice", &id, "TASK_STATE_COMPLETED", WAIT).await;
+    let said = texts(&ended);
+    assert!(
+        said.iter().any(|t| t.starts_with("No reply from carol")),
+        "{said:#?}"
+    );
+}
+
+#[tokio::test]
+async fn a_sub_task_ending_while_a_question_waits_keeps_its_deadline_on_the_embedded_store() {
+    a_sub_task_ending_while_a_question_waits_keeps_its_deadline(Backend::Embedded).await;
+}
+
+#[tokio::test]
+async fn a_sub_task_ending_while_a_question_waits_keeps_its_deadline_on_dynamodb() {
+    a_sub_task_ending_while_a_question_waits_keeps_its_deadline(Backend::DynamoDb).await;
 }
 
 async fn a_late_reply_is_kept_and_resumes_nothing(backend: Backend) {

@@ -521,7 +521,7 @@ def test_reply_deadlines_are_parameters(template):
     for good in ["90s", "45m", "2h", "3d"]:
         assert default.fullmatch(good) and most.fullmatch(good), good
     assert default.fullmatch("") and not most.fullmatch("")
-    for bad in ["5 weeks", "2w", "1.5h", "-1s", "h"]:
+    for bad in ["5 weeks", "2w", "1.5h", "-1s", "h", "0s", "05m"]:
         assert not default.fullmatch(bad) and not most.fullmatch(bad), bad
 
 

@@ -3,7 +3,6 @@
 //! resumes where it was and never repeats a committed model call.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use async_trait::async_trait;
 
@@ -13,7 +12,6 @@ use super::intrinsics;
 use super::tools::{Checked, ToolOutcome, ToolRegistry};
 use crate::a2a::{Message, Part, Role, TaskState};
 use crate::channels::help::{HelpDecider, ModelDecider};
-use crate::engine::links::{self, Link};
 use crate::engine::transition::{agent_message, set_status};
 use crate::engine::Agent;
 use crate::engine::{RunError, TaskRun};
@@ -347,46 +345,6 @@ struct Input {
     said: ChatMessage,
 }
 
-/// How a sub-task's outcome reaches its parent's model: `Sub-task <id> is <STATE>:
-/// <summary>`, inside an untrusted block (another participant wrote it).
-fn sub_task_note(nonce: &str, child: Option<&crate::store::TaskRecord>, id: &str) -> ChatMessage {
-    let (state, summary) = match child {
-        Some(c) => {
-            let summary: String = c
-                .task
-                .status
-                .as_ref()
-                .and_then(|s| s.message.as_ref())
-                .map(crate::ext::channel::message_text)
-                .unwrap_or_default()
-                .chars()
-                .take(SUMMARY_CHARS)
-                .collect();
-            let state = c.state().as_str().trim_start_matches("TASK_STATE_");
-            (state.to_owned(), summary)
-        }
-        None => ("GONE".to_owned(), "it no longer exists".to_owned()),
-    };
-    ChatMessage::User {
-        text: untrusted(
-            nonce,
-            "agent",
-            &format!("Sub-task {id} is {state}: {summary}"),
-        ),
-    }
-}
-
-/// The sooner of two timers, either of which may be unset.
-fn sooner(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
-}
-
-/// Longest sub-task summary a parent is given.
-const SUMMARY_CHARS: usize = 500;
-
 /// The turns a request carries whole: those after the latest compaction.
 fn live_turns(state: &AgentState) -> usize {
     let from = state.compaction.as_ref().map_or(0, |c| c.upto);
@@ -518,58 +476,6 @@ impl LlmAgent {
         .await
     }
 
-    /// Takes the outcome of ended sub-tasks into the conversation, after taking the step
-    /// each open one's deadline asks for (`waits::child`); true while one has not ended
-    /// (the task then waits, WORKING, for it to wake it), with when the next deadline
-    /// step is due.
-    async fn take_sub_tasks(run: &mut TaskRun) -> Result<(bool, Option<Duration>), RunError> {
-        let subs = run.record().ext().map(|e| e.sub_tasks).unwrap_or_default();
-        let mut notes = Vec::new();
-        let mut unresolved = false;
-        let mut wake_in: Option<Duration> = None;
-        for sub in subs.iter().filter(|s| s.agent.is_none()) {
-            if run.record().agent.noted.contains(&sub.task_id) {
-                continue;
-            }
-            let child = links::linked(
-                run.store().as_ref(),
-                run.record(),
-                &sub.task_id,
-                Link::SubTask,
-            )
-            .await?;
-            let child = match child {
-                Some(c) if !c.state().is_terminal() => match super::waits::child(run, c).await? {
-                    super::waits::Child::Waits(after) => {
-                        unresolved = true;
-                        wake_in = sooner(wake_in, after);
-                        continue;
-                    }
-                    super::waits::Child::Ended(c) => Some(*c),
-                },
-                other => other,
-            };
-            notes.push((
-                sub.task_id.clone(),
-                sub_task_note(&run.record().agent.nonce, child.as_ref(), &sub.task_id),
-                super::actor::of_sub_task(child.as_ref()),
-            ));
-        }
-        if !notes.is_empty() {
-            run.update_agent(|a| {
-                for (id, note, from) in &notes {
-                    if !a.noted.contains(id) {
-                        a.noted.push(id.clone());
-                        a.conversation.push(note.clone());
-                        super::actor::heard(a, from);
-                    }
-                }
-            })
-            .await?;
-        }
-        Ok((unresolved, wake_in))
-    }
-
     /// Runs the pending tool calls of the last answer, committing each result.
     async fn run_tools(&self, run: &mut TaskRun) -> Result<(), RunError> {
         for call in pending_calls(&run.record().agent) {
@@ -665,7 +571,7 @@ impl Agent for LlmAgent {
                 // (a timer, `waits`) reminds or expires.
                 match super::waits::question(run).await? {
                     super::waits::Question::Waits => return Ok(()),
-                    super::waits::Question::Expired => {}
+                    super::waits::Question::GoesOn => {}
                 }
             }
             if run.record().state() != TaskState::Working {
@@ -673,8 +579,8 @@ impl Agent for LlmAgent {
             }
             Self::take_inputs(run).await?;
             let remote = crate::agent::delegate::take(self.remotes.as_deref(), run).await?;
-            let (subs_open, subs_wake) = Self::take_sub_tasks(run).await?;
-            run.poll_after = sooner(remote.wake_in, subs_wake);
+            let (subs_open, subs_wake) = super::sub_tasks::take(run).await?;
+            run.poll_after = super::sub_tasks::sooner(remote.wake_in, subs_wake);
             if subs_open || remote.working {
                 // A parent does not go on while a sub-task is unresolved.
                 return Ok(());

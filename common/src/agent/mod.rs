@@ -10,6 +10,7 @@ pub(crate) mod elsewhere;
 pub mod intrinsics;
 pub mod llm;
 mod streamed;
+pub mod sub_tasks;
 pub mod tools;
 pub mod waits;
 

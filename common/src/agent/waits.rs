@@ -15,6 +15,7 @@
 //! next step (by the commit that leaves a question waiting, or, for a parent waiting on
 //! its sub-tasks, by `TaskRun::poll_after`), and the sweep wakes it then.
 
+use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
 use crate::a2a::{Message, Part, StreamResponse, TaskState};
@@ -30,8 +31,15 @@ pub enum Question {
     /// Still waiting (under the timer of its deadline, if it has one: set by the commit
     /// that left it waiting, which gives up the drive's lease).
     Waits,
-    /// It expired: the task goes on without the reply.
-    Expired,
+    /// The task goes on: the question expired, or its reply came meanwhile.
+    GoesOn,
+}
+
+/// Whether `rec` still waits on the question `asked` (a reply may have come since it was
+/// read: a change made again on fresh state must not remind of it or expire it).
+fn still_asks(rec: &TaskRecord, asked: &crate::task::HelpRequest) -> bool {
+    rec.state() == TaskState::InputRequired
+        && (rec.agent.pending_help.as_ref()).is_some_and(|h| h.message_id == asked.message_id)
 }
 
 /// Takes the step the pending question's deadline asks for now, if any.
@@ -56,6 +64,9 @@ pub async fn question(run: &mut TaskRun) -> Result<Question, RunError> {
                 ..deadline
             };
             run.apply(|rec| {
+                if !still_asks(rec, &help) {
+                    return Vec::new();
+                }
                 if let Some(h) = rec.agent.pending_help.as_mut() {
                     h.deadline = Some(reminded);
                 }
@@ -64,6 +75,9 @@ pub async fn question(run: &mut TaskRun) -> Result<Question, RunError> {
                 vec![reminder(rec, &help.participant_id, &text)]
             })
             .await?;
+            if !still_asks(run.record(), &help) {
+                return Ok(Question::GoesOn);
+            }
             crate::metrics::record(crate::metrics::Event::ReplyReminded);
             Ok(Question::Waits)
         }
@@ -85,7 +99,12 @@ pub async fn question(run: &mut TaskRun) -> Result<Question, RunError> {
                 participant_id: help.participant_id.clone(),
                 question: help.question.clone(),
             };
+            let expired_here = std::sync::atomic::AtomicBool::new(false);
             run.apply(|rec| {
+                expired_here.store(still_asks(rec, &help), Relaxed);
+                if !expired_here.load(Relaxed) {
+                    return Vec::new();
+                }
                 let a = &mut rec.agent;
                 a.pending_help = None;
                 a.conversation.push(note.clone());
@@ -102,9 +121,11 @@ pub async fn question(run: &mut TaskRun) -> Result<Question, RunError> {
                 vec![set_status(rec, TaskState::Working, Some(msg), None)]
             })
             .await?;
-            crate::metrics::record(crate::metrics::Event::ReplyExpired);
-            tracing::info!(task_id = %run.record().id(), participant = %help.participant_id, "a question expired unanswered");
-            Ok(Question::Expired)
+            if expired_here.load(Relaxed) {
+                crate::metrics::record(crate::metrics::Event::ReplyExpired);
+                tracing::info!(task_id = %run.record().id(), participant = %help.participant_id, "a question expired unanswered");
+            }
+            Ok(Question::GoesOn)
         }
     }
 }

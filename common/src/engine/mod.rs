@@ -44,27 +44,40 @@ pub use run::{RunError, Staged, TaskRun};
 
 /// Sweeps now, then every `period` and as soon as a timer this process set runs out (a
 /// reply deadline, a remote's next poll), for as long as the engine lives (what
-/// `harness-local` does in place of the scheduled sweeper function). One sleep for the
-/// soonest timer, none per task: a timer set by a process that stopped is the store's, and
-/// the sweep at start or the next period finds it.
+/// `harness-local` does in place of the scheduled sweeper function). One sleep, for the
+/// soonest of the timers it has heard of (at most [`MAX_TIMERS_HEARD`]); none per task: a
+/// timer set by a process that stopped is the store's, and the sweep at start or the next
+/// period finds it.
 pub async fn sweep_every(engine: Arc<Engine>, period: std::time::Duration) {
+    use std::cmp::Reverse;
     use tokio::time::Instant;
+    // A few ms after a timer runs out: the sweep takes leases that ran out before now.
+    let at = |ms: i64| {
+        let left = ms.saturating_sub(lease::now_ms()).max(0) as u64 + 5;
+        Instant::now() + std::time::Duration::from_millis(left)
+    };
     let mut timers = Some(engine.store.timers());
-    let mut next = Instant::now();
+    let mut heard = std::collections::BinaryHeap::new();
+    let mut next_sweep = Instant::now();
     loop {
+        let soonest = heard.peek().map(|Reverse(ms)| at(*ms));
         tokio::select! {
-            () = tokio::time::sleep_until(next) => {}
+            () = tokio::time::sleep_until(soonest.map_or(next_sweep, |t| t.min(next_sweep))) => {}
             set = next_timer(&mut timers) => {
-                // A few ms after it runs out: the sweep takes leases that ran out before now.
-                let at = set.map_or(Instant::now(), |ms| {
-                    let left = ms.saturating_sub(lease::now_ms()).max(0) as u64 + 5;
-                    Instant::now() + std::time::Duration::from_millis(left)
-                });
-                next = next.min(at);
+                match set {
+                    Some(ms) if heard.len() < MAX_TIMERS_HEARD => heard.push(Reverse(ms)),
+                    Some(_) => {}
+                    // Signals were missed: sweep now, and on the period after.
+                    None => next_sweep = Instant::now(),
+                }
                 continue;
             }
         }
-        next = Instant::now() + period;
+        let now = lease::now_ms();
+        while heard.peek().is_some_and(|Reverse(ms)| *ms < now) {
+            heard.pop();
+        }
+        next_sweep = Instant::now() + period;
         match engine.sweep(SWEEP_BATCH).await {
             Ok(woken) if !woken.is_empty() => {
                 tracing::info!(tasks = woken.len(), "swept tasks whose drive was cut off")
@@ -74,6 +87,9 @@ pub async fn sweep_every(engine: Arc<Engine>, period: std::time::Duration) {
         }
     }
 }
+
+/// Most timers [`sweep_every`] keeps in mind at once; those past it wait for the period.
+pub const MAX_TIMERS_HEARD: usize = 4096;
 
 /// When the next timer this process set runs out (None: perhaps several, the signals
 /// were missed); pending for ever once the signals have ended.
@@ -477,7 +493,11 @@ impl Engine {
                 _ => {}
             }
             let mut next = rec.clone();
-            next.lease = (!idle).then(|| self.new_lease());
+            // Nothing to do: a question's deadline timer is kept (or set again).
+            next.lease = match idle {
+                true => rec.question_timer(),
+                false => Some(self.new_lease()),
+            };
             next.wake = false;
             match self.store.commit(&next, rec.version, &[], None).await {
                 Ok(stored) => return Ok((!idle).then(|| self.taken(stored))),
@@ -580,11 +600,16 @@ impl Engine {
             let mut next = rec.clone();
             match &rec.lease {
                 Some(l) if l.held() && !gone.contains(&l.owner) => return Ok(false),
+                // A timer yet to run out (found with a gone owner's leases): it stands.
+                Some(l) if l.owner == lease::POLL_OWNER && l.until_ms > lease::now_ms() => {
+                    return Ok(false)
+                }
                 None if !rec.wake => return Ok(false),
                 _ => {}
             }
-            next.lease = None;
             next.wake = self.has_work(&rec);
+            // Left waiting on a question with a deadline: under its timer again.
+            next.lease = (!next.wake).then(|| rec.question_timer()).flatten();
             let mut events = Vec::new();
             if next.wake && rec.handovers >= MAX_HANDOVERS {
                 let why = format!(
@@ -660,16 +685,15 @@ impl Engine {
     }
 
     /// Marks a task runnable, unless it has ended. A timer it waits under is put out, so
-    /// the write is its wake-up now, not when the timer runs out.
+    /// the write is its wake-up now, not when the timer runs out; unless the task has
+    /// nothing to do until then (it waits on a question, whose deadline the timer keeps).
     async fn wake(&self, found: Option<TaskRecord>) -> Result<(), RunError> {
         let woken = |rec: &TaskRecord| {
-            let timer = rec
-                .lease
-                .as_ref()
-                .is_some_and(|l| l.owner == lease::POLL_OWNER);
-            (!rec.state().is_terminal() && (!rec.wake || timer)).then(|| TaskRecord {
+            let timer = (rec.lease.as_ref()).is_some_and(|l| l.owner == lease::POLL_OWNER);
+            let put_out = timer && self.has_work(rec);
+            (!rec.state().is_terminal() && (!rec.wake || put_out)).then(|| TaskRecord {
                 wake: true,
-                lease: rec.lease.clone().filter(|_| !timer),
+                lease: rec.lease.clone().filter(|_| !put_out),
                 ..rec.clone()
             })
         };

@@ -119,7 +119,8 @@ pub struct Compaction {
     pub summary: String,
 }
 
-/// Most expired questions a task remembers, for the late replies they may get.
+/// Most expired questions a task remembers, for the late replies they may get; and most
+/// late replies it keeps until the model takes them in.
 pub const MAX_EXPIRED: usize = 8;
 
 /// A message accepted as the reply to a help request.

@@ -88,17 +88,20 @@ impl TaskRecord {
     }
 
     /// When the lease of a drive in progress runs out (ms), or the timer a task waits
-    /// under (a question's deadline, while INPUT_REQUIRED too); None when neither holds
-    /// the task (or it is no longer SUBMITTED or WORKING, or has ended). One of the sweep
-    /// index's keys.
+    /// under (a remote's next poll, a question's deadline); None when neither holds the
+    /// task, or it has ended. One of the sweep index's keys.
     pub fn lease_expiry(&self) -> Option<i64> {
-        let running = matches!(self.state(), TaskState::Submitted | TaskState::Working);
-        let timer = |l: &&crate::task::lease::Lease| {
-            l.owner == crate::task::lease::POLL_OWNER && !self.state().is_terminal()
-        };
-        (self.lease.as_ref())
-            .filter(|l| running || timer(l))
-            .map(|l| l.until_ms)
+        let ended = self.state().is_terminal();
+        (self.lease.as_ref()).filter(|_| !ended).map(|l| l.until_ms)
+    }
+
+    /// The timer a task with no drive waits under for the question it asks, if that has a
+    /// deadline: what a write that leaves it waiting with no drive keeps in the lease's
+    /// place, so its reminder and expiry are not lost.
+    pub fn question_timer(&self) -> Option<crate::task::lease::Lease> {
+        let waiting = self.state() == TaskState::InputRequired;
+        let help = self.agent.pending_help.as_ref().filter(|_| waiting)?;
+        help.deadline.map(|d| d.timer())
     }
 
     /// Whether the write that stores the record is a wake-up: the task is runnable with no

@@ -242,8 +242,9 @@ async fn message_on(
     };
     // A reply to a question that expired (or is past its due time, its timer not yet
     // fired) is kept as a late remark and resumes nothing.
+    let answers = continues && pending.is_some();
     let late = runs
-        .then(|| late_reply(&mut next, message, from, continues))
+        .then(|| late_reply(&mut next, message, from, answers))
         .flatten();
     if late.is_some() {
         continues = false;
@@ -340,9 +341,11 @@ async fn message_on(
     }
 }
 
-/// Whether `message` is a late reply (`agent::waits::late_for`, or an answer to the
-/// pending question past its due time): if so it is noted as one on `next`, to be framed
-/// as late for the model, and the question it came too late for is returned.
+/// Whether `message` is a late reply: an answer to the pending question past its due time
+/// (its timer not yet fired), or (`agent::waits::late_for`) a message for a question that
+/// expired which answers nothing pending. If so the question it came too late for is
+/// returned, and the first such reply to it is noted on `next`, to be framed as late for
+/// the model (at most [`MAX_EXPIRED`](crate::store::conversation::MAX_EXPIRED) are kept: the head stays bounded).
 fn late_reply(
     next: &mut TaskRecord,
     message: &Message,
@@ -358,17 +361,27 @@ fn late_reply(
             participant_id: p.participant_id.clone(),
             question: p.question.clone(),
         },
+        None if answers => return None,
         None => {
             let in_reply_to = from.channel.and_then(|c| c.in_reply_to.as_deref());
             let i = crate::agent::waits::late_for(next, from.id, in_reply_to)?;
             next.agent.expired.remove(i)
         }
     };
-    next.agent.late.push(Reply {
-        message_id: message.message_id.clone(),
-        participant_id: from.id.to_owned(),
-        question: question.question.clone(),
-    });
+    let late = &mut next.agent.late;
+    let noted =
+        (late.iter()).any(|l| l.participant_id == from.id && l.question == question.question);
+    if !noted {
+        late.push(Reply {
+            message_id: message.message_id.clone(),
+            participant_id: from.id.to_owned(),
+            question: question.question.clone(),
+        });
+        let over = late
+            .len()
+            .saturating_sub(crate::store::conversation::MAX_EXPIRED);
+        late.drain(..over);
+    }
     Some(question)
 }
 

@@ -658,6 +658,11 @@ async fn drive_staged(
 /// write; true), a drive woken by the write itself (`wake`), or the drive that holds the
 /// lease already, which takes the message in at its next turn.
 fn schedule(h: &Harness, next: &mut TaskRecord, inline: bool) -> bool {
+    // A timer the task waited under (a question's deadline, a remote's next poll) is put
+    // out: this write is its wake-up now, which a timer in the lease's place would hide.
+    if (next.lease.as_ref()).is_some_and(|l| l.owner == crate::task::lease::POLL_OWNER) {
+        next.lease = None;
+    }
     let elsewhere = next
         .lease
         .as_ref()
