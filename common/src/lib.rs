@@ -26,7 +26,7 @@
 //! | 9 config | `config` | every setting, its default and its source |
 //! | 10 secrets | `secrets` | secrets read from Secrets Manager at a cold start |
 //! | 11 store | `store` | the `Store` port, its records, the embedded and DynamoDB stores |
-//! | 12 engine | `engine` | task state changes, links between tasks, following a log, driving a task through the `Agent` port, announcing through the `Medium` port |
+//! | 12 engine | `engine` | task state changes, links between tasks, following a log, driving a task through the `Agent` port, announcing through the `Medium` port, the deadlines of tasks for participants |
 //! | 13 push | `push` | webhooks: configs, their sealed secrets, delivery |
 //! | 14 models | `models` | the `Model` port, its providers, and the `Tool` a model calls |
 //! | 15 channels | `channels` | membership, help decisions, sub-tasks for participants, personal channels |

@@ -170,7 +170,7 @@ async fn the_sweep_gives_a_waiting_question_its_timer_back() {
         h.engine().sweep_at_start(10).await.expect("sweep");
         let swept = load(store.as_ref(), &id).await;
         assert!(is_timer(&swept), "{:?}", swept.lease);
-        assert_eq!(swept.lease, swept.question_timer());
+        assert_eq!(swept.lease, swept.wait_timer());
         assert!(!swept.wake);
     }
 }

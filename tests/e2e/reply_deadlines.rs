@@ -426,6 +426,51 @@ async fn a_task_for_a_participant_past_its_deadline_is_cancelled_on_dynamodb() {
     a_task_for_a_participant_past_its_deadline_is_cancelled(Backend::DynamoDb).await;
 }
 
+/// The model gives bob a task due in 2 s and asks carol a question with no deadline, in
+/// one turn: bob's task is cancelled on time while the parent waits on carol, and the
+/// parent takes that outcome in once carol answers.
+async fn a_sub_task_expires_while_its_parent_waits_on_a_question(backend: Backend) {
+    let script = Script::new(json!([
+        {"tool_calls": [
+            {"name": "create_task_for_participant", "arguments": {
+                "participant_id": "bob", "name": "Measure", "goal": "Measure the shed",
+                "reply_within": "2s"}},
+            {"name": "ask_participant", "arguments": {
+                "participant_id": "carol", "question": "Which brush?"}}
+        ]},
+        {"text": "Painted."}
+    ]));
+    let Some(s) = llm_server(backend, &script).await else {
+        return;
+    };
+    let id = task_id(&start(&s, "Hutch", None).await);
+    let child = format!("{id}.1");
+    let cancelled = wait_for_state_as(&s, "bob", &child, "TASK_STATE_CANCELED", WAIT).await;
+    assert!(status_text(&cancelled).starts_with("No answer from bob by"));
+    let parent = get_task_as(&s, "alice", &id).await;
+    assert_eq!(state(&parent), "TASK_STATE_INPUT_REQUIRED", "{parent}");
+    let reply = reply_message(&unique("r"), &id, "The wide one");
+    let done = send_as(&s, Some("carol"), reply).await;
+    assert_eq!(state(&done), "TASK_STATE_COMPLETED", "{done}");
+    let seen = model_saw(&script, "Hutch");
+    assert!(
+        seen.contains(&format!(
+            "Sub-task {child} is CANCELED: No answer from bob by"
+        )),
+        "{seen}"
+    );
+}
+
+#[tokio::test]
+async fn a_sub_task_expires_while_its_parent_waits_on_a_question_on_the_embedded_store() {
+    a_sub_task_expires_while_its_parent_waits_on_a_question(Backend::Embedded).await;
+}
+
+#[tokio::test]
+async fn a_sub_task_expires_while_its_parent_waits_on_a_question_on_dynamodb() {
+    a_sub_task_expires_while_its_parent_waits_on_a_question(Backend::DynamoDb).await;
+}
+
 async fn a_bad_reply_within_is_the_model_s_error(backend: Backend) {
     let script = Script::new(json!([
         ask("bob", "Which colour?", Some("5 weeks")),

@@ -579,9 +579,8 @@ impl Agent for LlmAgent {
             }
             Self::take_inputs(run).await?;
             let remote = crate::agent::delegate::take(self.remotes.as_deref(), run).await?;
-            let (subs_open, subs_wake) = super::sub_tasks::take(run).await?;
-            run.poll_after = super::sub_tasks::sooner(remote.wake_in, subs_wake);
-            if subs_open || remote.working {
+            run.poll_after = remote.wake_in;
+            if super::sub_tasks::take(run).await? || remote.working {
                 // A parent does not go on while a sub-task is unresolved.
                 return Ok(());
             }

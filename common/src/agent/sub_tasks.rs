@@ -1,23 +1,18 @@
-//! A parent's side of its sub-tasks for participants: the step each open one's deadline
-//! asks for (`super::waits::child`), and the outcome of each that ended into the parent's
+//! A parent's side of its sub-tasks for participants: the outcome of each that ended
+//! (done, or cancelled past its deadline: `engine::deadlines`) into the parent's
 //! conversation, once.
-
-use std::time::Duration;
 
 use super::context::untrusted;
 use crate::engine::links::{self, Link};
 use crate::engine::{RunError, TaskRun};
 use crate::models::ChatMessage;
 
-/// Takes the outcome of ended sub-tasks into the conversation, after taking the step
-/// each open one's deadline asks for (`waits::child`); true while one has not ended
-/// (the task then waits, WORKING, for it to wake it), with when the next deadline
-/// step is due.
-pub async fn take(run: &mut TaskRun) -> Result<(bool, Option<Duration>), RunError> {
+/// Takes the outcome of ended sub-tasks into the conversation; true while one has not
+/// ended (the task then waits, WORKING, for it to wake it).
+pub async fn take(run: &mut TaskRun) -> Result<bool, RunError> {
     let subs = run.record().ext().map(|e| e.sub_tasks).unwrap_or_default();
     let mut notes = Vec::new();
     let mut unresolved = false;
-    let mut wake_in: Option<Duration> = None;
     for sub in subs.iter().filter(|s| s.agent.is_none()) {
         if run.record().agent.noted.contains(&sub.task_id) {
             continue;
@@ -29,17 +24,10 @@ pub async fn take(run: &mut TaskRun) -> Result<(bool, Option<Duration>), RunErro
             Link::SubTask,
         )
         .await?;
-        let child = match child {
-            Some(c) if !c.state().is_terminal() => match super::waits::child(run, c).await? {
-                super::waits::Child::Waits(after) => {
-                    unresolved = true;
-                    wake_in = sooner(wake_in, after);
-                    continue;
-                }
-                super::waits::Child::Ended(c) => Some(*c),
-            },
-            other => other,
-        };
+        if child.as_ref().is_some_and(|c| !c.state().is_terminal()) {
+            unresolved = true;
+            continue;
+        }
         notes.push((
             sub.task_id.clone(),
             sub_task_note(&run.record().agent.nonce, child.as_ref(), &sub.task_id),
@@ -58,7 +46,7 @@ pub async fn take(run: &mut TaskRun) -> Result<(bool, Option<Duration>), RunErro
         })
         .await?;
     }
-    Ok((unresolved, wake_in))
+    Ok(unresolved)
 }
 
 /// How a sub-task's outcome reaches its parent's model: `Sub-task <id> is <STATE>:
@@ -92,11 +80,3 @@ fn sub_task_note(nonce: &str, child: Option<&crate::store::TaskRecord>, id: &str
 
 /// Longest sub-task summary a parent is given.
 const SUMMARY_CHARS: usize = 500;
-
-/// The sooner of two timers, either of which may be unset.
-pub fn sooner(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
-}

@@ -1,5 +1,5 @@
-//! The agent's side of reply deadlines (`task::deadline`): a question it asked, or a task
-//! it made for a participant, that reaches its reminder or passes its due time.
+//! The agent's side of reply deadlines (`task::deadline`): a question it asked that reaches
+//! its reminder or passes its due time.
 //!
 //! - Half-way, the addressee is reminded once: a message in the task's history (a
 //!   `message` event every member's stream and webhook sees), and, once the drive ends,
@@ -8,22 +8,20 @@
 //!   task goes back to WORKING, and the model is told there was no reply (where the reply
 //!   would have come), so it can ask someone else, go on, or fail. The question is kept
 //!   (`expired`) so a reply that comes later is taken as late, not as an answer.
-//! - A task for a participant past it is cancelled with that reason, and the parent takes
-//!   its outcome in at once, as it takes any sub-task's end.
+//!
+//! A task the agent made for a participant keeps its own deadline (`engine::deadlines`).
 //!
 //! Nothing here runs while a task waits: the task's timer (`Lease::poll`) is set to its
-//! next step (by the commit that leaves a question waiting, or, for a parent waiting on
-//! its sub-tasks, by `TaskRun::poll_after`), and the sweep wakes it then.
+//! next step by the commit that leaves the question waiting, and the sweep wakes it then.
 
 use std::sync::atomic::Ordering::Relaxed;
-use std::time::Duration;
 
-use crate::a2a::{Message, Part, StreamResponse, TaskState};
+use crate::a2a::{Part, TaskState};
 use crate::engine::transition::{agent_message, set_status};
 use crate::engine::{RunError, TaskRun};
 use crate::models::ChatMessage;
 use crate::store::conversation::{Reply, MAX_EXPIRED};
-use crate::store::{StoreError, TaskRecord};
+use crate::store::TaskRecord;
 use crate::task::deadline::{Deadline, Step};
 
 /// The question the task waits on, as its deadline leaves it.
@@ -72,7 +70,11 @@ pub async fn question(run: &mut TaskRun) -> Result<Question, RunError> {
                 }
                 // The commit that leaves it waiting again sets its timer.
                 rec.lease = Some(reminded.timer());
-                vec![reminder(rec, &help.participant_id, &text)]
+                vec![crate::engine::deadlines::reminder(
+                    rec,
+                    &help.participant_id,
+                    &text,
+                )]
             })
             .await?;
             if !still_asks(run.record(), &help) {
@@ -128,90 +130,6 @@ pub async fn question(run: &mut TaskRun) -> Result<Question, RunError> {
             Ok(Question::GoesOn)
         }
     }
-}
-
-/// What a task for a participant that has not ended needs of its parent now.
-pub enum Child {
-    /// It waits on; wake the parent after this long (None: no deadline).
-    Waits(Option<Duration>),
-    /// It ended (its deadline passed, or its assignee answered meanwhile): the child as
-    /// it ended.
-    Ended(Box<TaskRecord>),
-}
-
-/// Takes the step `child`'s deadline asks for now: a reminder (the child is added to what
-/// the run announces, so its addressee's personal channel gets it), or its cancel.
-pub async fn child(run: &mut TaskRun, mut child: TaskRecord) -> Result<Child, RunError> {
-    loop {
-        if child.state().is_terminal() {
-            return Ok(Child::Ended(Box::new(child)));
-        }
-        let Some(deadline) = child.agent.reply_by else {
-            return Ok(Child::Waits(None));
-        };
-        let assignee =
-            (child.ext().and_then(|e| e.assignee().map(|p| p.id.clone()))).unwrap_or_default();
-        let mut next = child.clone();
-        let (events, waits) = match deadline.step() {
-            Step::Wait(left) => return Ok(Child::Waits(Some(left))),
-            Step::Remind => {
-                let text = format!(
-                    "Reminder: {assignee}, this task waits for your answer by {}.",
-                    deadline.due_text()
-                );
-                if let Some(d) = next.agent.reply_by.as_mut() {
-                    d.remind_ms = None;
-                }
-                let left = (deadline.due_ms - crate::task::lease::now_ms()).max(0);
-                let events = vec![reminder(&mut next, &assignee, &text)];
-                (events, Some(Duration::from_millis(left as u64)))
-            }
-            Step::Expired => {
-                let said = format!(
-                    "No answer from {assignee} by {}: the task was cancelled.",
-                    deadline.due_text()
-                );
-                let msg = agent_message(&next.task, vec![Part::text(said)]);
-                let events = vec![set_status(&mut next, TaskState::Canceled, Some(msg), None)];
-                // Its parent, which cancels it, takes its end in now.
-                next.parents_owed = false;
-                (events, None)
-            }
-        };
-        match run
-            .store()
-            .commit(&next, child.version, &events, None)
-            .await
-        {
-            Ok(stored) => {
-                return Ok(match waits {
-                    Some(left) => {
-                        crate::metrics::record(crate::metrics::Event::ReplyReminded);
-                        run.created.push(stored);
-                        Child::Waits(Some(left))
-                    }
-                    None => {
-                        crate::metrics::record(crate::metrics::Event::ReplyExpired);
-                        tracing::info!(task_id = %stored.id(), participant = %assignee, "a task for a participant passed its deadline");
-                        Child::Ended(Box::new(stored))
-                    }
-                });
-            }
-            // Answered (or changed) meanwhile: decide again on what it is now.
-            Err(StoreError::Conflict { .. }) => {
-                child = (run.store().load_task(child.id()).await?).ok_or(RunError::Gone)?;
-            }
-            Err(e) => return Err(e.into()),
-        }
-    }
-}
-
-/// A reminder addressed to `to`: into the task's history, and its `message` event.
-fn reminder(rec: &mut TaskRecord, to: &str, text: &str) -> StreamResponse {
-    let mut msg: Message = agent_message(&rec.task, vec![Part::text(text)]);
-    crate::ext::participant::address_to(&mut msg, to);
-    rec.task.history.push(msg.clone());
-    StreamResponse::message(msg)
 }
 
 /// How a late reply reaches the model: as a remark that answers nothing, with the

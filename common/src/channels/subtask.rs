@@ -93,11 +93,12 @@ pub fn sub_task(parent: &TaskRecord, req: &ParticipantTask, sender: &str) -> Tas
 }
 
 /// Gives `child`, a task waiting on its assignee, a deadline for their answer: kept with
-/// it (`reply_by`) and shown in its metadata and its status message's (the harness's
-/// `replyBy` key).
+/// it (`reply_by`), waited on under its timer (`engine::deadlines` takes its steps), and
+/// shown in its metadata and its status message's (the harness's `replyBy` key).
 pub fn due_by(child: &mut TaskRecord, deadline: crate::task::Deadline) {
     use crate::ext::REPLY_BY_METADATA_KEY;
     child.agent.reply_by = Some(deadline);
+    child.lease = Some(deadline.timer());
     let due = Value::String(deadline.due_text());
     (child.task.metadata.get_or_insert_with(Default::default))
         .insert(REPLY_BY_METADATA_KEY.into(), due.clone());

@@ -18,10 +18,12 @@
 //! Only tasks assigned to the harness's own agent are run by it. A task assigned to
 //! another participant (a sub-task the agent created for them) waits for that
 //! participant's message, which completes it at intake; driving it then only wakes its
-//! parents, which take the outcome in at their next turn.
+//! parents, which take the outcome in at their next turn, or takes the step its reply
+//! deadline has due (`deadlines`).
 
 pub mod agent;
 pub mod answer;
+pub mod deadlines;
 pub mod follow;
 pub mod links;
 pub mod medium;
@@ -395,6 +397,15 @@ impl Engine {
             .unwrap_or_default();
         let mut run =
             TaskRun::new(self.store.clone(), record).leased(&self.owner, self.lease_ttl, deadline);
+        if !self.runs(run.record()) {
+            // A participant's task, woken for its deadline: the step due, no agent.
+            deadlines::step(&mut run).await?;
+            return match run.release().await {
+                Ok(rec) => Ok(Some(rec)),
+                Err(RunError::Ended(_) | RunError::LeaseLost) => Ok(None),
+                Err(e) => Err(e),
+            };
+        }
         if let Some(staged) = staged {
             run = run.staged(staged);
         }
@@ -468,13 +479,17 @@ impl Engine {
         rec
     }
 
-    /// Whether the agent has something to do on the task: it runs it, and it has neither
-    /// ended nor waits on a help request (whose deadline has no step due: a reminder or
-    /// its expiry is the agent's to take).
+    /// Whether a drive has something to do on the task: the agent runs it, and it has
+    /// neither ended nor waits on a help request (whose deadline has no step due: a
+    /// reminder or its expiry is the agent's to take); or, assigned to a participant, its
+    /// deadline has a step due (`deadlines`).
     fn has_work(&self, rec: &TaskRecord) -> bool {
+        if !self.runs(rec) {
+            return deadlines::due(rec);
+        }
         let waiting = rec.state() == TaskState::InputRequired
             && (rec.agent.pending_help.as_ref()).is_some_and(|h| !h.due_now());
-        !rec.state().is_terminal() && self.runs(rec) && !waiting
+        !rec.state().is_terminal() && !waiting
     }
 
     /// Takes the task's lease for this engine, unless there is nothing to drive or another
@@ -495,7 +510,7 @@ impl Engine {
             let mut next = rec.clone();
             // Nothing to do: a question's deadline timer is kept (or set again).
             next.lease = match idle {
-                true => rec.question_timer(),
+                true => rec.wait_timer(),
                 false => Some(self.new_lease()),
             };
             next.wake = false;
@@ -609,7 +624,7 @@ impl Engine {
             }
             next.wake = self.has_work(&rec);
             // Left waiting on a question with a deadline: under its timer again.
-            next.lease = (!next.wake).then(|| rec.question_timer()).flatten();
+            next.lease = (!next.wake).then(|| rec.wait_timer()).flatten();
             let mut events = Vec::new();
             if next.wake && rec.handovers >= MAX_HANDOVERS {
                 let why = format!(

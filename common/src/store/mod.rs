@@ -95,13 +95,19 @@ impl TaskRecord {
         (self.lease.as_ref()).filter(|_| !ended).map(|l| l.until_ms)
     }
 
-    /// The timer a task with no drive waits under for the question it asks, if that has a
-    /// deadline: what a write that leaves it waiting with no drive keeps in the lease's
-    /// place, so its reminder and expiry are not lost.
-    pub fn question_timer(&self) -> Option<crate::task::lease::Lease> {
-        let waiting = self.state() == TaskState::InputRequired;
-        let help = self.agent.pending_help.as_ref().filter(|_| waiting)?;
-        help.deadline.map(|d| d.timer())
+    /// The timer a task with no drive waits under, when what it waits on has a deadline:
+    /// the question it asks, or the answer its assignee owes (a task for a participant).
+    /// What a write that leaves it waiting with no drive keeps in the lease's place, so
+    /// the deadline's reminder and expiry are not lost.
+    pub fn wait_timer(&self) -> Option<crate::task::lease::Lease> {
+        if self.state() != TaskState::InputRequired {
+            return None;
+        }
+        let deadline = match &self.agent.pending_help {
+            Some(help) => help.deadline,
+            None => self.agent.reply_by,
+        };
+        deadline.map(|d| d.timer())
     }
 
     /// Whether the write that stores the record is a wake-up: the task is runnable with no
