@@ -103,7 +103,10 @@ async fn a_question_past_its_deadline_expires(backend: Backend) {
     assert_eq!(state(&task), "TASK_STATE_INPUT_REQUIRED", "{task}");
     let question = &task["status"]["message"];
     let due = due_of(question, sent, Duration::from_secs(2));
-    // bob's waitingOnMe shows it too.
+    // bob's waitingOnMe shows it too, also once carol's command's reply is the status.
+    let help = json!({"messageId": unique("cmd"), "role": "ROLE_USER", "taskId": id,
+        "parts": [{"text": "/help"}]});
+    send_as(&s, Some("carol"), help).await;
     let waiting = rpc_ok_as(&s, Some("bob"), "ListTasks", json!({"waitingOnMe": true})).await;
     assert_eq!(waiting["tasks"][0]["id"], id.as_str(), "{waiting}");
     assert_eq!(

@@ -100,14 +100,19 @@ impl TaskRecord {
     /// What a write that leaves it waiting with no drive keeps in the lease's place, so
     /// the deadline's reminder and expiry are not lost.
     pub fn wait_timer(&self) -> Option<crate::task::lease::Lease> {
+        self.wait_deadline().map(|d| d.timer())
+    }
+
+    /// The deadline of what the task waits on, if it waits (INPUT_REQUIRED) on something
+    /// that has one: the question it asks, or the answer its assignee owes.
+    pub fn wait_deadline(&self) -> Option<crate::task::Deadline> {
         if self.state() != TaskState::InputRequired {
             return None;
         }
-        let deadline = match &self.agent.pending_help {
+        match &self.agent.pending_help {
             Some(help) => help.deadline,
             None => self.agent.reply_by,
-        };
-        deadline.map(|d| d.timer())
+        }
     }
 
     /// Whether the write that stores the record is a wake-up: the task is runnable with no

@@ -148,12 +148,16 @@ async fn command_on(
     message.task_id = current.task.id.clone();
     message.context_id = current.task.context_id.clone();
     let reply = run_command(h, tenant, from.id, Some(&mut next), message, invoked).await?;
-    let event = set_status(
-        &mut next,
-        current.state(),
-        Some(reply.message),
-        Some(reply.metadata),
-    );
+    let mut said = reply.message;
+    // In place of the question as the status message, it still shows when the answer the
+    // task waits on is due.
+    if let Some(due) = next.wait_deadline() {
+        (said.metadata.get_or_insert_with(Default::default)).insert(
+            crate::ext::REPLY_BY_METADATA_KEY.into(),
+            due.due_text().into(),
+        );
+    }
+    let event = set_status(&mut next, current.state(), Some(said), Some(reply.metadata));
     let inbound = InboundMessage {
         tenant: tenant.into(),
         sender: from.id.into(),
