@@ -215,6 +215,48 @@ async fn reminded_then_expired(backend: Backend) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A task the model gives bob with a deadline reaches his channel with its due time, then
+/// once more half-way as a reminder, and no more once it is cancelled.
+async fn a_task_reminded_then_cancelled(backend: Backend) {
+    let steps = json!([
+        {"tool_calls": [{"name": "create_task_for_participant", "arguments": {
+            "participant_id": "bob", "name": "Measure", "goal": "Measure the shed",
+            "reply_within": "2s"}}]},
+        {"text": "Measured it myself."}
+    ]);
+    let Some((s, hook, id, dir)) = started(backend, steps).await else {
+        return;
+    };
+    let told = hook.wait_until("the reminder", |got| got.len() >= 2).await;
+    let (first, second) = (&told[0].body, &told[1].body);
+    let due = first["reply_by"].as_str().expect("a due time").to_owned();
+    assert_eq!(first["reminder"], false, "{first}");
+    assert_eq!(second["reminder"], true, "{second}");
+    assert_eq!(second["reply_by"], due.as_str(), "{second}");
+    let text = second["text"].as_str().expect("text");
+    assert!(
+        text.starts_with("Reminder: A task is assigned to you"),
+        "{text}"
+    );
+    state_of(&s, &id, "TASK_STATE_COMPLETED").await;
+    assert_eq!(
+        hook.all().len(),
+        2,
+        "reminded once, nothing after the cancel"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn a_task_with_a_deadline_is_reminded_once_on_the_channel_on_the_embedded_store() {
+    a_task_reminded_then_cancelled(Backend::Embedded).await;
+}
+
+#[tokio::test]
+async fn a_task_with_a_deadline_is_reminded_once_on_the_channel_on_dynamodb() {
+    a_task_reminded_then_cancelled(Backend::DynamoDb).await;
+}
+
 #[tokio::test]
 async fn a_question_with_a_deadline_is_reminded_once_on_the_channel_on_the_embedded_store() {
     reminded_then_expired(Backend::Embedded).await;

@@ -14,7 +14,7 @@
 //! its conversation): `agent::waits`. The reminder message is made here for both.
 
 use crate::a2a::{Message, Part, StreamResponse, TaskState};
-use crate::store::TaskRecord;
+use crate::store::{StoreError, TaskRecord};
 use crate::task::deadline::{Deadline, Step};
 
 use super::transition::{agent_message, set_status};
@@ -25,16 +25,31 @@ pub fn due(rec: &TaskRecord) -> bool {
     rec.state() == TaskState::InputRequired && rec.agent.reply_by.is_some_and(|d| d.due_now())
 }
 
+/// What a deadline's step did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Took {
+    /// Nothing (woken early, or the task no longer waits): back under its timer.
+    Nothing,
+    /// Reminded its assignee: the request is to go out again, marked as a reminder.
+    Reminded,
+    /// Cancelled it.
+    Cancelled,
+}
+
 /// Takes the step the deadline of `run`'s task (assigned to a participant) asks for now;
-/// woken before one is due, it goes back under its timer.
-pub async fn step(run: &mut TaskRun) -> Result<(), RunError> {
+/// woken before one is due, it goes back under its timer. A reminder that no longer fits
+/// the task's bounds is taken without its history message, so the deadline moves on.
+pub async fn step(run: &mut TaskRun) -> Result<Took, RunError> {
+    use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
     let Some(deadline) = run.record().agent.reply_by else {
-        return Ok(());
+        return Ok(Took::Nothing);
     };
     let assignee = (run.record().ext())
         .and_then(|e| e.assignee().map(|p| p.id.clone()))
         .unwrap_or_default();
     let waiting = |rec: &TaskRecord| rec.state() == TaskState::InputRequired;
+    // Whether the change was made on the task as the commit found it.
+    let took = AtomicBool::new(false);
     match deadline.step() {
         Step::Wait(_) => {
             run.apply(|rec| {
@@ -43,7 +58,8 @@ pub async fn step(run: &mut TaskRun) -> Result<(), RunError> {
                 }
                 Vec::new()
             })
-            .await
+            .await?;
+            Ok(Took::Nothing)
         }
         Step::Remind => {
             let text = format!(
@@ -54,17 +70,33 @@ pub async fn step(run: &mut TaskRun) -> Result<(), RunError> {
                 remind_ms: None,
                 ..deadline
             };
-            run.apply(|rec| {
-                if !waiting(rec) {
-                    return Vec::new();
+            let remind = |said: bool| {
+                let took = &took;
+                let (assignee, text) = (&assignee, &text);
+                move |rec: &mut TaskRecord| {
+                    took.store(waiting(rec), Relaxed);
+                    if !waiting(rec) {
+                        return Vec::new();
+                    }
+                    rec.agent.reply_by = Some(reminded);
+                    rec.lease = Some(reminded.timer());
+                    match said {
+                        true => vec![reminder(rec, assignee, text)],
+                        false => Vec::new(),
+                    }
                 }
-                rec.agent.reply_by = Some(reminded);
-                rec.lease = Some(reminded.timer());
-                vec![reminder(rec, &assignee, &text)]
-            })
-            .await?;
+            };
+            match run.apply(remind(true)).await {
+                Err(RunError::Store(StoreError::TaskFull { .. } | StoreError::TooLarge(_))) => {
+                    run.apply(remind(false)).await?
+                }
+                other => other?,
+            }
+            if !took.load(Relaxed) {
+                return Ok(Took::Nothing);
+            }
             crate::metrics::record(crate::metrics::Event::ReplyReminded);
-            Ok(())
+            Ok(Took::Reminded)
         }
         Step::Expired => {
             let said = format!(
@@ -72,6 +104,7 @@ pub async fn step(run: &mut TaskRun) -> Result<(), RunError> {
                 deadline.due_text()
             );
             run.apply(|rec| {
+                took.store(waiting(rec), Relaxed);
                 if !waiting(rec) {
                     return Vec::new();
                 }
@@ -79,9 +112,12 @@ pub async fn step(run: &mut TaskRun) -> Result<(), RunError> {
                 vec![set_status(rec, TaskState::Canceled, Some(msg), None)]
             })
             .await?;
+            if !took.load(Relaxed) {
+                return Ok(Took::Nothing);
+            }
             crate::metrics::record(crate::metrics::Event::ReplyExpired);
             tracing::info!(task_id = %run.record().id(), participant = %assignee, "a task for a participant passed its deadline");
-            Ok(())
+            Ok(Took::Cancelled)
         }
     }
 }

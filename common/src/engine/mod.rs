@@ -51,7 +51,6 @@ pub use run::{RunError, Staged, TaskRun};
 /// timer set by a process that stopped is the store's, and the sweep at start or the next
 /// period finds it.
 pub async fn sweep_every(engine: Arc<Engine>, period: std::time::Duration) {
-    use std::cmp::Reverse;
     use tokio::time::Instant;
     // A few ms after a timer runs out: the sweep takes leases that ran out before now.
     let at = |ms: i64| {
@@ -59,16 +58,22 @@ pub async fn sweep_every(engine: Arc<Engine>, period: std::time::Duration) {
         Instant::now() + std::time::Duration::from_millis(left)
     };
     let mut timers = Some(engine.store.timers());
-    let mut heard = std::collections::BinaryHeap::new();
+    // The soonest first; one entry per instant, however many commits set it.
+    let mut heard = std::collections::BTreeSet::new();
     let mut next_sweep = Instant::now();
     loop {
-        let soonest = heard.peek().map(|Reverse(ms)| at(*ms));
+        let soonest = heard.first().map(|ms| at(*ms));
         tokio::select! {
             () = tokio::time::sleep_until(soonest.map_or(next_sweep, |t| t.min(next_sweep))) => {}
             set = next_timer(&mut timers) => {
                 match set {
-                    Some(ms) if heard.len() < MAX_TIMERS_HEARD => heard.push(Reverse(ms)),
-                    Some(_) => {}
+                    Some(ms) => {
+                        heard.insert(ms);
+                        // Full: the latest goes (the period finds it).
+                        if heard.len() > MAX_TIMERS_HEARD {
+                            heard.pop_last();
+                        }
+                    }
                     // Signals were missed: sweep now, and on the period after.
                     None => next_sweep = Instant::now(),
                 }
@@ -76,9 +81,7 @@ pub async fn sweep_every(engine: Arc<Engine>, period: std::time::Duration) {
             }
         }
         let now = lease::now_ms();
-        while heard.peek().is_some_and(|Reverse(ms)| *ms < now) {
-            heard.pop();
-        }
+        heard = heard.split_off(&now);
         next_sweep = Instant::now() + period;
         match engine.sweep(SWEEP_BATCH).await {
             Ok(woken) if !woken.is_empty() => {
@@ -398,11 +401,17 @@ impl Engine {
         let mut run =
             TaskRun::new(self.store.clone(), record).leased(&self.owner, self.lease_ttl, deadline);
         if !self.runs(run.record()) {
-            // A participant's task, woken for its deadline: the step due, no agent.
-            deadlines::step(&mut run).await?;
+            // A participant's task, woken for its deadline: the step due, no agent. The
+            // task is handed back (to be announced, its parents woken) only when the step
+            // reminded or ended it; an assignee's answer or a cancel meanwhile wins.
+            let took = match deadlines::step(&mut run).await {
+                Ok(took) => took,
+                Err(RunError::Ended(_) | RunError::LeaseLost) => return Ok(None),
+                Err(e) => return Err(e),
+            };
             return match run.release().await {
-                Ok(rec) => Ok(Some(rec)),
-                Err(RunError::Ended(_) | RunError::LeaseLost) => Ok(None),
+                Ok(rec) if took != deadlines::Took::Nothing => Ok(Some(rec)),
+                Ok(_) | Err(RunError::Ended(_) | RunError::LeaseLost) => Ok(None),
                 Err(e) => Err(e),
             };
         }

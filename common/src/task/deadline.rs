@@ -71,11 +71,10 @@ impl Deadline {
     /// The timer a task waits under until its next step: written with the commit that
     /// leaves it waiting (which gives up the drive's lease), so the sweep finds it then.
     pub fn timer(&self) -> super::lease::Lease {
-        let left = match self.step() {
-            Step::Wait(left) => left,
-            Step::Remind | Step::Expired => Duration::ZERO,
-        };
-        super::lease::Lease::poll(left)
+        super::lease::Lease {
+            owner: super::lease::POLL_OWNER.to_owned(),
+            until_ms: self.remind_ms.unwrap_or(self.due_ms),
+        }
     }
 
     /// The due time as people and clients read it: RFC 3339, UTC, to the second.
