@@ -17,6 +17,7 @@
 use std::sync::atomic::Ordering::Relaxed;
 
 use crate::a2a::{Part, TaskState};
+use crate::engine::deadlines;
 use crate::engine::transition::{agent_message, set_status};
 use crate::engine::{RunError, TaskRun};
 use crate::models::ChatMessage;
@@ -61,22 +62,24 @@ pub async fn question(run: &mut TaskRun) -> Result<Question, RunError> {
                 remind_ms: None,
                 ..deadline
             };
-            run.apply(|rec| {
-                if !still_asks(rec, &help) {
-                    return Vec::new();
+            let remind = |said: bool| {
+                let (help, text) = (&help, &text);
+                move |rec: &mut TaskRecord| {
+                    if !still_asks(rec, help) {
+                        return Vec::new();
+                    }
+                    if let Some(h) = rec.agent.pending_help.as_mut() {
+                        h.deadline = Some(reminded);
+                    }
+                    // The commit that leaves it waiting again sets its timer.
+                    rec.lease = Some(reminded.timer());
+                    match said {
+                        true => vec![deadlines::reminder(rec, &help.participant_id, text)],
+                        false => Vec::new(),
+                    }
                 }
-                if let Some(h) = rec.agent.pending_help.as_mut() {
-                    h.deadline = Some(reminded);
-                }
-                // The commit that leaves it waiting again sets its timer.
-                rec.lease = Some(reminded.timer());
-                vec![crate::engine::deadlines::reminder(
-                    rec,
-                    &help.participant_id,
-                    &text,
-                )]
-            })
-            .await?;
+            };
+            deadlines::commit_reminder(run, remind).await?;
             if !still_asks(run.record(), &help) {
                 return Ok(Question::GoesOn);
             }

@@ -37,8 +37,7 @@ pub enum Took {
 }
 
 /// Takes the step the deadline of `run`'s task (assigned to a participant) asks for now;
-/// woken before one is due, it goes back under its timer. A reminder that no longer fits
-/// the task's bounds is taken without its history message, so the deadline moves on.
+/// woken before one is due, it goes back under its timer.
 pub async fn step(run: &mut TaskRun) -> Result<Took, RunError> {
     use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
     let Some(deadline) = run.record().agent.reply_by else {
@@ -86,12 +85,7 @@ pub async fn step(run: &mut TaskRun) -> Result<Took, RunError> {
                     }
                 }
             };
-            match run.apply(remind(true)).await {
-                Err(RunError::Store(StoreError::TaskFull { .. } | StoreError::TooLarge(_))) => {
-                    run.apply(remind(false)).await?
-                }
-                other => other?,
-            }
+            commit_reminder(run, remind).await?;
             if !took.load(Relaxed) {
                 return Ok(Took::Nothing);
             }
@@ -119,6 +113,24 @@ pub async fn step(run: &mut TaskRun) -> Result<Took, RunError> {
             tracing::info!(task_id = %run.record().id(), participant = %assignee, "a task for a participant passed its deadline");
             Ok(Took::Cancelled)
         }
+    }
+}
+
+/// Commits the reminder `remind(said)` makes: with its history message (`said`), or,
+/// when that no longer fits the task's bounds, without it, so the deadline moves on
+/// rather than the task failing for a reminder.
+pub async fn commit_reminder<C>(
+    run: &mut TaskRun,
+    remind: impl Fn(bool) -> C,
+) -> Result<(), RunError>
+where
+    C: Fn(&mut TaskRecord) -> Vec<StreamResponse>,
+{
+    match run.apply(remind(true)).await {
+        Err(RunError::Store(StoreError::TaskFull { .. } | StoreError::TooLarge(_))) => {
+            run.apply(remind(false)).await
+        }
+        other => other,
     }
 }
 

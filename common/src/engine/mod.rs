@@ -625,9 +625,7 @@ impl Engine {
             match &rec.lease {
                 Some(l) if l.held() && !gone.contains(&l.owner) => return Ok(false),
                 // A timer yet to run out (found with a gone owner's leases): it stands.
-                Some(l) if l.owner == lease::POLL_OWNER && l.until_ms > lease::now_ms() => {
-                    return Ok(false)
-                }
+                Some(l) if l.is_timer() && l.until_ms > lease::now_ms() => return Ok(false),
                 None if !rec.wake => return Ok(false),
                 _ => {}
             }
@@ -713,7 +711,7 @@ impl Engine {
     /// nothing to do until then (it waits on a question, whose deadline the timer keeps).
     async fn wake(&self, found: Option<TaskRecord>) -> Result<(), RunError> {
         let woken = |rec: &TaskRecord| {
-            let timer = (rec.lease.as_ref()).is_some_and(|l| l.owner == lease::POLL_OWNER);
+            let timer = (rec.lease.as_ref()).is_some_and(lease::Lease::is_timer);
             let put_out = timer && self.has_work(rec);
             (!rec.state().is_terminal() && (!rec.wake || put_out)).then(|| TaskRecord {
                 wake: true,

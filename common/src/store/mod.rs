@@ -722,9 +722,7 @@ impl Signals {
         if rec.push {
             let _ = self.pushes.send(rec.task.id.clone());
         }
-        if let Some(timer) =
-            (rec.lease.as_ref()).filter(|l| l.owner == crate::task::lease::POLL_OWNER)
-        {
+        if let Some(timer) = (rec.lease.as_ref()).filter(|l| l.is_timer()) {
             let _ = self.timers.send(timer.until_ms);
         }
     }

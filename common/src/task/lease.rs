@@ -43,7 +43,12 @@ impl Lease {
     /// Whether it is still in force: a drive holds it and it has not run out (a poll
     /// timer is held by no drive).
     pub fn held(&self) -> bool {
-        self.owner != POLL_OWNER && self.until_ms > now_ms()
+        !self.is_timer() && self.until_ms > now_ms()
+    }
+
+    /// Whether it is a timer ([`Lease::poll`]), held by no drive.
+    pub fn is_timer(&self) -> bool {
+        self.owner == POLL_OWNER
     }
 }
 

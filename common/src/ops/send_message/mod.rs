@@ -660,7 +660,7 @@ async fn drive_staged(
 fn schedule(h: &Harness, next: &mut TaskRecord, inline: bool) -> bool {
     // A timer the task waited under (a question's deadline, a remote's next poll) is put
     // out: this write is its wake-up now, which a timer in the lease's place would hide.
-    if (next.lease.as_ref()).is_some_and(|l| l.owner == crate::task::lease::POLL_OWNER) {
+    if (next.lease.as_ref()).is_some_and(crate::task::lease::Lease::is_timer) {
         next.lease = None;
     }
     let elsewhere = next
