@@ -400,7 +400,7 @@ impl Engine {
             .unwrap_or_default();
         let mut run =
             TaskRun::new(self.store.clone(), record).leased(&self.owner, self.lease_ttl, deadline);
-        if !self.runs(run.record()) {
+        if !self.runs(run.record()) && run.record().agent.reply_by.is_some() {
             // A participant's task, woken for its deadline: the step due, no agent. The
             // task is handed back (to be announced, its parents woken) only when the step
             // reminded or ended it; an assignee's answer or a cancel meanwhile wins.
