@@ -1,6 +1,7 @@
 //! A model call that nobody wants any more stops (issue 52, part 3): a cancel of its task,
 //! or its lease taken by another drive, drops the call in the process that drives it at
-//! once, not when the answer is done; nothing more is written and nothing follows it.
+//! once, not when the answer is done; nothing more is written and nothing follows it. On
+//! both stores.
 
 mod support;
 
@@ -67,9 +68,8 @@ struct Running {
     calls: Arc<Mutex<usize>>,
 }
 
-/// A task whose model is writing (`words` in all): after its first two batches.
-async fn answering(words: usize) -> Running {
-    let store = support::embedded_store();
+/// A task on `store` whose model is writing (`words` in all): after its first two batches.
+async fn answering(store: Arc<dyn Store>, words: usize) -> Running {
     let model = Endless {
         words,
         ..Default::default()
@@ -160,32 +160,38 @@ fn cancelled_calls() -> f64 {
 /// process, so on Lambda too.
 #[tokio::test]
 async fn a_cancel_ends_the_model_call_as_it_writes_and_counts_it() {
-    let before = cancelled_calls();
-    let task = answering(600).await;
-    let at = task.cancel().await;
-    task.stopped(at, Duration::from_secs(2)).await;
-    assert!(cancelled_calls() >= before + 1.0, "counted");
+    for store in support::stores().await {
+        let before = cancelled_calls();
+        let task = answering(store, 600).await;
+        let at = task.cancel().await;
+        task.stopped(at, Duration::from_secs(2)).await;
+        assert!(cancelled_calls() >= before + 1.0, "counted");
+    }
 }
 
 /// Silent, the call stops as soon as the process that drives it hears of the cancel, not
 /// at the lease's next renewal (a third of its 5 minutes).
 #[tokio::test]
 async fn a_cancel_ends_a_silent_model_call_in_the_process_that_took_it() {
-    let task = answering(2).await;
-    let at = task.cancel().await;
-    task.stopped(at, Duration::from_secs(2)).await;
+    for store in support::stores().await {
+        let task = answering(store, 2).await;
+        let at = task.cancel().await;
+        task.stopped(at, Duration::from_secs(2)).await;
+    }
 }
 
 #[tokio::test]
 async fn a_drive_whose_lease_is_taken_stops_writing() {
-    let task = answering(2).await;
-    let mut rec = (task.store.load_task(&task.id).await)
-        .expect("read")
-        .expect("the task");
-    // Another drive has it now (as after a sweep took an expired lease).
-    rec.lease = Some(Lease::new("another-drive", Duration::from_secs(300)));
-    assert!(task.dropped.lock().unwrap().is_none(), "still writing");
-    let at = Instant::now();
-    (task.store.commit(&rec, rec.version, &[], None).await).expect("taken");
-    task.stopped(at, Duration::from_secs(2)).await;
+    for store in support::stores().await {
+        let task = answering(store, 2).await;
+        let mut rec = (task.store.load_task(&task.id).await)
+            .expect("read")
+            .expect("the task");
+        // Another drive has it now (as after a sweep took an expired lease).
+        rec.lease = Some(Lease::new("another-drive", Duration::from_secs(300)));
+        assert!(task.dropped.lock().unwrap().is_none(), "still writing");
+        let at = Instant::now();
+        (task.store.commit(&rec, rec.version, &[], None).await).expect("taken");
+        task.stopped(at, Duration::from_secs(2)).await;
+    }
 }

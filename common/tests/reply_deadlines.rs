@@ -19,18 +19,9 @@ use common::a2a::{
 use common::engine::transition::{agent_message, created, new_id, new_task, set_status};
 use common::ext::task::{Participant, ParticipantKind, Role as ParticipantRole, TaskExtension};
 use common::ops::{execute, Caller, Harness};
-use common::store::{DynamoStore, Store, TaskRecord};
+use common::store::{Store, TaskRecord};
 use common::task::lease::POLL_OWNER;
 use common::task::{Deadline, HelpRequest};
-
-async fn stores() -> Vec<Arc<dyn Store>> {
-    let mut stores = vec![support::embedded_store()];
-    if let Some(client) = support::dynamo_client() {
-        let table = support::fresh_table(&client).await;
-        stores.push(Arc::new(DynamoStore::new(client, table)));
-    }
-    stores
-}
 
 /// The LLM agent on a model that answers "Done.", configured as the functions are.
 fn lambda_harness(store: Arc<dyn Store>) -> Arc<Harness> {
@@ -109,7 +100,7 @@ fn is_timer(rec: &TaskRecord) -> bool {
 
 #[tokio::test]
 async fn a_reply_in_time_is_a_wake_up_the_resume_function_sees() {
-    for store in stores().await {
+    for store in support::stores().await {
         let h = lambda_harness(store.clone());
         let id = asking_bob(store.as_ref(), true).await.task.id;
         let mut reply = Message {
@@ -145,7 +136,7 @@ async fn a_reply_in_time_is_a_wake_up_the_resume_function_sees() {
 
 #[tokio::test]
 async fn a_wake_while_a_question_waits_keeps_its_timer() {
-    for store in stores().await {
+    for store in support::stores().await {
         let h = lambda_harness(store.clone());
         let asked = asking_bob(store.as_ref(), true).await;
         let id = asked.task.id.clone();
@@ -163,7 +154,7 @@ async fn a_wake_while_a_question_waits_keeps_its_timer() {
 
 #[tokio::test]
 async fn the_sweep_gives_a_waiting_question_its_timer_back() {
-    for store in stores().await {
+    for store in support::stores().await {
         let h = lambda_harness(store.clone());
         let asked = asking_bob(store.as_ref(), false).await;
         let id = asked.task.id.clone();

@@ -75,6 +75,19 @@ pub fn llm_harness(
     common::ops::Harness::new(store, std::sync::Arc::new(agent), config).expect("harness")
 }
 
+/// A new embedded store, and a DynamoDB store on a fresh table when the test server is
+/// configured: what a test that must hold on both stores runs on.
+pub async fn stores() -> Vec<std::sync::Arc<dyn common::store::Store>> {
+    let mut stores = vec![embedded_store()];
+    if let Some(client) = dynamo_client() {
+        let table = fresh_table(&client).await;
+        stores.push(std::sync::Arc::new(common::store::DynamoStore::new(
+            client, table,
+        )));
+    }
+    stores
+}
+
 /// A new embedded store in a directory of its own.
 pub fn embedded_store() -> std::sync::Arc<dyn common::store::Store> {
     let id = common::engine::transition::new_id();
