@@ -172,6 +172,20 @@ async fn answered_through_its_link(backend: Backend) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The first two posts bob's channel gets: the request with its due time, then its
+/// reminder (marked, the same due time, its text starting `reminder`).
+async fn request_then_reminder(hook: &Receiver, reminder: &str) -> (Value, Value) {
+    let told = hook.wait_until("the reminder", |got| got.len() >= 2).await;
+    let (first, second) = (told[0].body.clone(), told[1].body.clone());
+    let due = first["reply_by"].as_str().expect("a due time");
+    assert_eq!(first["reminder"], false, "{first}");
+    assert_eq!(second["reminder"], true, "{second}");
+    assert_eq!(second["reply_by"], due, "{second}");
+    let text = second["text"].as_str().expect("text");
+    assert!(text.starts_with(reminder), "{text}");
+    (first, second)
+}
+
 async fn reminded_then_expired(backend: Backend) {
     let steps = json!([
         {"tool_calls": [{"name": "ask_participant", "arguments": {
@@ -183,16 +197,10 @@ async fn reminded_then_expired(backend: Backend) {
     let Some((s, hook, id, dir)) = started(backend, steps).await else {
         return;
     };
-    let told = hook.wait_until("the reminder", |got| got.len() >= 2).await;
-    let (first, second) = (&told[0].body, &told[1].body);
-    let due = first["reply_by"].as_str().expect("a due time").to_owned();
-    assert_eq!(first["reminder"], false, "{first}");
+    let (first, second) = request_then_reminder(&hook, "Reminder: You are asked").await;
+    let due = first["reply_by"].as_str().expect("a due time");
     let text = first["text"].as_str().expect("text");
     assert!(text.contains(&format!("Answer by {due}.")), "{text}");
-    assert_eq!(second["reminder"], true, "{second}");
-    assert_eq!(second["reply_by"], due.as_str(), "{second}");
-    let text = second["text"].as_str().expect("text");
-    assert!(text.starts_with("Reminder: You are asked"), "{text}");
 
     // Expired, the model asks walt: the task waits on, but bob's link answers nothing.
     let deadline = Instant::now() + WAIT;
@@ -227,17 +235,7 @@ async fn a_task_reminded_then_cancelled(backend: Backend) {
     let Some((s, hook, id, dir)) = started(backend, steps).await else {
         return;
     };
-    let told = hook.wait_until("the reminder", |got| got.len() >= 2).await;
-    let (first, second) = (&told[0].body, &told[1].body);
-    let due = first["reply_by"].as_str().expect("a due time").to_owned();
-    assert_eq!(first["reminder"], false, "{first}");
-    assert_eq!(second["reminder"], true, "{second}");
-    assert_eq!(second["reply_by"], due.as_str(), "{second}");
-    let text = second["text"].as_str().expect("text");
-    assert!(
-        text.starts_with("Reminder: A task is assigned to you"),
-        "{text}"
-    );
+    request_then_reminder(&hook, "Reminder: A task is assigned to you").await;
     state_of(&s, &id, "TASK_STATE_COMPLETED").await;
     assert_eq!(
         hook.all().len(),
