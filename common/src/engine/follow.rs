@@ -216,6 +216,14 @@ pub fn cursor_of(id: &str, task_id: &str) -> Option<u64> {
     cursor.parse().ok()
 }
 
+/// `event` with the id of a client that has it: standing at `cursor` of the task `tag`.
+fn sent(event: StreamResponse, cursor: u64, tag: &str) -> Sent {
+    Sent {
+        event,
+        id: Some(format!("{cursor}.{tag}")),
+    }
+}
+
 fn tag(task_id: &str) -> String {
     use sha2::Digest;
     let digest = sha2::Sha256::digest(task_id.as_bytes());
@@ -264,11 +272,9 @@ async fn produce(store: Arc<dyn Store>, f: Follow, tx: &Tx) -> Result<(), ()> {
     // it stands before the answer's first update, which follows it.
     let stands = answer.map_or(f.after, |a| a.from.saturating_sub(1));
     let tag = tag(&f.task_id);
-    let sent = |event, cursor: u64| Sent {
-        event,
-        id: Some(format!("{cursor}.{tag}")),
-    };
-    tx.send(Ok(sent(f.first, stands))).await.map_err(|_| ())?;
+    tx.send(Ok(sent(f.first, stands, &tag)))
+        .await
+        .map_err(|_| ())?;
     if f.settled && f.after >= f.replay_until {
         return Ok(());
     }
@@ -312,7 +318,9 @@ async fn produce(store: Arc<dyn Store>, f: Follow, tx: &Tx) -> Result<(), ()> {
         for e in events {
             cursor = e.seq;
             let ends = e.event.state().is_some_and(|s| s.ends_stream());
-            tx.send(Ok(sent(e.event, e.seq))).await.map_err(|_| ())?;
+            tx.send(Ok(sent(e.event, e.seq, &tag)))
+                .await
+                .map_err(|_| ())?;
             let end = if e.seq <= f.replay_until {
                 f.settled && e.seq == f.replay_until
             } else {
@@ -337,11 +345,8 @@ async fn answer_so_far(
     match super::answer::written_so_far(store, task_id, answer, upto).await {
         Ok(updates) => {
             for update in updates {
-                let sent = Sent {
-                    event: update.event,
-                    id: Some(format!("{}.{tag}", update.seq)),
-                };
-                tx.send(Ok(sent)).await.map_err(|_| ())?;
+                let event = sent(update.event, update.seq, tag);
+                tx.send(Ok(event)).await.map_err(|_| ())?;
             }
             Ok(())
         }
