@@ -11,10 +11,9 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use common::a2a::{Call, CancelTaskRequest, Message, Part, Role, SendMessageRequest};
 use common::models::{ChatRequest, ChatResponse, Delta, Model, ModelError, OnDelta};
-use common::ops::{execute, Answer, Caller, Harness};
+use common::ops::{execute, Caller, Harness};
 use common::store::Store;
 use common::task::lease::Lease;
-use futures::StreamExt;
 
 /// Writes "word " every 100 ms for a minute, or until its call is dropped; after
 /// `words` of them it goes silent (as a model thinking, or writing a tool call's
@@ -85,30 +84,11 @@ async fn answering(store: Arc<dyn Store>, words: usize) -> Running {
         }),
         ..Default::default()
     };
-    let Ok(Answer::Stream(mut stream)) = execute(
-        &h,
-        Call::SendStreamingMessage(send),
-        &Caller::named("alice"),
-    )
-    .await
-    else {
-        panic!("a stream");
-    };
-    let (mut id, mut updates) = (None, 0);
-    while let Some(event) = stream.next().await {
-        let event = event.expect("an event");
-        if let Some(task) = &event.task {
-            id = Some(task.id.clone());
-        }
-        updates += usize::from(event.artifact_update.is_some());
-        if updates == 2 {
-            break;
-        }
-    }
+    let id = support::streaming_until(&h, send, &Caller::named("alice"), 2).await;
     Running {
         h,
         store,
-        id: id.expect("the task first"),
+        id,
         dropped,
         calls,
     }

@@ -168,32 +168,24 @@ async fn a_stream_that_fails_midway_leaves_the_client_what_the_task_stores() {
 }
 
 /// Cancelled mid-answer, the task keeps the text its clients were shown, finished with
-/// `lastChunk`, and the answer stops growing: the model's call ends at its next batch.
+/// `lastChunk`, and the answer stops growing: the model's call ends at its next batch. On
+/// both stores.
 #[tokio::test]
 async fn a_cancel_mid_answer_keeps_what_was_shown_and_stops_the_answer() {
-    use futures::StreamExt;
+    for store in support::stores().await {
+        cancelled_mid_answer(store).await;
+    }
+}
+
+async fn cancelled_mid_answer(store: Arc<dyn Store>) {
     let script = r#"{"turns": [{"chunks": ["One ", "two ", "three ", "four ", "five ", "six ", "seven ", "eight "],
         "chunk_delay_ms": 300}]}"#;
-    let (h, store) = harness(Arc::new(Scripted::parse("t", script).unwrap()));
+    let h = support::llm_harness(
+        store.clone(),
+        Arc::new(Scripted::parse("t", script).unwrap()),
+    );
     let alice = Caller::named("alice");
-    let Ok(Answer::Stream(mut stream)) =
-        execute(&h, Call::SendStreamingMessage(question()), &alice).await
-    else {
-        panic!("a stream");
-    };
-    let mut id = None;
-    let mut updates = 0;
-    while let Some(event) = stream.next().await {
-        let event = event.expect("an event");
-        if let Some(task) = &event.task {
-            id = Some(task.id.clone());
-        }
-        updates += usize::from(event.artifact_update.is_some());
-        if updates == 2 {
-            break;
-        }
-    }
-    let id = id.expect("the task first");
+    let id = support::streaming_until(&h, question(), &alice, 2).await;
     let cancel = common::a2a::CancelTaskRequest {
         id: id.clone(),
         ..Default::default()

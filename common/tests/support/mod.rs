@@ -88,6 +88,34 @@ pub async fn stores() -> Vec<std::sync::Arc<dyn common::store::Store>> {
     stores
 }
 
+/// Sends `send` as `caller` with SendStreamingMessage and reads its stream until `updates`
+/// artifact updates have come (a model writing its answer); the task's id.
+pub async fn streaming_until(
+    h: &common::ops::Harness,
+    send: common::a2a::SendMessageRequest,
+    caller: &common::ops::Caller,
+    updates: usize,
+) -> String {
+    use futures::StreamExt;
+    let call = common::a2a::Call::SendStreamingMessage(send);
+    let Ok(common::ops::Answer::Stream(mut stream)) = common::ops::execute(h, call, caller).await
+    else {
+        panic!("a stream");
+    };
+    let (mut id, mut seen) = (None, 0);
+    while let Some(event) = stream.next().await {
+        let event = event.expect("an event");
+        if let Some(task) = &event.task {
+            id = Some(task.id.clone());
+        }
+        seen += usize::from(event.artifact_update.is_some());
+        if seen == updates {
+            break;
+        }
+    }
+    id.expect("the task first")
+}
+
 /// A new embedded store in a directory of its own.
 pub fn embedded_store() -> std::sync::Arc<dyn common::store::Store> {
     let id = common::engine::transition::new_id();
